@@ -1,0 +1,43 @@
+# One entry point for students, instructors and CI. Run `make help` for the list.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+KERNEL := cs336-primitives
+ASSIGNMENTS := $(notdir $(wildcard source/[0-9]*))
+LAB_ARGS ?=
+SUBMITTED ?= submitted
+GRADED ?= graded
+
+.PHONY: help install lab test release grade clean
+
+help:
+	@echo "make lab      set up (first time) and open JupyterLab on the course"
+	@echo "make test     set up (first time) and run every test: utils, notebooks (nbval), release, grading"
+	@echo "make release  regenerate release/ (student versions) from source/ with nbgrader"
+	@echo "make grade    grade $(SUBMITTED)/<student>/<assignment>/ into $(GRADED)/ (grades.csv + feedback)"
+
+# The virtual environment: created if missing, reinstalled when pyproject.toml changes.
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e ".[test]"
+	$(BIN)/python -m ipykernel install --sys-prefix --name $(KERNEL) --display-name "Python (cs336 primitives)"
+	touch $(STAMP)
+
+install: $(STAMP)
+
+lab: $(STAMP)
+	$(BIN)/jupyter lab --ServerApp.root_dir=. $(LAB_ARGS)
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q tests
+	$(BIN)/python -m pytest -q --nbval notebooks source
+
+release: $(STAMP)
+	$(BIN)/python -m autograder.release $(ASSIGNMENTS)
+
+grade: $(STAMP)
+	$(BIN)/python -m autograder.grade $(SUBMITTED) --out $(GRADED)
+
+clean:
+	rm -rf $(VENV) $(GRADED) autograded feedback gradebook.db

@@ -1,0 +1,116 @@
+"""Checks used by the exercise tests: strict about types, dtypes and shapes, and written to give a hint.
+
+Each check raises AssertionError with a message a student can act on. The comparisons use references to
+torch's functions taken when this module is first imported (by an exercise's locked first cell, before any
+student code runs), so a solution that rebinds `torch.allclose` or `torch.testing.assert_close` changes
+nothing here. Exact type checks (`type(x) is float`, not isinstance) stop objects whose `__eq__` always
+says True.
+"""
+from __future__ import annotations
+
+import contextlib
+import math
+import types
+from typing import Callable, Iterator
+
+import torch
+
+_assert_close = torch.testing.assert_close
+_equal = torch.equal
+_tensor_type = torch.Tensor
+_isnan = math.isnan
+
+
+def _fail(what: str, detail: str, hint: str | None) -> None:
+    message = f"{what}: {detail}"
+    if hint:
+        message += f"\nHint: {hint}"
+    raise AssertionError(message)
+
+
+def check_type(value: object, expected_type: type, what: str, hint: str | None = None) -> None:
+    """`value` must be exactly of `expected_type` (a subclass does not count; bool is not an int)."""
+    if type(value) is not expected_type:
+        _fail(what, f"expected a {expected_type.__name__}, got {type(value).__name__}", hint)
+
+
+def check_int(value: object, expected: int, what: str, hint: str | None = None) -> None:
+    """`value` must be a plain int equal to `expected`."""
+    check_type(value, int, what, hint)
+    if int.__ne__(value, expected):
+        _fail(what, f"expected {expected:,}, got {value:,}", hint)
+
+
+def check_float(value: object, expected: float, what: str, hint: str | None = None, rel_tol: float = 0.0) -> None:
+    """`value` must be a plain float equal to `expected` (to `rel_tol`; nan matches nan; signs of inf and 0 matter)."""
+    check_type(value, float, what, hint)
+    if _isnan(expected) or _isnan(value):
+        if not (_isnan(expected) and _isnan(value)):
+            _fail(what, f"expected {expected!r}, got {value!r}", hint)
+        return
+    same = float.__eq__(value, expected) and math.copysign(1.0, value) == math.copysign(1.0, expected)
+    close = rel_tol > 0 and math.isfinite(expected) and abs(value - expected) <= rel_tol * abs(expected)
+    if not (same or close):
+        _fail(what, f"expected {expected!r}, got {value!r}", hint)
+
+
+def check_str(value: object, expected: str, what: str, hint: str | None = None) -> None:
+    """`value` must be a plain str equal to `expected`."""
+    check_type(value, str, what, hint)
+    if str.__ne__(value, expected):
+        _fail(what, f"expected {expected!r}, got {value!r}", hint)
+
+
+def check_tensor(value: object, expected: torch.Tensor, what: str, hint: str | None = None,
+                 atol: float = 0.0, rtol: float = 0.0) -> None:
+    """`value` must be a real torch.Tensor with the expected dtype, shape and device, and values within atol/rtol."""
+    if type(value) is not _tensor_type:
+        _fail(what, f"expected a torch.Tensor, got {type(value).__name__}", hint)
+    if value.dtype != expected.dtype:
+        _fail(what, f"expected dtype {expected.dtype}, got {value.dtype}", hint)
+    if tuple(value.shape) != tuple(expected.shape):
+        _fail(what, f"expected shape {tuple(expected.shape)}, got {tuple(value.shape)}", hint)
+    if value.device != expected.device:
+        _fail(what, f"expected device {expected.device}, got {value.device}", hint)
+    try:
+        _assert_close(value, expected, atol=atol, rtol=rtol, equal_nan=True)
+    except AssertionError as error:
+        _fail(what, f"values differ: {error}", hint)
+
+
+def global_names(fn: Callable) -> set[str]:
+    """Every global name and attribute name the code of `fn` (and functions nested in it) refers to."""
+    names: set[str] = set()
+    stack = [fn.__code__]
+    while stack:
+        code = stack.pop()
+        names.update(code.co_names)
+        stack.extend(c for c in code.co_consts if isinstance(c, types.CodeType))
+    return names
+
+
+@contextlib.contextmanager
+def forbidden(fn: Callable, targets: dict[str, tuple[object, str]], task: str) -> Iterator[None]:
+    """Within the block, calling any target (module, attribute) fails with a message that the task must not use it.
+
+    Also fails at once if `fn`'s globals bind one of the targets under another name (`from torch import finfo`).
+    """
+    for name in global_names(fn):
+        bound = fn.__globals__.get(name)
+        for label, (module, attribute) in targets.items():
+            if bound is not None and bound is getattr(module, attribute):
+                _fail(task, f"the solution uses {label}", f"this task asks you to work it out without {label}.")
+    saved = {label: getattr(module, attribute) for label, (module, attribute) in targets.items()}
+
+    def stub_for(label: str) -> Callable:
+        def stub(*args, **kwargs):
+            _fail(task, f"the solution called {label}", f"this task asks you to work it out without {label}.")
+        return stub
+
+    try:
+        for label, (module, attribute) in targets.items():
+            setattr(module, attribute, stub_for(label))
+        yield
+    finally:
+        for label, (module, attribute) in targets.items():
+            setattr(module, attribute, saved[label])

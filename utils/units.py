@@ -1,0 +1,32 @@
+"""Bytes and the units we count them in: GB means 10^9 bytes, GiB means 2^30 bytes."""
+from __future__ import annotations
+
+import math
+
+import torch
+from jaxtyping import Shaped
+from torch import Tensor
+
+KB, MB, GB, TB = 10**3, 10**6, 10**9, 10**12
+KiB, MiB, GiB, TiB = 2**10, 2**20, 2**30, 2**40
+
+
+def bytes_for(shape: tuple[int, ...] | torch.Size, dtype: torch.dtype) -> int:
+    """Bytes needed to store a dense tensor of this shape and dtype (numel x element size), without allocating it."""
+    element_bytes = torch.empty((), dtype=dtype, device="meta").element_size()
+    return math.prod(shape) * element_bytes
+
+
+def tensor_bytes(x: Shaped[Tensor, "..."]) -> int:
+    """Bytes of the elements a tensor holds: numel x element_size (not the size of its whole storage)."""
+    return x.numel() * x.element_size()
+
+
+def format_bytes(num_bytes: int | float) -> str:
+    """A byte count in decimal and binary units, e.g. '2,415,919,104 bytes = 2.42 GB = 2.25 GiB'."""
+    if num_bytes < KB:
+        return f"{num_bytes:,} bytes"
+    decimal = next((n, u) for n, u in ((TB, "TB"), (GB, "GB"), (MB, "MB"), (KB, "KB"), (1, "bytes")) if num_bytes >= n)
+    binary = next((n, u) for n, u in ((TiB, "TiB"), (GiB, "GiB"), (MiB, "MiB"), (KiB, "KiB"), (1, "bytes")) if num_bytes >= n)
+    return (f"{num_bytes:,} bytes = {num_bytes / decimal[0]:.3g} {decimal[1]} "
+            f"= {num_bytes / binary[0]:.3g} {binary[1]}")

@@ -105,6 +105,42 @@ def positive_values(fmt: FloatFormat) -> list[float]:
     return [v for v in values if math.isfinite(v)]
 
 
+def _round_magnitude(magnitude: float, fmt: FloatFormat) -> float:
+    """Round a positive finite number to `fmt`'s grid (ties to even), ignoring the top of the range."""
+    _, binary_exponent = math.frexp(magnitude)             # magnitude = f x 2^binary_exponent, f in [0.5, 1)
+    exponent = max(binary_exponent - 1, 1 - fmt.bias)      # subnormals share the smallest normal exponent
+    spacing = math.ldexp(1.0, exponent - fmt.mantissa_bits)  # gap between neighbours at this magnitude
+    return round(magnitude / spacing) * spacing            # Python's round() breaks ties to even
+
+
+def round_to_format(value: float, fmt: FloatFormat) -> float:
+    """The number of `fmt` nearest to `value` (ties to even), in pure Python: works for any exponent/mantissa width.
+
+    Past the largest number an IEEE-style format gives inf; fp8 E4M3 (no inf) saturates at its max, as torch does.
+    """
+    if value == 0 or not math.isfinite(value):
+        return value
+    rounded = _round_magnitude(abs(value), fmt)
+    largest = format_limits(fmt).max
+    if rounded > largest:
+        rounded = math.inf if fmt.ieee_specials else largest
+    return math.copysign(rounded, value)
+
+
+def cast_outcome(value: float, fmt: FloatFormat) -> str:
+    """What storing a finite `value` in `fmt` does to it: 'zero', 'underflow' (becomes 0), 'subnormal', 'normal'
+    or 'overflow' (rounds past the largest number: inf, or saturation at max in a format without inf)."""
+    if value == 0:
+        return "zero"
+    rounded = _round_magnitude(abs(value), fmt)
+    limits = format_limits(fmt)
+    if rounded == 0:
+        return "underflow"
+    if rounded > limits.max:
+        return "overflow"
+    return "subnormal" if rounded < limits.smallest_normal else "normal"
+
+
 def round_trip(value: float, dtype: torch.dtype) -> float:
     """What is left of `value` after storing it in `dtype` (round to nearest even; may give 0.0 or inf)."""
     return torch.tensor(value, dtype=torch.float64).to(dtype).item()

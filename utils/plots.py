@@ -20,8 +20,8 @@ def plot_bit_layouts(formats: Sequence[FloatFormat]) -> Figure:
         left = 0
         for field, width in fields:
             ax.barh(row, width, left=left, color=FIELD_COLOURS[field], edgecolor="white")
-            if width >= 2:
-                ax.text(left + width / 2, row, f"{field} {width}", ha="center", va="center", color="white", fontsize=9)
+            label = f"{field} {width}" if width >= 6 else f"{field[0].upper()}{width}"
+            ax.text(left + width / 2, row, label, ha="center", va="center", color="white", fontsize=9)
             left += width
     ax.set_yticks(range(len(formats)), [f"{f.name} ({f.total_bits} bits)" for f in formats])
     ax.invert_yaxis()
@@ -31,13 +31,18 @@ def plot_bit_layouts(formats: Sequence[FloatFormat]) -> Figure:
     return fig
 
 
-def plot_number_spacing(formats: Sequence[FloatFormat]) -> Figure:
-    """Gap to the next representable number against the number itself (log-log): spacing grows with magnitude."""
+def plot_number_spacing(formats: Sequence[FloatFormat], xlim: tuple[float, float] | None = None) -> Figure:
+    """Gap to the next representable number against the number itself (log-log): spacing grows with magnitude.
+
+    `xlim` zooms in on a range of values (bf16 alone spans about 80 decades).
+    """
     fig, ax = plt.subplots(figsize=(8, 4.5))
     for fmt in formats:
         values = positive_values(fmt)
-        gaps = [b - a for a, b in zip(values, values[1:])]
-        ax.loglog(values[:-1], gaps, ".", markersize=2, label=fmt.name)
+        pairs = [(a, b - a) for a, b in zip(values, values[1:]) if xlim is None or xlim[0] <= a <= xlim[1]]
+        ax.loglog([a for a, _ in pairs], [gap for _, gap in pairs], ".", markersize=2, label=fmt.name)
+    if xlim is not None:
+        ax.set_xlim(*xlim)
     ax.set_xlabel("value x (log scale)")
     ax.set_ylabel("gap to the next number (log scale)")
     ax.set_title("Representable numbers thin out as they grow")
@@ -62,12 +67,15 @@ def plot_number_line(fmt: FloatFormat, upper: float) -> Figure:
 def plot_dynamic_range(formats: Sequence[FloatFormat]) -> Figure:
     """Each format's range on a log axis: subnormals (light) from the smallest subnormal, normals up to max."""
     fig, ax = plt.subplots(figsize=(10, 0.6 * len(formats) + 1.2))
+    lowest, highest = 0.0, 0.0
     for row, fmt in enumerate(formats):
         limits = format_limits(fmt)
         low, normal, high = (math.log10(x) for x in (limits.smallest_subnormal, limits.smallest_normal, limits.max))
         ax.barh(row, normal - low, left=low, color="#aec7e8", label="subnormal" if row == 0 else None)
         ax.barh(row, high - normal, left=normal, color="#1f77b4", label="normal" if row == 0 else None)
         ax.text(high + 0.5, row, f"max {limits.max:.3g}", va="center", fontsize=9)
+        lowest, highest = min(lowest, low), max(highest, high)
+    ax.set_xlim(lowest - 2, highest + 12)  # room for the labels
     ax.set_yticks(range(len(formats)), [f.name for f in formats])
     ax.invert_yaxis()
     ax.set_xlabel("log10 of magnitude")

@@ -1,0 +1,92 @@
+"""utils.floats against torch, the oracle: every bit pattern decodes to what torch stores, limits match finfo."""
+import math
+
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from utils.floats import (BF16, FORMATS, FP8_E4M3, FP8_E5M2, FP16, FP32, FloatFormat, bits_of, cast_outcome,
+                          decode_bits, format_limits, positive_values, round_to_format, split_bits)
+
+SIGNED_INT = {8: torch.int8, 16: torch.int16, 32: torch.int32}
+
+
+def torch_decode(bits: int, fmt: FloatFormat) -> float:
+    """What torch reads from the same bits (reinterpreted through a signed integer of the same width)."""
+    signed = bits - (1 << fmt.total_bits) if bits >= 1 << (fmt.total_bits - 1) else bits
+    return torch.tensor([signed], dtype=SIGNED_INT[fmt.total_bits]).view(fmt.dtype).item()
+
+
+def same_float(a: float, b: float) -> bool:
+    return (math.isnan(a) and math.isnan(b)) or (a == b and math.copysign(1, a) == math.copysign(1, b))
+
+
+def test_every_8_and_16_bit_pattern_decodes_like_torch():
+    for fmt in (FP16, BF16, FP8_E4M3, FP8_E5M2):
+        for bits in range(1 << fmt.total_bits):
+            assert same_float(decode_bits(bits, fmt), torch_decode(bits, fmt)), (fmt.name, hex(bits))
+
+
+@given(st.integers(min_value=0, max_value=2**32 - 1))
+@settings(max_examples=3000, deadline=None)
+def test_fp32_bit_patterns_decode_like_torch(bits):
+    assert same_float(decode_bits(bits, FP32), torch_decode(bits, FP32))
+
+
+def test_worked_example_0_15625():
+    assert bits_of(0.15625, FP32) == 0x3E200000
+    assert split_bits(0x3E200000, FP32) == (0, 124, 1 << 21)
+    assert decode_bits(0x3E200000, FP32) == 0.15625
+
+
+@given(st.floats(allow_nan=False, allow_infinity=False, width=32))
+@settings(max_examples=500, deadline=None)
+def test_bits_of_round_trips_through_decode(value):
+    assert decode_bits(bits_of(value, FP32), FP32) == value
+
+
+def test_limits_agree_with_torch_finfo():
+    for fmt in FORMATS:
+        limits, info = format_limits(fmt), torch.finfo(fmt.dtype)
+        assert (limits.max, limits.smallest_normal, limits.eps) == (info.max, info.smallest_normal, info.eps)
+        assert limits.smallest_subnormal == torch_decode(1, fmt)  # finfo has no smallest subnormal field
+
+
+def test_fp8_maxima_and_underflow_figures_from_the_course():
+    assert format_limits(FP8_E4M3).max == 448 and format_limits(FP8_E5M2).max == 57344
+    assert torch.tensor(1e-8, dtype=torch.float16).item() == 0.0
+    assert math.isclose(torch.tensor(1e-8, dtype=torch.bfloat16).item(), 1.0012e-08, rel_tol=1e-4)
+
+
+@given(st.floats(allow_nan=False, allow_infinity=False), st.sampled_from(FORMATS))
+@settings(max_examples=3000, deadline=None)
+def test_round_to_format_matches_torch_cast(value, fmt):
+    expected = torch.tensor(value, dtype=torch.float64).to(fmt.dtype).item()
+    assert same_float(round_to_format(value, fmt), expected)
+
+
+@given(st.floats(allow_nan=False, allow_infinity=False), st.sampled_from((FP16, BF16, FP8_E5M2)))
+@settings(max_examples=2000, deadline=None)
+def test_cast_outcome_describes_what_torch_stores(value, fmt):
+    stored = torch.tensor(value, dtype=torch.float64).to(fmt.dtype).item()
+    outcome = cast_outcome(value, fmt)
+    if value == 0:
+        assert outcome == "zero"
+    elif stored == 0:
+        assert outcome == "underflow"
+    elif math.isinf(stored):
+        assert outcome == "overflow"
+    else:
+        assert outcome == ("subnormal" if abs(stored) < torch.finfo(fmt.dtype).smallest_normal else "normal")
+
+
+def test_cast_outcome_at_the_halfway_points_of_fp16():
+    assert cast_outcome(2.0**-25, FP16) == "underflow"      # exactly half the smallest subnormal: ties to 0
+    assert cast_outcome(2.0**-25 * 1.001, FP16) == "subnormal"
+    assert cast_outcome(65519.0, FP16) == "normal" and cast_outcome(65520.0, FP16) == "overflow"
+
+
+def test_positive_values_of_fp8_e4m3():
+    values = positive_values(FP8_E4M3)
+    assert len(values) == 126 and values[0] == 2.0**-9 and values[-1] == 448  # 127 positive patterns, one is nan
+    assert values == sorted(values)

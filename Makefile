@@ -6,6 +6,8 @@ STAMP  := $(VENV)/.installed
 KERNEL := cs336-primitives
 ASSIGNMENTS := $(notdir $(wildcard source/[0-9]*))
 LAB_ARGS ?=
+# Jupyter refuses to run as root unless told; containers and CI machines often are root.
+ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 SUBMITTED ?= submitted
 GRADED ?= graded
 
@@ -27,7 +29,7 @@ $(STAMP): pyproject.toml
 install: $(STAMP)
 
 lab: $(STAMP)
-	$(BIN)/jupyter lab --ServerApp.root_dir=. $(LAB_ARGS)
+	$(BIN)/jupyter lab --ServerApp.root_dir=. $(ROOT_FLAG) $(LAB_ARGS)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q tests

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
-from nbgrader.api import Gradebook, MissingEntry
+from nbgrader.api import Gradebook
 
 from autograder.course import assignments, make_course
 
@@ -92,6 +92,15 @@ def read_scores(gradebook: Gradebook, student: str, assignment: str, note: str) 
     return rows
 
 
+def zero_scores(gradebook: Gradebook, student: str, assignment: str, note: str) -> list[GradeRow]:
+    """0 points for every task of the assignment, for a submission nbgrader could not grade at all."""
+    rows = []
+    for notebook in gradebook.find_assignment(assignment).notebooks:
+        for cell in sorted(notebook.grade_cells, key=lambda c: c.name):
+            rows.append(GradeRow(student, assignment, cell.name, 0.0, float(cell.max_score), note))
+    return rows
+
+
 def write_problem_feedback(path: Path, student: str, assignment: str, problems: list[str]) -> None:
     """A small HTML page telling the student why (part of) their submission could not be graded."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -120,12 +129,16 @@ def grade(submitted: Path, out: Path, names: list[str] | None = None) -> list[Gr
             continue
         with Gradebook(api.coursedir.db_url, api.coursedir.course_id) as gradebook:
             expected = [nb.name for nb in gradebook.find_assignment(assignment).notebooks]
-        problems = copy_submission(folder, course / "submitted" / student / assignment, expected)
-        result = api.autograde(assignment, student, force=True, create=True)
-        if not result["success"]:
-            problems.append("the grader could not run this submission; an instructor will look at it")
-            print(f"autograde failed for {student}/{assignment}:\n{result['log']}\n{result['error']}", file=sys.stderr)
-        else:
+        target = course / "submitted" / student / assignment
+        problems = copy_submission(folder, target, expected)
+        graded_ok = False
+        if any(target.glob("*.ipynb")):  # nbgrader gives missing notebooks 0, but refuses a submission with none
+            result = api.autograde(assignment, student, force=True, create=True)
+            graded_ok = result["success"]
+            if not graded_ok:
+                problems.append("the grader could not run this submission; an instructor will look at it")
+                print(f"autograde failed for {student}/{assignment}:\n{result['log']}\n{result['error']}", file=sys.stderr)
+        if graded_ok:
             api.generate_feedback(assignment, student, force=True)
             produced = course / "feedback" / student / assignment
             if produced.exists():
@@ -133,10 +146,10 @@ def grade(submitted: Path, out: Path, names: list[str] | None = None) -> list[Gr
         if problems:
             write_problem_feedback(feedback_dir / "problems.html", student, assignment, problems)
         with Gradebook(api.coursedir.db_url, api.coursedir.course_id) as gradebook:
-            try:
+            if graded_ok:
                 rows += read_scores(gradebook, student, assignment, "; ".join(problems))
-            except MissingEntry:
-                rows.append(GradeRow(student, assignment, "-", 0.0, 0.0, "; ".join(problems) or "not graded"))
+            else:
+                rows += zero_scores(gradebook, student, assignment, "; ".join(problems))
     write_csv(rows, out / "grades.csv")
     return rows
 

@@ -1,0 +1,55 @@
+"""release/ is exactly what nbgrader generates from source/, and leaks no solution or hidden test."""
+import json
+from pathlib import Path
+
+import pytest
+
+from autograder.course import assignments
+from autograder.release import release
+
+REPO = Path(__file__).resolve().parent.parent
+LEAKS = ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS")
+
+
+def notebook_files(folder: Path) -> dict[str, dict]:
+    return {str(p.relative_to(folder)): json.loads(p.read_text()) for p in sorted(folder.rglob("*.ipynb"))}
+
+
+@pytest.fixture(scope="module")
+def regenerated(tmp_path_factory):
+    into = tmp_path_factory.mktemp("release")
+    release(assignments(), into)
+    return into
+
+
+def test_every_assignment_is_released():
+    assert assignments() and [p.name for p in sorted((REPO / "release").iterdir())] == assignments()
+
+
+@pytest.mark.parametrize("assignment", assignments())
+def test_committed_release_matches_a_fresh_generation(regenerated, assignment):
+    committed = notebook_files(REPO / "release" / assignment)
+    fresh = notebook_files(regenerated / assignment)
+    assert committed.keys() == fresh.keys()
+    for name in fresh:
+        assert committed[name] == fresh[name], f"release/{assignment}/{name} differs from source/: run `make release`"
+
+
+@pytest.mark.parametrize("path", sorted((REPO / "release").rglob("*.ipynb")), ids=str)
+def test_release_holds_no_solution_or_hidden_test(path):
+    text = path.read_text()
+    for marker in LEAKS:
+        assert marker not in text, f"{path} contains {marker!r}"
+    for cell in json.loads(text)["cells"]:
+        assert not cell.get("outputs"), f"{path} has stored outputs"
+
+
+@pytest.mark.parametrize("assignment", assignments())
+def test_source_has_graded_tasks_with_points_and_hidden_tests(assignment):
+    for path in (REPO / "source" / assignment).glob("*.ipynb"):
+        cells = json.loads(path.read_text())["cells"]
+        graded = [c for c in cells if c["metadata"].get("nbgrader", {}).get("grade")]
+        assert len(graded) >= 4 and all(c["metadata"]["nbgrader"]["points"] > 0 for c in graded)
+        assert all("BEGIN HIDDEN TESTS" in "".join(c["source"]) for c in graded)
+        solutions = [c for c in cells if c["metadata"].get("nbgrader", {}).get("solution")]
+        assert len(solutions) >= 4

@@ -96,6 +96,19 @@ def patched_comparisons(assignment: str) -> dict[str, nbformat.NotebookNode]:
                  PATCH_COMPARISONS + _function_header(solution) + "\n    return 0\n")
 
 
+def _with_warning(solution: str) -> str:
+    """The solution, made to print a warning on stderr each time it is called (as torch sometimes does)."""
+    header = _function_header(solution)
+    warn = '    import warnings; warnings.warn("a harmless warning from correct code", UserWarning, stacklevel=1)\n'
+    return header + "\n" + warn + solution[len(header) + 1:]
+
+
+def noisy(assignment: str) -> dict[str, nbformat.NotebookNode]:
+    """Correct solutions that write warnings to stderr whenever they run, in the test cells too."""
+    always = "import warnings\nwarnings.simplefilter('always')\n"
+    return _fill(assignment, lambda i, g, solution: always + _with_warning(solution))
+
+
 def write_submission(root: Path, student: str, assignment: str, notebooks: dict[str, nbformat.NotebookNode]) -> Path:
     """Lay notebooks out as nbgrader's submitted/<student>/<assignment>/<name>.ipynb."""
     folder = root / student / assignment

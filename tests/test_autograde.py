@@ -1,6 +1,7 @@
 """End to end: submissions graded by `python -m autograder.grade` get exactly the points their work earns."""
 import csv
 import hashlib
+import json
 import subprocess
 import sys
 from collections import defaultdict
@@ -28,6 +29,7 @@ def graded(tmp_path_factory):
     for a in ASSIGNMENTS:
         submissions.write_submission(submitted, "solved", a, submissions.solved(a))
         submissions.write_submission(submitted, "blank", a, submissions.release_notebooks(a))
+        submissions.write_submission(submitted, "noisy", a, submissions.noisy(a))
         submissions.write_submission(submitted, "half", a, submissions.half_done(a))
         submissions.write_submission(submitted, "alwaysequal", a, submissions.always_equal(a))
         submissions.write_submission(submitted, "patcher", a, submissions.patched_comparisons(a))
@@ -58,6 +60,15 @@ def graded(tmp_path_factory):
 def test_full_solution_scores_full_marks(graded, assignment):
     score, max_score = graded["totals"][("solved", assignment)]
     assert max_score > 0 and score == max_score
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_warnings_on_stderr_from_correct_code_cost_nothing(graded, assignment):
+    score, max_score = graded["totals"][("noisy", assignment)]
+    assert max_score > 0 and score == max_score
+    for path in (graded["out"] / "course" / "autograded" / "noisy" / assignment).glob("*.ipynb"):
+        outputs = [o for c in json.loads(path.read_text())["cells"] for o in c.get("outputs", [])]
+        assert not [o for o in outputs if o.get("name") == "stderr"]  # dropped before scoring (IgnorePattern)
 
 
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)

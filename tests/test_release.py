@@ -53,3 +53,14 @@ def test_source_has_graded_tasks_with_points_and_hidden_tests(assignment):
         assert all("BEGIN HIDDEN TESTS" in "".join(c["source"]) for c in graded)
         solutions = [c for c in cells if c["metadata"].get("nbgrader", {}).get("solution")]
         assert len(solutions) >= 4
+
+
+@pytest.mark.parametrize("path", sorted((REPO / "release").rglob("*.ipynb")), ids=str)
+def test_blank_release_fails_every_test_cell(path, tmp_path):
+    """What a student's Validate button reports on an untouched notebook: every graded test fails."""
+    from nbgrader.validator import Validator
+
+    copy = tmp_path / path.name
+    copy.write_bytes(path.read_bytes())
+    results = Validator(invert=True).validate(str(copy))
+    assert not results.get("passed"), f"test cells pass without any work: {results['passed']}"

@@ -14,6 +14,8 @@ import types
 from typing import Callable, Iterator
 
 import torch
+from jaxtyping import Shaped
+from torch import Tensor
 
 _assert_close = torch.testing.assert_close
 _equal = torch.equal
@@ -61,7 +63,7 @@ def check_str(value: object, expected: str, what: str, hint: str | None = None) 
         _fail(what, f"expected {expected!r}, got {value!r}", hint)
 
 
-def check_tensor(value: object, expected: torch.Tensor, what: str, hint: str | None = None,
+def check_tensor(value: object, expected: Shaped[Tensor, "..."], what: str, hint: str | None = None,
                  atol: float = 0.0, rtol: float = 0.0) -> None:
     """`value` must be a real torch.Tensor with the expected dtype, shape and device, and values within atol/rtol."""
     if type(value) is not _tensor_type:

@@ -82,22 +82,16 @@ def copy_submission(folder: Path, target: Path, expected: list[str]) -> list[str
     return problems
 
 
-def read_scores(gradebook: Gradebook, student: str, assignment: str, note: str) -> list[GradeRow]:
-    """One row per graded task of a submission, from the gradebook."""
+def task_scores(gradebook: Gradebook, student: str, assignment: str, note: str, graded: bool) -> list[GradeRow]:
+    """One row per graded task of a submission; one that nbgrader could not grade gets 0 for every task."""
     rows = []
     for notebook in gradebook.find_assignment(assignment).notebooks:
-        submitted = gradebook.find_submission_notebook(notebook.name, assignment, student)
-        for grade in sorted(submitted.grades, key=lambda g: g.cell.name):
-            rows.append(GradeRow(student, assignment, grade.name, float(grade.score), float(grade.max_score), note))
-    return rows
-
-
-def zero_scores(gradebook: Gradebook, student: str, assignment: str, note: str) -> list[GradeRow]:
-    """0 points for every task of the assignment, for a submission nbgrader could not grade at all."""
-    rows = []
-    for notebook in gradebook.find_assignment(assignment).notebooks:
+        scores = {}
+        if graded:
+            submitted = gradebook.find_submission_notebook(notebook.name, assignment, student)
+            scores = {grade.name: float(grade.score) for grade in submitted.grades}
         for cell in sorted(notebook.grade_cells, key=lambda c: c.name):
-            rows.append(GradeRow(student, assignment, cell.name, 0.0, float(cell.max_score), note))
+            rows.append(GradeRow(student, assignment, cell.name, scores.get(cell.name, 0.0), float(cell.max_score), note))
     return rows
 
 
@@ -114,6 +108,8 @@ def grade(submitted: Path, out: Path, names: list[str] | None = None) -> list[Gr
     names = names or assignments()
     course = out / "course"
     api = make_course(course, names)
+    with Gradebook(api.coursedir.db_url, api.coursedir.course_id) as gradebook:
+        notebooks_of = {name: [nb.name for nb in gradebook.find_assignment(name).notebooks] for name in names}
     submissions, skipped = find_submissions(submitted)
     for line in skipped:
         print(f"skipped {line}", file=sys.stderr)
@@ -122,15 +118,13 @@ def grade(submitted: Path, out: Path, names: list[str] | None = None) -> list[Gr
         feedback_dir = out / "feedback" / student / assignment
         if feedback_dir.exists():
             shutil.rmtree(feedback_dir)
-        if assignment not in names:
+        if assignment not in notebooks_of:
             problem = f"unknown assignment {assignment!r} (known: {', '.join(names)})"
             write_problem_feedback(feedback_dir / "problems.html", student, assignment, [problem])
             rows.append(GradeRow(student, assignment, "-", 0.0, 0.0, problem))
             continue
-        with Gradebook(api.coursedir.db_url, api.coursedir.course_id) as gradebook:
-            expected = [nb.name for nb in gradebook.find_assignment(assignment).notebooks]
         target = course / "submitted" / student / assignment
-        problems = copy_submission(folder, target, expected)
+        problems = copy_submission(folder, target, notebooks_of[assignment])
         graded_ok = False
         if any(target.glob("*.ipynb")):  # nbgrader gives missing notebooks 0, but refuses a submission with none
             result = api.autograde(assignment, student, force=True, create=True)
@@ -146,10 +140,7 @@ def grade(submitted: Path, out: Path, names: list[str] | None = None) -> list[Gr
         if problems:
             write_problem_feedback(feedback_dir / "problems.html", student, assignment, problems)
         with Gradebook(api.coursedir.db_url, api.coursedir.course_id) as gradebook:
-            if graded_ok:
-                rows += read_scores(gradebook, student, assignment, "; ".join(problems))
-            else:
-                rows += zero_scores(gradebook, student, assignment, "; ".join(problems))
+            rows += task_scores(gradebook, student, assignment, "; ".join(problems), graded_ok)
     write_csv(rows, out / "grades.csv")
     return rows
 

@@ -18,7 +18,6 @@ from jaxtyping import Shaped
 from torch import Tensor
 
 _assert_close = torch.testing.assert_close
-_equal = torch.equal
 _tensor_type = torch.Tensor
 _isnan = math.isnan
 

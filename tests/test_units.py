@@ -25,5 +25,6 @@ def test_views_count_their_elements_not_their_storage():
 
 def test_format_bytes_small_and_scalar():
     assert format_bytes(12) == "12 bytes"
-    assert format_bytes(1000) == "1,000 bytes = 1 KB = 1e+03 bytes"
+    assert format_bytes(1000) == "1,000 bytes = 1 KB"
+    assert format_bytes(2048) == "2,048 bytes = 2.05 KB = 2 KiB"
     assert bytes_for((), torch.float16) == 2 and bytes_for((0, 5), torch.float32) == 0

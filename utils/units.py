@@ -24,9 +24,6 @@ def tensor_bytes(x: Shaped[Tensor, "..."]) -> int:
 
 def format_bytes(num_bytes: int | float) -> str:
     """A byte count in decimal and binary units, e.g. '2,415,919,104 bytes = 2.42 GB = 2.25 GiB'."""
-    if num_bytes < KB:
-        return f"{num_bytes:,} bytes"
-    decimal = next((n, u) for n, u in ((TB, "TB"), (GB, "GB"), (MB, "MB"), (KB, "KB"), (1, "bytes")) if num_bytes >= n)
-    binary = next((n, u) for n, u in ((TiB, "TiB"), (GiB, "GiB"), (MiB, "MiB"), (KiB, "KiB"), (1, "bytes")) if num_bytes >= n)
-    return (f"{num_bytes:,} bytes = {num_bytes / decimal[0]:.3g} {decimal[1]} "
-            f"= {num_bytes / binary[0]:.3g} {binary[1]}")
+    decimal = [(n, u) for n, u in ((TB, "TB"), (GB, "GB"), (MB, "MB"), (KB, "KB")) if num_bytes >= n][:1]
+    binary = [(n, u) for n, u in ((TiB, "TiB"), (GiB, "GiB"), (MiB, "MiB"), (KiB, "KiB")) if num_bytes >= n][:1]
+    return " = ".join([f"{num_bytes:,} bytes"] + [f"{num_bytes / n:.3g} {u}" for n, u in decimal + binary])

@@ -5,11 +5,11 @@ import os
 import shutil
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from nbgrader.apps import NbGraderAPI
-from nbgrader.coursedir import CourseDirectory
-from traitlets.config import Config
-from traitlets.config.loader import PyFileConfigLoader
+if TYPE_CHECKING:  # nbgrader is slow to import and only releasing needs it
+    from nbgrader.apps import NbGraderAPI
+    from traitlets.config import Config
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SOURCE_DIR = REPO_ROOT / "source"
@@ -27,6 +27,7 @@ def assignments() -> list[str]:
 
 def course_config(root: Path) -> Config:
     """The course's nbgrader config, with the course folder moved to `root`."""
+    from traitlets.config.loader import PyFileConfigLoader
     config = PyFileConfigLoader(CONFIG_FILE.name, path=str(CONFIG_FILE.parent)).load_config()
     config.CourseDirectory.root = str(root)
     config.CourseDirectory.db_url = f"sqlite:///{root / 'gradebook.db'}"
@@ -38,6 +39,9 @@ def make_course(root: Path, names: list[str]) -> NbGraderAPI:
 
     Releasing fills `root/gradebook.db` with every cell's points and checksum, which grading needs.
     """
+    from nbgrader.apps import NbGraderAPI
+    from nbgrader.coursedir import CourseDirectory
+
     root.mkdir(parents=True, exist_ok=True)
     for name in names:
         target = root / "source" / name

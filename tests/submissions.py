@@ -117,3 +117,181 @@ def write_submission(root: Path, student: str, assignment: str, notebooks: dict[
         nbformat.write(nb, folder / f"{name}.ipynb")
     (folder / "timestamp.txt").write_text("2026-01-05 12:00:00.000000 UTC")
     return folder
+
+
+# ---- hostile and broken submissions (issue #6) --------------------------------------------------------------
+# Each maker returns notebooks for one assignment. `expected_score` (below) says what each must score.
+
+def _first_task_only(assignment: str, code: str) -> dict[str, nbformat.NotebookNode]:
+    """All tasks solved, but the first answer cell starts with `code` (a fault that should cost that task only)."""
+    return _fill(assignment, lambda i, g, solution: code + "\n" + solution if i == 0 else solution)
+
+
+def infinite_loop(assignment: str) -> dict[str, nbformat.NotebookNode]:
+    return _first_task_only(assignment, "while True:\n    pass")
+
+
+def memory_bomb(assignment: str) -> dict[str, nbformat.NotebookNode]:
+    return _first_task_only(assignment, "hoard = []\nwhile True:\n    hoard.append(bytearray(10**8))")
+
+
+def fork_loop(assignment: str) -> dict[str, nbformat.NotebookNode]:
+    return _first_task_only(assignment, "import os\nwhile True:\n    os.fork()")
+
+
+def hard_exit(assignment: str) -> dict[str, nbformat.NotebookNode]:
+    return _first_task_only(assignment, "import os\nos._exit(3)")
+
+
+def sys_exit(assignment: str) -> dict[str, nbformat.NotebookNode]:
+    return _first_task_only(assignment, "import sys\nsys.exit(1)")
+
+
+def segfault(assignment: str) -> dict[str, nbformat.NotebookNode]:
+    return _first_task_only(assignment, "import ctypes\nctypes.string_at(0)")
+
+
+def output_flood(assignment: str) -> dict[str, nbformat.NotebookNode]:
+    """Correct, but every answer cell prints 50 MB."""
+    return _fill(assignment, lambda i, g, solution: "print('x' * 50_000_000)\n" + solution)
+
+
+SHADOW_TOOLS = '''
+import utils.grading
+_quiet = lambda *args, **kwargs: None
+for _name in ("check_type", "check_int", "check_float", "check_str", "check_tensor", "_fail"):
+    setattr(utils.grading, _name, _quiet)
+check_type = check_int = check_float = check_str = check_tensor = _quiet
+import builtins
+builtins.isinstance = lambda *args: True
+import torch
+torch.Tensor.__eq__ = lambda self, other: True
+'''
+
+
+def shadowed_tools(assignment: str) -> dict[str, nbformat.NotebookNode]:
+    """Wrong answers, after rebinding the checks the tests import (in the notebook and in utils.grading),
+    builtins.isinstance and torch.Tensor.__eq__."""
+    return _fill(assignment, lambda i, g, solution: SHADOW_TOOLS + _function_header(solution) + "\n    return 0\n")
+
+
+def tamper_during_call(assignment: str) -> dict[str, nbformat.NotebookNode]:
+    """Wrong answers whose functions, when the test calls them, silence utils.grading's failure helper."""
+    return _fill(assignment, lambda i, g, solution: _function_header(solution) +
+                 "\n    import utils.grading\n    utils.grading._fail = lambda *args, **kwargs: None\n    return 0\n")
+
+
+def _edit_cells(notebooks: dict[str, nbformat.NotebookNode], edit) -> dict[str, nbformat.NotebookNode]:
+    edited = {}
+    for name, nb in notebooks.items():
+        nb = copy.deepcopy(nb)
+        cells = []
+        for cell in nb.cells:
+            cells += edit(cell)
+        nb.cells = cells
+        edited[name] = nb
+    return edited
+
+
+def _is_test(cell) -> bool:
+    return bool(cell.metadata.get("nbgrader", {}).get("grade"))
+
+
+def tests_edited(assignment: str) -> dict[str, nbformat.NotebookNode]:
+    """Blank answers; every test cell replaced by `pass` and given 100 points."""
+    def edit(cell):
+        if _is_test(cell):
+            cell.source = "pass"
+            cell.metadata.nbgrader["points"] = 100
+        return [cell]
+    return _edit_cells(release_notebooks(assignment), edit)
+
+
+def tests_deleted(assignment: str) -> dict[str, nbformat.NotebookNode]:
+    """Solved, with every test cell deleted (the grader runs the source's tests anyway)."""
+    return _edit_cells(solved(assignment), lambda cell: [] if _is_test(cell) else [cell])
+
+
+def metadata_changed(assignment: str) -> dict[str, nbformat.NotebookNode]:
+    """Solved; test cells claim 100x the points, and each also appears renamed as a new graded cell."""
+    def edit(cell):
+        if not _is_test(cell):
+            return [cell]
+        cell.metadata.nbgrader["points"] *= 100
+        renamed = _copy_with_new_id(cell, "bonus")
+        renamed.metadata.nbgrader["grade_id"] += "_bonus"
+        renamed.source = "pass"
+        return [cell, renamed]
+    return _edit_cells(solved(assignment), edit)
+
+
+def _copy_with_new_id(cell, suffix: str):
+    duplicate = copy.deepcopy(cell)
+    if "id" in duplicate:
+        duplicate["id"] = f"{cell['id']}-{suffix}"[:64]
+    return duplicate
+
+
+def duplicated(assignment: str) -> dict[str, nbformat.NotebookNode]:
+    """Solved, with every cell (answers and tests) present three times."""
+    return _edit_cells(solved(assignment), lambda cell: [cell, _copy_with_new_id(cell, "2"), _copy_with_new_id(cell, "3")])
+
+
+def snooper(assignment: str, secrets: list[str], writes: list[str], port: int, grader_pid: int) -> dict[str, nbformat.NotebookNode]:
+    """Solved, but the first answer cell tries to read `secrets`, write `writes`, connect to `port` and kill
+    the grader; it prints 'LEAK: ...' for anything that works."""
+    code = f'''
+import os, socket, signal
+for _path in {secrets!r}:
+    try:
+        with open(_path, "rb") as _f:
+            print("LEAK: read", _path, len(_f.read()))
+    except OSError:
+        pass
+for _path in {writes!r}:
+    try:
+        with open(_path, "w") as _f:
+            _f.write("student,assignment,task,score,max_score,note\\nme,x,y,1000,1,\\n")
+        print("LEAK: wrote", _path)
+    except OSError:
+        pass
+try:
+    socket.create_connection(("127.0.0.1", {port}), timeout=2).close()
+    print("LEAK: network")
+except OSError:
+    pass
+for _pid in ({grader_pid}, os.getppid()):
+    try:
+        if _pid > 1:
+            os.kill(_pid, signal.SIGKILL)
+            print("LEAK: signalled", _pid)
+    except OSError:
+        pass
+'''
+    return _first_task_only(assignment, code)
+
+
+def empty_file_and_not_a_notebook(assignment: str) -> dict[str, str]:
+    """Raw file contents (not notebooks): the first notebook empty, any others valid JSON that is not a notebook."""
+    names = list(release_notebooks(assignment))
+    return {name: ("" if i == 0 else '{"hello": "world"}') for i, name in enumerate(names)}
+
+
+def first_task_error(assignment: str) -> dict[str, nbformat.NotebookNode]:
+    """The yardstick for the faults above: the first answer cell raises an ordinary error."""
+    return _first_task_only(assignment, "raise RuntimeError('not finished')")
+
+
+def task_points(assignment: str) -> list[float]:
+    """Points of each graded test cell in the source, in order."""
+    return [float(cell.metadata.nbgrader["points"]) for nb in _notebooks(REPO / "source" / assignment).values()
+            for cell in nb.cells if cell.metadata.get("nbgrader", {}).get("grade")]
+
+
+# student name -> maker, for the makers that need only the assignment name
+TRICKS = {"alwaysequal": always_equal, "patcher": patched_comparisons, "shadowed": shadowed_tools,
+          "duringcall": tamper_during_call, "testsedited": tests_edited}          # must score 0
+HONEST_EDITS = {"solved": solved, "noisy": noisy, "testsdeleted": tests_deleted, "metadata": metadata_changed,
+                "duplicated": duplicated, "flood": output_flood}                      # must score full marks
+FAULTS = {"loop": infinite_loop, "memory": memory_bomb, "forks": fork_loop, "osexit": hard_exit,
+          "sysexit": sys_exit, "segfault": segfault}                                  # must score like first_task_error

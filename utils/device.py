@@ -21,6 +21,19 @@ def has_cuda() -> bool:
     return torch.cuda.is_available()
 
 
+def pick_device(cuda_count: int, mps_available: bool, local_rank: int = 0) -> str:
+    """The device string a process should use, from what the machine has (not from asking torch).
+
+    With GPUs: 'cuda:<local_rank>' (process number `local_rank` on a machine drives GPU number `local_rank`);
+    otherwise 'mps' on an Apple GPU, else 'cpu'. Raises ValueError when `local_rank` names a GPU that is not there.
+    """
+    if cuda_count > 0:
+        if not 0 <= local_rank < cuda_count:
+            raise ValueError(f"local_rank {local_rank} needs GPU {local_rank}, but there are only {cuda_count}")
+        return f"cuda:{local_rank}"
+    return "mps" if mps_available else "cpu"
+
+
 def describe_device(device: torch.device | str | None = None) -> str:
     """One line saying which device computations will run on (and how big it is)."""
     device = torch.device(device) if device is not None else get_device()

@@ -69,3 +69,19 @@ def explain_peak(device_name: str, dtype: torch.dtype | str) -> str:
     if peak is None:
         return f"No peak FLOP/s known for {device_name!r} with {dtype}: MFU cannot be computed here."
     return f"{device_name} peak for {dtype}: {peak / TFLOPS:g} TFLOP/s (dense)."
+
+
+# GPU -> memory bandwidth in bytes/s (HBM or GDDR to the chip), from the same data sheets: the other side of
+# the roofline. One number per table key; where a GPU came with several memory options we list the one the
+# peak FLOP/s above belongs to (A100: the 80 GB SXM card; the 40 GB card has 1.555e12 B/s).
+MEMORY_BANDWIDTH: dict[str, float] = {
+    "B200": 8e12, "H200": 4.8e12, "H100 SXM": 3.35e12, "H100 NVL": 3.9e12, "H100 PCIe": 2.0e12,
+    "A100": 2.039e12, "L40S": 864e9, "L4": 300e9, "A10": 600e9, "V100": 900e9, "T4": 320e9,
+    "RTX 4090": 1008e9, "RTX 3090": 936e9,
+}
+
+
+def memory_bandwidth(device_name: str) -> float | None:
+    """Memory bandwidth of `device_name` in bytes/s, or None when the GPU is not in the table (a CPU is not)."""
+    key = gpu_key(device_name)
+    return None if key is None else MEMORY_BANDWIDTH.get(key)

@@ -5,7 +5,11 @@ the activations depend on batch size and sequence length instead.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Callable, Iterable
+
 import torch
+from torch import Tensor, nn
 
 # How many tensors the size of the parameters each optimizer keeps in its state.
 OPTIMIZER_STATE_TENSORS: dict[str, int] = {
@@ -36,3 +40,94 @@ def bytes_per_param(optimizer: str, param_dtype: torch.dtype = torch.float32, gr
 def largest_model_params(memory_bytes: int, bytes_per_parameter: int) -> int:
     """How many parameters fit in `memory_bytes` at `bytes_per_parameter`, ignoring activations."""
     return memory_bytes // bytes_per_parameter
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The four parts of training memory, predicted from a model and measured from the tensors training really holds.
+
+@dataclass(frozen=True)
+class MemoryBreakdown:
+    """Bytes of each part of training memory."""
+    params: int
+    grads: int
+    optimizer_state: int
+    activations: int
+
+    @property
+    def total(self) -> int:
+        """params + grads + optimizer_state + activations, in bytes."""
+        return self.params + self.grads + self.optimizer_state + self.activations
+
+
+def training_memory(model: nn.Module, optimizer: str, activation_bytes: int = 0) -> MemoryBreakdown:
+    """Predicted training memory of `model` with the named optimizer (a key of OPTIMIZER_STATE_TENSORS), in bytes.
+
+    Each trainable parameter costs its own bytes, the same again for its gradient, and one more copy per state
+    tensor the optimizer keeps (torch.optim keeps state in the parameter's dtype). Activations are passed in,
+    since they depend on the batch, not on the model alone (see `deep_linear_activation_bytes`).
+    """
+    param_bytes = sum(p.numel() * p.element_size() for p in model.parameters() if p.requires_grad)
+    return MemoryBreakdown(params=param_bytes, grads=param_bytes,
+                           optimizer_state=OPTIMIZER_STATE_TENSORS[optimizer] * param_bytes,
+                           activations=activation_bytes)
+
+
+def deep_linear_activation_bytes(dim: int, num_layers: int, out_features: int, batch_size: int,
+                                 dtype: torch.dtype = torch.float32) -> int:
+    """Bytes autograd saves for backward in a DeepLinear forward pass followed by a loss on its output.
+
+    Each of the num_layers + 1 matmuls saves its input (batch x dim; the first is the input batch itself) to
+    compute its weight's gradient, and the loss saves the output (batch x out_features). The weights are saved
+    too, but they are the parameters themselves: no extra memory.
+    """
+    return batch_size * ((num_layers + 1) * dim + out_features) * dtype.itemsize
+
+
+def tiny_lm_activation_bytes(vocab_size: int, dim: int, hidden: int, batch_size: int, seq_len: int,
+                             dtype: torch.dtype = torch.float32) -> int:
+    """Bytes autograd saves for backward in a TinyLM forward pass plus a cross-entropy loss on (batch, seq) tokens.
+
+    Per token: the int64 input id (kept by the embedding) and target id (kept by the loss), the embedding output
+    (dim), the GELU input and output (hidden each) and the log-probabilities (vocab). The logits themselves are not
+    kept: log_softmax's backward needs only its output. Plus one 0-dim float the loss keeps. All of it grows with
+    batch x sequence length.
+    """
+    tokens = batch_size * seq_len
+    per_token = 2 * torch.int64.itemsize + (dim + 2 * hidden + vocab_size) * dtype.itemsize
+    return tokens * per_token + torch.float32.itemsize
+
+
+def saved_tensor_bytes(forward: Callable[[], Tensor], exclude: Iterable[Tensor] = ()) -> int:
+    """Run `forward()` and return the bytes of the tensors autograd saves for backward (the activations).
+
+    Counts each storage once (views share it), and skips the storages of `exclude` (pass the model's parameters:
+    saving a weight for backward costs no extra memory).
+    """
+    skip = {t.untyped_storage().data_ptr() for t in exclude}
+    saved: dict[int, Tensor] = {}  # storage address -> a tensor using it (kept alive, so no address is reused)
+
+    def pack(t: Tensor) -> Tensor:
+        if t.untyped_storage().data_ptr() not in skip:
+            saved[t.untyped_storage().data_ptr()] = t
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        forward()
+    return sum(t.untyped_storage().nbytes() for t in saved.values())
+
+
+def optimizer_state_tensor_bytes(optimizer: torch.optim.Optimizer) -> int:
+    """Bytes of the tensors in `optimizer.state` that have at least one dimension (per-element state such as
+    exp_avg). The 0-dim `step` counters are left out: a few bytes per parameter tensor, not per element."""
+    return sum(value.numel() * value.element_size()
+               for state in optimizer.state.values() for value in state.values()
+               if torch.is_tensor(value) and value.dim() > 0)
+
+
+def measured_memory(model: nn.Module, optimizer: torch.optim.Optimizer, activation_bytes: int = 0) -> MemoryBreakdown:
+    """Training memory read off the tensors that exist: the parameters, their .grad, and the optimizer's state."""
+    params = [p for p in model.parameters() if p.requires_grad]
+    return MemoryBreakdown(params=sum(p.numel() * p.element_size() for p in params),
+                           grads=sum(p.grad.numel() * p.grad.element_size() for p in params if p.grad is not None),
+                           optimizer_state=optimizer_state_tensor_bytes(optimizer),
+                           activations=activation_bytes)

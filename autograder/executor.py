@@ -1,0 +1,163 @@
+"""Runs a notebook's cells inside the sandbox, one request at a time, and guards the tests' tools.
+
+The process reads one JSON request per line ({"id", "kind", "code"}) and answers one JSON line
+({"id", "ok", "output", "error", "restored", "tampered"}). It runs cells with IPython, as a notebook would.
+
+The guard: after the locked set-up cell has run, it records every attribute of the modules and classes the
+tests rely on (torch, numpy, math, builtins, the course's `utils`, `torch.Tensor`, ...), the modules in
+`sys.modules`, and the names the set-up cell defined. Before each test cell it puts back anything a student's
+cell rebound (reported as 'restored'); after each test cell it checks again, and a test cell during which any
+of them changed fails (reported as 'tampered'). Global torch settings a student may change (default dtype and
+device, grad mode) are reset before each test too.
+"""
+from __future__ import annotations
+
+import builtins
+import io
+import json
+import os
+import sys
+import traceback
+
+MISSING = object()
+PROTECTED_MODULES = ("builtins", "math", "operator", "functools", "random", "json", "numpy", "numpy.testing",
+                     "torch", "torch.testing", "torch.testing._comparison", "torch.nn", "torch.nn.functional", "torch.optim", "einops",
+                     "jaxtyping", "beartype", "warnings", "contextlib", "types")
+
+
+def _protected_classes() -> list[type]:
+    import torch
+    import torch.testing._comparison as comparison
+    return [torch.Tensor, torch.nn.Module, torch.nn.Parameter, torch.optim.Optimizer,
+            comparison.Pair, comparison.TensorLikePair, comparison.NumberPair, comparison.BooleanPair]
+
+
+class Guard:
+    """A record of the tests' tools, to restore and to compare against."""
+
+    def __init__(self, namespace: dict):
+        self.modules = {name: sys.modules[name] for name in sys.modules
+                        if name in PROTECTED_MODULES or name == "utils" or name.startswith("utils.")}
+        self.module_dicts = {name: dict(module.__dict__) for name, module in self.modules.items()}
+        self.class_dicts = {cls: dict(cls.__dict__) for cls in _protected_classes()}
+        self.namespace = namespace
+        self.names = {k: v for k, v in namespace.items() if not k.startswith("_")}
+
+    def differences(self, fix: bool) -> list[str]:
+        """Names of the guarded things that differ from the record; with fix=True, put them back."""
+        changed = []
+        for name, module in self.modules.items():
+            if sys.modules.get(name) is not module:
+                changed.append(f"sys.modules[{name!r}]")
+                if fix:
+                    sys.modules[name] = module
+            current = module.__dict__
+            for key, value in self.module_dicts[name].items():
+                if current.get(key, MISSING) is not value:
+                    changed.append(f"{name}.{key}")
+                    if fix:
+                        current[key] = value
+        for cls, saved in self.class_dicts.items():
+            for key in [k for k in cls.__dict__ if k not in saved]:
+                changed.append(f"{cls.__name__}.{key}")
+                if fix:
+                    delattr(cls, key)
+            for key, value in saved.items():
+                if cls.__dict__.get(key, MISSING) is not value:
+                    changed.append(f"{cls.__name__}.{key}")
+                    if fix:
+                        setattr(cls, key, value)
+        for key, value in self.names.items():
+            if self.namespace.get(key, MISSING) is not value:
+                changed.append(key)
+                if fix:
+                    self.namespace[key] = value
+        if sys.gettrace() is not None or sys.getprofile() is not None:
+            changed.append("sys.settrace/setprofile")
+            if fix:
+                sys.settrace(None)
+                sys.setprofile(None)
+        return changed
+
+
+def reset_torch_state() -> None:
+    """Undo global settings a student cell may have changed that would change what the tests compute."""
+    import torch
+    torch.set_default_dtype(torch.float32)
+    torch.set_grad_enabled(True)
+    torch.set_default_device(None)
+
+
+class CappedText(io.TextIOBase):
+    """A text stream that keeps the first `limit` characters and counts the rest."""
+
+    def __init__(self, limit: int):
+        self.limit, self.parts, self.kept, self.dropped = limit, [], 0, 0
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        text = str(text)
+        room = self.limit - self.kept
+        self.parts.append(text[:max(room, 0)])
+        self.kept += min(len(text), max(room, 0))
+        self.dropped += max(len(text) - max(room, 0), 0)
+        return len(text)
+
+    def value(self) -> str:
+        text = "".join(self.parts)
+        return text + (f"\n[... {self.dropped:,} more characters of output dropped]" if self.dropped else "")
+
+
+def _error_text(error: BaseException) -> str:
+    """The exception as a student should read it: the type and message, plus the line of their code if any."""
+    frames = [f for f in traceback.extract_tb(error.__traceback__) if f.filename.startswith("<ipython-input")
+              or f.filename.startswith("/tmp/ipykernel") or "ipython-input" in f.filename or f.filename.startswith("<cell")]
+    where = f"  (line {frames[-1].lineno}: {frames[-1].line})\n" if frames and frames[-1].line else ""
+    return where + "".join(traceback.format_exception_only(type(error), error)).strip()
+
+
+def serve(requests: io.TextIOBase, replies: io.TextIOBase, output_chars: int) -> None:
+    """Answer requests until the grader closes the channel."""
+    from IPython.core.interactiveshell import InteractiveShell
+    from traitlets.config import Config
+
+    config = Config()
+    config.HistoryManager.enabled = False
+    shell = InteractiveShell.instance(config=config)
+    shell.showtraceback = lambda *args, **kwargs: None  # errors are reported in the reply instead
+    guard = None
+    serving_pid = os.getpid()
+    real_stdout, real_stderr = sys.stdout, sys.stderr
+    for line in requests:
+        request = json.loads(line)
+        restored, tampered = [], []
+        if request["kind"] == "test" and guard is not None:
+            restored = guard.differences(fix=True)
+            reset_torch_state()
+        out = CappedText(output_chars)
+        sys.stdout = sys.stderr = out  # stderr joins stdout: warnings are shown, never scored
+        try:
+            result = shell.run_cell(request["code"], store_history=False, silent=False)
+            error = result.error_before_exec or result.error_in_exec
+        except BaseException as raised:  # noqa: BLE001 - anything a cell throws is its own failure
+            error = raised
+        finally:
+            sys.stdout, sys.stderr = real_stdout, real_stderr
+        builtins_ok = isinstance(builtins.__dict__.get("print"), type(len))
+        if request["kind"] == "setup" and error is None and guard is None:
+            guard = Guard(shell.user_ns)
+        if request["kind"] == "test" and guard is not None:
+            tampered = guard.differences(fix=True)
+        reply = {"id": request["id"], "ok": error is None and not tampered and builtins_ok, "output": out.value(),
+                 "error": _error_text(error) if error is not None else "", "restored": restored, "tampered": tampered}
+        if os.getpid() != serving_pid:  # a process the cell forked got here: only the original answers
+            os._exit(0)
+        replies.write(json.dumps(reply) + "\n")
+        replies.flush()
+
+
+def main(request_fd: int, reply_fd: int, output_chars: int) -> None:
+    with os.fdopen(request_fd, "r") as requests, os.fdopen(reply_fd, "w") as replies:
+        serve(requests, replies, output_chars)

@@ -1,0 +1,130 @@
+"""What gets run for one submitted notebook: the instructor's cells, with only the student's answers swapped in.
+
+The order and code of every locked cell (set-up, tests with their hidden part) and every cell's points come
+from `source/`, never from the submission, so editing, deleting or duplicating test cells, or changing their
+`points` or `grade_id` metadata, changes nothing. The student's solution cells (matched by `grade_id`) and any
+cells they added are kept in their place.
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+HIDDEN = re.compile(r"^[ \t]*### BEGIN HIDDEN TESTS[\s\S]*?^[ \t]*### END HIDDEN TESTS[ \t]*$\n?", re.MULTILINE)
+MAX_NOTEBOOK_BYTES = 20 * 2**20
+
+# Constructs with no business in an exercise answer that could reach into the grader's own process.
+SUSPICIOUS = {
+    "ctypes": r"\bctypes\b", "gc": r"\bgc\s*\.\s*get_(referents|referrers|objects)", "frames": r"_getframe|currentframe|f_back|f_globals",
+    "tracing": r"settrace|setprofile|addaudithook", "sys.modules": r"sys\s*\.\s*modules", "builtins": r"\bbuiltins\b|__builtins__",
+    "os.write": r"\bos\s*\.\s*(write|dup2?|fdopen|kill|killpg)\b", "ipython hooks": r"get_ipython\s*\(\s*\)\s*\.\s*(events|set_custom_exc|run_cell)",
+    "signals": r"\bsignal\s*\.\s*(signal|alarm|setitimer)", "subprocess": r"\bsubprocess\b|os\s*\.\s*(system|popen|exec)",
+}
+
+
+@dataclass
+class Cell:
+    """One cell to run. kind: 'setup' (locked instructor code), 'answer' (a solution cell), 'added' (a cell the
+    student added), 'test' (graded; `points` > 0)."""
+    kind: str
+    grade_id: str
+    code: str
+    points: float = 0.0
+
+    @property
+    def visible_code(self) -> str:
+        """The code a student may see in feedback: hidden tests replaced by one comment line."""
+        return HIDDEN.sub("# (hidden tests ran here)\n", self.code)
+
+
+@dataclass
+class Plan:
+    notebook: str
+    cells: list[Cell]
+    flags: list[str] = field(default_factory=list)  # suspicious constructs found in the student's code
+
+
+class NotANotebook(Exception):
+    """A submitted file that cannot be read as a Jupyter notebook; the message says why, in one line."""
+
+
+def read_notebook(path: Path) -> dict:
+    """The notebook JSON of a submitted file, or NotANotebook with a readable reason."""
+    if not path.is_file() or path.is_symlink():
+        raise NotANotebook("not a regular file")
+    size = path.stat().st_size
+    if size == 0:
+        raise NotANotebook("the file is empty")
+    if size > MAX_NOTEBOOK_BYTES:
+        raise NotANotebook(f"the file is {size:,} bytes; the limit is {MAX_NOTEBOOK_BYTES:,}")
+    try:
+        notebook = json.loads(path.read_bytes())
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise NotANotebook(f"not valid JSON ({error.__class__.__name__}: {str(error)[:120]})") from None
+    if not isinstance(notebook, dict) or not isinstance(notebook.get("cells"), list):
+        raise NotANotebook("valid JSON, but not a notebook (no list of cells)")
+    return notebook
+
+
+def _text(source: object) -> str:
+    if isinstance(source, list):
+        return "".join(s for s in source if isinstance(s, str))
+    return source if isinstance(source, str) else ""
+
+
+def _nbgrader(cell: dict) -> dict:
+    meta = cell.get("metadata") if isinstance(cell, dict) else None
+    info = meta.get("nbgrader") if isinstance(meta, dict) else None
+    return info if isinstance(info, dict) else {}
+
+
+def source_cells(source_notebook: dict) -> list[Cell]:
+    """The instructor's code cells in order, classified, with points from the source."""
+    cells = []
+    for cell in source_notebook["cells"]:
+        if cell.get("cell_type") != "code":
+            continue
+        info = _nbgrader(cell)
+        code = _text(cell.get("source"))
+        if info.get("solution"):
+            cells.append(Cell("answer", info["grade_id"], ""))
+        elif info.get("grade"):
+            cells.append(Cell("test", info["grade_id"], code, float(info.get("points", 0))))
+        else:
+            cells.append(Cell("setup", info.get("grade_id", ""), code))
+    return cells
+
+
+def make_plan(name: str, source_notebook: dict, submitted: dict) -> Plan:
+    """Merge a submitted notebook into the source's cells (see the module docstring)."""
+    template = source_cells(source_notebook)
+    known = {c.grade_id for c in template}
+    answer_ids = {c.grade_id for c in template if c.kind == "answer"}
+    answers: dict[str, str] = {}
+    added_after: dict[str, list[str]] = {}  # grade_id of the source cell they follow ('' = the top)
+    anchor = ""
+    for cell in submitted["cells"]:
+        if not isinstance(cell, dict) or cell.get("cell_type") != "code":
+            continue
+        grade_id = _nbgrader(cell).get("grade_id")
+        code = _text(cell.get("source"))
+        if isinstance(grade_id, str) and grade_id in answer_ids and grade_id not in answers:
+            answers[grade_id] = code
+            anchor = grade_id
+        elif isinstance(grade_id, str) and grade_id in known and grade_id not in answer_ids:
+            anchor = grade_id  # a locked cell: the source's copy runs in its place, once
+        elif isinstance(grade_id, str) and grade_id in answer_ids:
+            added_after.setdefault(anchor, []).append(code)  # a duplicated answer cell runs as the student's code
+        elif code.strip():
+            added_after.setdefault(anchor, []).append(code)
+    cells = [Cell("added", "", code) for code in added_after.get("", [])]
+    for cell in template:
+        if cell.kind == "answer":
+            cell = Cell("answer", cell.grade_id, answers.get(cell.grade_id, ""))
+        cells.append(cell)
+        cells += [Cell("added", "", code) for code in added_after.get(cell.grade_id, [])]
+    student_code = "\n".join(c.code for c in cells if c.kind in ("answer", "added"))
+    flags = [label for label, pattern in SUSPICIOUS.items() if re.search(pattern, student_code)]
+    return Plan(name, cells, flags)

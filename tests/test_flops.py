@@ -1,0 +1,144 @@
+"""utils.flops against torch: FLOP counts from FlopCounterMode, bytes from real tensors, and the napkin numbers."""
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+from hypothesis import given, settings, strategies as st
+
+from utils.flops import (SECONDS_PER_DAY, arithmetic_intensity, attainable_flops_per_second,
+                         attention_training_flops, bound, count_flops, elementwise_bytes, flops_per_day,
+                         forward_flops, linear_flops, matmul_bytes, matmul_flops, mfu, ridge_point, training_days,
+                         training_flops)
+from utils.hardware import MEMORY_BANDWIDTH, PEAK_FLOPS, memory_bandwidth, peak_flops
+from utils.models import DeepLinear, count_params
+
+H100 = "NVIDIA H100 80GB HBM3"
+dims = st.integers(min_value=1, max_value=64)
+big_dims = st.integers(min_value=1, max_value=100_000)
+
+
+def meta(*shape, dtype=torch.float32, requires_grad=False):
+    return torch.empty(*shape, device="meta", dtype=dtype, requires_grad=requires_grad)
+
+
+def nbytes(*tensors):
+    return sum(t.numel() * t.element_size() for t in tensors)
+
+
+def training_step(model, x):
+    model(x).sum().backward()
+
+
+@settings(max_examples=200, deadline=None)
+@given(batch=st.lists(st.integers(1, 5), max_size=2), m=big_dims, k=big_dims, n=big_dims)
+def test_matmul_flops_match_flop_counter_on_meta(batch, m, k, n):
+    counted = count_flops(torch.matmul, meta(*batch, m, k), meta(k, n))
+    assert counted == math.prod(batch) * matmul_flops(m, k, n)
+
+
+@settings(max_examples=100, deadline=None)
+@given(tokens=dims, d_in=dims, d_out=dims)
+def test_linear_flops_match_a_real_linear_layer(tokens, d_in, d_out):
+    layer = torch.nn.Linear(d_in, d_out, bias=True)  # the bias add is elementwise: not counted, not in the formula
+    assert count_flops(layer, torch.randn(tokens, d_in)) == linear_flops(tokens, d_in, d_out)
+
+
+def test_flop_counter_blind_spots_the_notebook_warns_about():
+    v, a = torch.randn(50), torch.randn(50, 50)
+    assert count_flops(torch.dot, v, v) == count_flops(torch.mv, a, v) == count_flops(torch.relu, a) == 0
+    q = torch.randn(1, 2, 8, 4)
+    assert count_flops(F.scaled_dot_product_attention, q, q, q) == 0  # real CPU tensors: not counted
+    qm = meta(1, 2, 8, 4)
+    assert count_flops(F.scaled_dot_product_attention, qm, qm, qm) == 2 * 2 * matmul_flops(8, 4, 8)
+
+
+@settings(max_examples=40, deadline=None)
+@given(dim=dims, layers=st.integers(0, 4), out=dims, tokens=dims)
+def test_forward_and_training_flops_of_a_deep_linear_model(dim, layers, out, tokens):
+    with torch.device("meta"):
+        model = DeepLinear(dim=dim, num_layers=layers, out_features=out)
+    params = count_params(model)
+    assert count_flops(model, meta(tokens, dim)) == forward_flops(params, tokens)
+    # Exact when the input needs its gradient too; otherwise the first layer's input-grad matmul is skipped.
+    assert count_flops(training_step, model, meta(tokens, dim, requires_grad=True)) == training_flops(params, tokens)
+    first_out = dim if layers else out
+    skipped = training_flops(params, tokens) - count_flops(training_step, model, meta(tokens, dim))
+    assert skipped == matmul_flops(tokens, dim, first_out)
+
+
+@pytest.mark.parametrize("batch, seq, d_model, heads", [(1, 8, 16, 2), (2, 128, 64, 4), (3, 1024, 32, 1)])
+def test_attention_training_flops_match_sdpa_on_meta(batch, seq, d_model, heads):
+    q, k, v = (meta(batch, heads, seq, d_model // heads, requires_grad=True) for _ in range(3))
+
+    def attention_step():
+        F.scaled_dot_product_attention(q, k, v, is_causal=True).sum().backward()
+
+    assert count_flops(attention_step) == attention_training_flops(batch, seq, d_model)
+
+
+def test_the_course_napkin_numbers():
+    h100 = peak_flops(H100, torch.bfloat16)
+    assert training_flops(70 * 10**9, 15 * 10**12) == 63 * 10**23
+    assert flops_per_day(1024, h100, 0.5) == pytest.approx(4.38e22, rel=1e-3)
+    assert training_days(70e9, 15e12, 1024, h100, 0.5) == pytest.approx(143.9, abs=0.05)
+    assert 14 * flops_per_day(8, h100, 1.0) == pytest.approx(9.58e21, rel=1e-3)  # at the peak (MFU 1)
+    assert 14 * flops_per_day(8, h100, 0.5) == pytest.approx(4.79e21, rel=1e-3)
+    assert mfu(matmul_flops(4096, 4096, 4096), 0.2e-3, h100) == pytest.approx(0.6944, abs=1e-4)
+    assert ridge_point(h100, memory_bandwidth(H100)) == pytest.approx(295.37, abs=0.01)
+    assert SECONDS_PER_DAY == 86_400
+
+
+@settings(max_examples=200, deadline=None)
+@given(params=st.integers(1, 10**12), tokens=st.integers(1, 10**14), gpus=st.integers(1, 100_000),
+       utilization=st.floats(0.01, 1.0))
+def test_training_days_times_daily_throughput_is_the_work(params, tokens, gpus, utilization):
+    peak = peak_flops(H100, torch.bfloat16)
+    days = training_days(params, tokens, gpus, peak, utilization)
+    assert days * flops_per_day(gpus, peak, utilization) == pytest.approx(6 * params * tokens, rel=1e-12)
+    assert training_days(params, tokens, 2 * gpus, peak, utilization) == pytest.approx(days / 2, rel=1e-12)
+
+
+@settings(max_examples=100, deadline=None)
+@given(m=big_dims, k=big_dims, n=big_dims, dtype=st.sampled_from([torch.float32, torch.bfloat16, torch.float8_e4m3fn]))
+def test_matmul_bytes_are_the_bytes_of_its_tensors(m, k, n, dtype):
+    a, b = meta(m, k, dtype=dtype), meta(k, n, dtype=dtype)
+    assert matmul_bytes(m, k, n, dtype.itemsize) == nbytes(a, b, torch.empty(m, n, device="meta", dtype=dtype))
+
+
+@settings(max_examples=100, deadline=None)
+@given(numel=big_dims, dtype=st.sampled_from([torch.float32, torch.bfloat16]), inputs=st.integers(1, 3))
+def test_elementwise_bytes_are_the_bytes_of_its_tensors(numel, dtype, inputs):
+    xs = [meta(numel, dtype=dtype) for _ in range(inputs)]
+    out = xs[0] if inputs == 1 else torch.stack(xs).sum(0)
+    assert elementwise_bytes(numel, dtype.itemsize, inputs) == nbytes(*xs, out)
+
+
+@settings(max_examples=300, deadline=None)
+@given(intensity=st.floats(1e-3, 1e5), peak=st.floats(1e9, 1e16), bandwidth=st.floats(1e9, 1e13))
+def test_roofline_is_the_slower_of_memory_and_arithmetic(intensity, peak, bandwidth):
+    attainable = attainable_flops_per_second(intensity, peak, bandwidth)
+    assert attainable <= peak and attainable <= intensity * bandwidth
+    assert attainable == peak or attainable == intensity * bandwidth
+    expected = "compute-bound" if intensity >= ridge_point(peak, bandwidth) else "memory-bound"
+    assert bound(intensity, peak, bandwidth) == expected
+    # 1 FLOP per byte at a time of max(FLOPs / peak, bytes / bandwidth) seconds: the same rate as the roofline.
+    seconds = max(intensity / peak, 1 / bandwidth)
+    assert intensity / seconds == pytest.approx(attainable, rel=1e-9)
+
+
+def test_intensities_of_the_lecture_ops_on_an_h100():
+    peak, bandwidth = peak_flops(H100, torch.bfloat16), memory_bandwidth(H100)
+    relu = arithmetic_intensity(2**20, elementwise_bytes(2**20, 2))
+    square = arithmetic_intensity(matmul_flops(4096, 4096, 4096), matmul_bytes(4096, 4096, 4096, 2))
+    assert relu == 0.25 and square == pytest.approx(4096 / 3)
+    assert bound(relu, peak, bandwidth) == "memory-bound" and bound(square, peak, bandwidth) == "compute-bound"
+    small = arithmetic_intensity(matmul_flops(886, 886, 886), matmul_bytes(886, 886, 886, 2))
+    assert bound(small, peak, bandwidth) == "memory-bound"
+
+
+def test_bandwidth_table_covers_the_peak_table():
+    assert MEMORY_BANDWIDTH.keys() == PEAK_FLOPS.keys()
+    assert memory_bandwidth(H100) == 3.35e12 and memory_bandwidth("NVIDIA A100-SXM4-80GB") == 2.039e12
+    assert memory_bandwidth("cpu") is None and memory_bandwidth("Intel Arc") is None
+    assert all(1e11 < b < 1e13 for b in MEMORY_BANDWIDTH.values())

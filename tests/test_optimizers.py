@@ -1,0 +1,168 @@
+"""The reference optimizers in utils.optimizers follow torch.optim step for step, and keep the state they claim."""
+import math
+
+import pytest
+import torch
+from hypothesis import given, settings, strategies as st
+
+from utils import optimizers as ours
+from utils.optimizers import run_optimizer, seeded_loss, seeded_params, state_summary, trajectory_gap
+
+# (our class, torch's class, our hyperparameters -> torch's, the state tensors ours and torch's keep)
+PAIRS = {
+    "sgd": (ours.SGD, torch.optim.SGD, set()),
+    "momentum": (ours.Momentum, torch.optim.SGD, {"momentum_buffer"}),
+    "adagrad": (ours.AdaGrad, torch.optim.Adagrad, {"sum"}),
+    "rmsprop": (ours.RMSProp, torch.optim.RMSprop, {"square_avg"}),
+    "adam": (ours.Adam, torch.optim.Adam, {"exp_avg", "exp_avg_sq"}),
+    "adamw": (ours.AdamW, torch.optim.AdamW, {"exp_avg", "exp_avg_sq"}),
+}
+SETTINGS = {
+    "sgd": [dict(lr=0.1), dict(lr=0.01)],
+    "momentum": [dict(lr=0.05, momentum=0.9), dict(lr=0.2, momentum=0.5)],
+    "adagrad": [dict(lr=0.1), dict(lr=0.5, eps=0.1)],
+    "rmsprop": [dict(lr=0.01), dict(lr=0.05, alpha=0.9, eps=0.1)],
+    "adam": [dict(lr=0.05), dict(lr=0.1, betas=(0.8, 0.9), eps=0.1, weight_decay=0.3)],
+    "adamw": [dict(lr=0.05), dict(lr=0.1, betas=(0.8, 0.9), eps=0.1, weight_decay=0.3)],
+}
+TOLERANCE = {torch.float32: 1e-5, torch.float64: 1e-12}
+
+
+def both(name, steps=40, dtype=torch.float64, groups=False, **hyper):
+    """Run our optimizer and torch's with the same hyperparameters (in two param groups if `groups`)."""
+    mine, theirs, _ = PAIRS[name]
+
+    def build(cls):
+        if not groups:
+            return lambda ps: cls(ps, **hyper)
+        first = {k: v * 0.5 if k == "lr" else v for k, v in hyper.items()}
+        return lambda ps: cls([{"params": ps[:2], **first}, {"params": ps[2:]}], **hyper)
+
+    return run_optimizer(build(mine), steps, dtype=dtype), run_optimizer(build(theirs), steps, dtype=dtype)
+
+
+@pytest.mark.parametrize("name", PAIRS)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("groups", [False, True])
+def test_trajectories_match_torch(name, dtype, groups):
+    for hyper in SETTINGS[name]:
+        a, b = both(name, dtype=dtype, groups=groups, **hyper)
+        assert trajectory_gap(a, b) < TOLERANCE[dtype], (name, hyper)
+        assert a.losses[-1] < a.losses[0], "the problem should be one an optimizer can make progress on"
+
+
+@pytest.mark.parametrize("name", PAIRS)
+def test_state_names_shapes_and_values_match_torch(name):
+    a, b = both(name, **SETTINGS[name][-1])
+    expected = PAIRS[name][2]
+    used = a.params[:-1]
+    for summary, p in zip(state_summary(a.optimizer, used), used):
+        assert summary == {key: tuple(p.shape) for key in expected}
+    for mine, theirs in zip(used, b.params[:-1]):
+        for key in expected:
+            torch.testing.assert_close(a.optimizer.state[mine][key], b.optimizer.state[theirs][key], rtol=1e-12, atol=1e-12)
+            assert a.optimizer.state[mine][key].dtype == mine.dtype
+
+
+@pytest.mark.parametrize("name", PAIRS)
+def test_a_parameter_without_gradient_is_skipped(name):
+    a, _ = both(name, **SETTINGS[name][0])
+    unused = a.params[-1]
+    assert unused.grad is None and not a.optimizer.state.get(unused)
+    assert torch.equal(a.trajectory[0, -unused.numel():], a.trajectory[-1, -unused.numel():])
+    assert torch.equal(unused.detach(), seeded_params(0, torch.float64)[-1].detach())
+
+
+@settings(max_examples=30, deadline=None)
+@given(lr=st.floats(1e-3, 0.3), beta1=st.floats(0.0, 0.95), beta2=st.floats(0.5, 0.9999),
+       eps=st.sampled_from([1e-8, 1e-3, 0.1]), weight_decay=st.floats(0.0, 0.5), seed=st.integers(0, 1000))
+def test_adam_and_adamw_match_torch_for_any_hyperparameters(lr, beta1, beta2, eps, weight_decay, seed):
+    hyper = dict(lr=lr, betas=(beta1, beta2), eps=eps, weight_decay=weight_decay)
+    for mine, theirs in [(ours.Adam, torch.optim.Adam), (ours.AdamW, torch.optim.AdamW)]:
+        a = run_optimizer(lambda ps: mine(ps, **hyper), 15, seed, torch.float64)
+        b = run_optimizer(lambda ps: theirs(ps, **hyper), 15, seed, torch.float64)
+        assert trajectory_gap(a, b) < 1e-9  # float64 rounding, amplified a little by extreme settings
+
+
+@settings(max_examples=30, deadline=None)
+@given(lr=st.floats(1e-3, 0.5), momentum=st.floats(0.05, 0.99), eps=st.sampled_from([1e-10, 1e-4, 0.1]),
+       alpha=st.floats(0.5, 0.999), seed=st.integers(0, 1000))
+def test_momentum_adagrad_rmsprop_match_torch_for_any_hyperparameters(lr, momentum, eps, alpha, seed):
+    cases = [(ours.Momentum, torch.optim.SGD, dict(lr=lr, momentum=momentum)),
+             (ours.AdaGrad, torch.optim.Adagrad, dict(lr=lr, eps=eps)),
+             (ours.RMSProp, torch.optim.RMSprop, dict(lr=lr, alpha=alpha, eps=eps))]
+    for mine, theirs, hyper in cases:
+        a = run_optimizer(lambda ps: mine(ps, **hyper), 15, seed, torch.float64)
+        b = run_optimizer(lambda ps: theirs(ps, **hyper), 15, seed, torch.float64)
+        assert trajectory_gap(a, b) < 1e-9  # float64 rounding, amplified a little by extreme settings
+
+
+def test_defaults_match_torch():
+    assert ours.Adam([torch.nn.Parameter(torch.zeros(1))]).defaults == {
+        k: v for k, v in torch.optim.Adam([torch.nn.Parameter(torch.zeros(1))]).defaults.items()
+        if k in ("lr", "betas", "eps", "weight_decay")}
+    assert ours.AdamW([torch.nn.Parameter(torch.zeros(1))]).defaults["weight_decay"] == 1e-2
+    assert ours.AdaGrad([torch.nn.Parameter(torch.zeros(1))]).defaults == dict(lr=1e-2, eps=1e-10)
+
+
+class AdamWithoutBiasCorrection(torch.optim.Optimizer):
+    """A plausible mistake: Adam with m and v used as they are."""
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8):
+        super().__init__(params, dict(lr=lr, betas=betas, eps=eps))
+
+    @torch.no_grad()
+    def step(self):
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                state = self.state[p]
+                if not state:
+                    state["exp_avg"], state["exp_avg_sq"] = torch.zeros_like(p), torch.zeros_like(p)
+                beta1, beta2 = group["betas"]
+                state["exp_avg"].mul_(beta1).add_((1 - beta1) * p.grad)
+                state["exp_avg_sq"].mul_(beta2).add_((1 - beta2) * p.grad**2)
+                p.sub_(group["lr"] * state["exp_avg"] / (state["exp_avg_sq"].sqrt() + group["eps"]))
+
+
+def test_the_comparison_catches_a_missing_bias_correction_and_coupled_weight_decay():
+    wrong = run_optimizer(lambda ps: AdamWithoutBiasCorrection(ps, lr=0.05), 20, dtype=torch.float64)
+    right = run_optimizer(lambda ps: torch.optim.Adam(ps, lr=0.05), 20, dtype=torch.float64)
+    assert trajectory_gap(wrong, right) > 1e-3
+    coupled = run_optimizer(lambda ps: ours.Adam(ps, lr=0.05, weight_decay=0.3), 20, dtype=torch.float64)
+    decoupled = run_optimizer(lambda ps: torch.optim.AdamW(ps, lr=0.05, weight_decay=0.3), 20, dtype=torch.float64)
+    assert trajectory_gap(coupled, decoupled) > 1e-3
+
+
+def test_first_adam_step_moves_every_weight_by_lr():
+    """Bias correction makes m_hat / sqrt(v_hat) = g / |g| at step 1: each weight moves by lr (eps aside)."""
+    p = torch.nn.Parameter(torch.tensor([1e-3, -5.0, 200.0], dtype=torch.float64))
+    optimizer = ours.Adam([p], lr=0.1, eps=0.0)
+    p.grad = torch.tensor([3e-6, -2.0, 40.0], dtype=torch.float64)
+    before = p.detach().clone()
+    optimizer.step()
+    torch.testing.assert_close(before - p.detach(), torch.tensor([0.1, -0.1, 0.1], dtype=torch.float64))
+
+
+def test_adamw_decay_with_zero_gradient_is_a_plain_shrink():
+    p = torch.nn.Parameter(torch.tensor([0.5, -3.0]))
+    optimizer = ours.AdamW([p], lr=0.1, weight_decay=0.2)
+    p.grad = torch.zeros(2)
+    optimizer.step()
+    torch.testing.assert_close(p.detach(), torch.tensor([0.5, -3.0]) * (1 - 0.1 * 0.2))
+
+
+def test_closure_is_called_and_its_loss_returned():
+    params = seeded_params(3)
+    optimizer = ours.Momentum(params, lr=0.1)
+
+    def closure():
+        optimizer.zero_grad()
+        loss = seeded_loss(params, 3, 0)
+        loss.backward()
+        return loss
+
+    loss = optimizer.step(closure)
+    assert math.isclose(loss.item(), seeded_loss(seeded_params(3), 3, 0).item(), rel_tol=1e-6)
+    assert optimizer.state[params[0]]["momentum_buffer"].abs().sum() > 0

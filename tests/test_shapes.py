@@ -1,0 +1,207 @@
+"""utils.shapes against torch's own index juggling: the einops reference functions, the shape checks, the messages."""
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from jaxtyping import Bool, Float, TypeCheckError
+from torch import Tensor
+
+from utils.shapes import (attention_scores, attention_weights, causal_attention, causal_mask, check_rejects,
+                          check_uses_einops, code_names, masked_mean, merge_heads, shape_error_message,
+                          split_heads, split_qkv, typechecked)
+
+sizes = st.integers(min_value=1, max_value=5)
+dtypes = st.sampled_from([torch.float32, torch.float64, torch.bfloat16])
+
+
+def random_tensor(shape: tuple[int, ...], dtype: torch.dtype = torch.float32, seed: int = 0) -> Tensor:
+    return torch.randn(shape, generator=torch.Generator().manual_seed(seed)).to(dtype)
+
+
+@given(sizes, sizes, sizes, sizes, dtypes)
+@settings(max_examples=200, deadline=None)
+def test_split_and_merge_heads_match_view_and_transpose(batch, seq, heads, head_dim, dtype):
+    x = random_tensor((batch, seq, heads * head_dim), dtype)
+    split = split_heads(x, heads)
+    assert torch.equal(split, x.view(batch, seq, heads, head_dim).transpose(1, 2))
+    assert torch.equal(merge_heads(split), split.transpose(1, 2).reshape(batch, seq, heads * head_dim))
+    assert torch.equal(merge_heads(split), x)
+    assert split.dtype == merge_heads(split).dtype == dtype
+
+
+@given(sizes, sizes, sizes, sizes)
+@settings(max_examples=200, deadline=None)
+def test_split_qkv_matches_the_view_permute_chain(batch, seq, heads, head_dim):
+    qkv = random_tensor((batch, seq, 3 * heads * head_dim))
+    by_hand = qkv.view(batch, seq, 3, heads, head_dim).permute(2, 0, 3, 1, 4)
+    q, k, v = split_qkv(qkv, heads)
+    for ours, theirs in zip((q, k, v), by_hand):
+        assert torch.equal(ours, theirs)
+    assert torch.equal(q, split_heads(qkv[..., : heads * head_dim], heads))
+
+
+@given(st.lists(sizes, max_size=3), sizes, sizes, sizes, dtypes)
+@settings(max_examples=200, deadline=None)
+def test_attention_scores_match_matmul_with_transpose(batch, seq_q, seq_k, head_dim, dtype):
+    q = random_tensor((*batch, seq_q, head_dim), dtype, seed=1)
+    k = random_tensor((*batch, seq_k, head_dim), dtype, seed=2)
+    scores = attention_scores(q, k)
+    assert scores.shape == (*batch, seq_q, seq_k) and scores.dtype == dtype
+    torch.testing.assert_close(scores, q @ k.transpose(-2, -1) / math.sqrt(head_dim))
+
+
+def test_causal_mask_is_the_lower_triangle():
+    mask = causal_mask(5)
+    assert mask.dtype == torch.bool
+    assert torch.equal(mask, torch.tril(torch.ones(5, 5)).bool())
+    assert torch.equal(~mask, torch.ones(5, 5, dtype=torch.bool).triu(diagonal=1))
+    assert mask[3, 2] and not mask[2, 3]
+
+
+def test_attention_weights_hide_the_future_and_sum_to_one():
+    scores = random_tensor((2, 3, 6, 6))
+    weights = attention_weights(scores, causal_mask(6))
+    assert torch.equal(weights[..., ~causal_mask(6)], torch.zeros(2, 3, 15))
+    torch.testing.assert_close(weights.sum(-1), torch.ones(2, 3, 6))
+    assert weights[0, 0, 0, 0] == 1.0  # the first query sees only itself
+
+
+@given(st.lists(sizes, max_size=2), st.integers(1, 8), sizes)
+@settings(max_examples=100, deadline=None)
+def test_causal_attention_matches_scaled_dot_product_attention(batch, seq, head_dim):
+    q, k, v = (random_tensor((*batch, seq, head_dim), seed=s) for s in (1, 2, 3))
+    torch.testing.assert_close(causal_attention(q, k, v), F.scaled_dot_product_attention(q, k, v, is_causal=True))
+
+
+@given(sizes, st.integers(1, 8), sizes, st.integers(0, 2**16))
+@settings(max_examples=200, deadline=None)
+def test_masked_mean_matches_a_loop_over_rows(batch, seq, hidden, seed):
+    x = random_tensor((batch, seq, hidden), torch.float64, seed)
+    mask = torch.rand(batch, seq, generator=torch.Generator().manual_seed(seed)) < 0.5
+    mask[:, 0] = True
+    by_row = torch.stack([x[i][mask[i]].mean(dim=0) for i in range(batch)])
+    torch.testing.assert_close(masked_mean(x, mask), by_row)
+
+
+@typechecked
+def scores(q: Float[Tensor, "*batch seq_q d"], k: Float[Tensor, "*batch seq_k d"]) -> Float[Tensor, "*batch seq_q seq_k"]:
+    return q @ k.transpose(-2, -1)
+
+
+@typechecked
+def wrong_result(x: Float[Tensor, "b s h"]) -> Float[Tensor, "b h"]:
+    return x.sum(dim=1, keepdim=True)  # keepdim=True: one dimension too many
+
+
+def unchecked(q: Float[Tensor, "*batch seq_q d"], k: Float[Tensor, "*batch seq_k d"]) -> Float[Tensor, "*batch seq_q seq_k"]:
+    return q @ k.transpose(-2, -1)
+
+
+@pytest.mark.parametrize("q_shape, k_shape", [((2, 3, 4), (2, 5, 4)), ((3, 4), (5, 4)), ((2, 2, 3, 4), (2, 2, 5, 4))])
+def test_typechecked_accepts_consistent_shapes(q_shape, k_shape):
+    assert scores(torch.ones(q_shape), torch.ones(k_shape)).shape == (*q_shape[:-1], k_shape[-2])
+
+
+@pytest.mark.parametrize("q, k", [
+    (torch.ones(2, 3, 4), torch.ones(2, 5, 6)),                   # d differs
+    (torch.ones(2, 3, 4), torch.ones(3, 5, 4)),                   # batch differs
+    (torch.ones(4), torch.ones(5, 4)),                            # too few dimensions
+    (torch.ones(2, 3, 4, dtype=torch.int64), torch.ones(2, 5, 4)),  # not a float
+    ([[1.0]], torch.ones(2, 5, 4)),                               # not a tensor
+])
+def test_typechecked_rejects_inconsistent_shapes_where_plain_annotations_do_not(q, k):
+    with pytest.raises(TypeCheckError):
+        scores(q, k)
+
+
+def test_plain_annotations_check_nothing():
+    q, k = torch.ones(2, 3, 4), torch.ones(1, 5, 4)  # batch 2 vs 1: torch broadcasts, the annotation says no
+    assert unchecked(q, k).shape == (2, 3, 5)
+    with pytest.raises(TypeCheckError):
+        scores(q, k)
+
+
+def message_of(fn, *args) -> str:
+    with pytest.raises(TypeCheckError) as caught:
+        fn(*args)
+    return shape_error_message(caught.value)
+
+
+def test_short_message_names_the_argument_and_the_reason():
+    message = message_of(scores, torch.ones(2, 3, 4), torch.ones(2, 5, 6))
+    assert message.splitlines() == [
+        "scores() rejected argument 'k': got f32[2,5,6], expected Float[Tensor, '*batch seq_k d']",
+        "  why: d is 6 here, but 4 elsewhere in this call",
+        "  sizes bound in this call: seq_q=3, d=4, seq_k=5, batch=(2,)",
+    ]
+
+
+@pytest.mark.parametrize("args, reason", [
+    ((torch.ones(2, 3, 4), torch.ones(3, 5, 4)), "why: batch is (3,) here, but (2,) elsewhere in this call"),
+    ((torch.ones(4), torch.ones(5, 4)), "why: it has 1 dimension, the annotation needs at least 2"),
+    ((torch.ones(3, 4, dtype=torch.int32), torch.ones(5, 4)), "why: dtype i32 is not a Float dtype"),
+    (([1.0], torch.ones(5, 4)), "why: expected a tensor, got [1.0]"),
+])
+def test_short_message_explains_each_kind_of_mismatch(args, reason):
+    assert reason in [line.strip() for line in message_of(scores, *args).splitlines()]
+
+
+def test_short_message_for_a_wrong_return_value():
+    message = message_of(wrong_result, torch.ones(2, 3, 4))
+    assert message.startswith("wrong_result() rejected the return value: got f32[2,1,4], expected Float[Tensor, 'b h']")
+    assert "why: it has 3 dimensions, the annotation needs 2" in message
+
+
+def test_short_message_for_a_repeated_name_and_a_bool_annotation():
+    @typechecked
+    def diagonal(x: Float[Tensor, "n n"]) -> Float[Tensor, " n"]:
+        return x.diagonal()
+
+    @typechecked
+    def count(mask: Bool[Tensor, "batch seq"]) -> Tensor:
+        return mask.sum()
+
+    assert "why: n is 3 here, but 2 elsewhere in this call" in message_of(diagonal, torch.ones(2, 3))
+    assert "why: dtype f32 is not a Bool dtype" in message_of(count, torch.ones(2, 3))
+
+
+def test_short_message_falls_back_to_the_first_line_for_other_errors():
+    assert shape_error_message(ValueError("first line\nsecond line")) == "ValueError: first line"
+
+
+def test_check_rejects_returns_the_message_for_a_checked_function():
+    assert check_rejects(scores, (torch.ones(2, 3, 4), torch.ones(2, 5, 6)), "scores").startswith("scores() rejected")
+
+
+def test_check_rejects_fails_with_the_decorator_hint_when_nothing_checks():
+    with pytest.raises(AssertionError, match="no decorator"):
+        check_rejects(unchecked, (torch.ones(2, 3, 4), torch.ones(1, 5, 4)), "unchecked")  # broadcasts, no error
+    with pytest.raises(AssertionError, match="raised RuntimeError from inside the function"):
+        check_rejects(unchecked, (torch.ones(2, 3, 4), torch.ones(2, 5, 6)), "unchecked")
+
+
+def test_check_rejects_fails_when_the_annotation_is_too_loose():
+    @typechecked
+    def loose(q: Float[Tensor, "..."], k: Float[Tensor, "..."]) -> Float[Tensor, "..."]:
+        return q @ k.transpose(-2, -1)
+
+    with pytest.raises(AssertionError, match="annotations let this input in"):
+        check_rejects(loose, (torch.ones(2, 3, 4), torch.ones(2, 5, 6)), "loose")
+
+
+def test_check_uses_einops_looks_through_decorators():
+    def by_view(x):
+        return x.view(2, 3).transpose(0, 1)
+
+    @typechecked
+    def by_einops(x: Float[Tensor, "a b"]) -> Float[Tensor, "b a"]:
+        from einops import rearrange
+        return rearrange(x, "a b -> b a")
+
+    check_uses_einops(by_einops, "by_einops")
+    assert "rearrange" in code_names(by_einops)
+    with pytest.raises(AssertionError, match="does not use einops"):
+        check_uses_einops(by_view, "by_view")

@@ -1,0 +1,225 @@
+"""Named dimensions: attention's reshapes written with einops, and shapes checked at run time with jaxtyping + beartype.
+
+A jaxtyping annotation such as `Float[Tensor, "batch seq d_model"]` is documentation until a type checker reads
+it. `typechecked` (jaxtyped + beartype) makes it a promise checked on every call: the dtype kind, the number of
+dimensions, and that a name means the same size everywhere in one call (argument to argument, and in the result).
+"""
+import inspect
+import math
+import re
+from typing import Callable, TypeVar
+
+import torch
+from beartype import beartype
+from beartype.roar import BeartypeCallHintViolation
+from einops import einsum, rearrange, reduce
+from jaxtyping import Bool, Float, TypeCheckError, jaxtyped
+from torch import Tensor
+
+Function = TypeVar("Function", bound=Callable)
+
+# The errors a shape-checked function raises for an argument or a result that breaks its annotation.
+SHAPE_ERRORS = (TypeCheckError, BeartypeCallHintViolation)
+
+
+def typechecked(fn: Function) -> Function:
+    """Check `fn`'s jaxtyping annotations on every call: jaxtyped shares dimension sizes, beartype checks types."""
+    return jaxtyped(typechecker=beartype)(fn)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Reference functions: the einops way. The lecture compares each with the index-juggling way.
+# ---------------------------------------------------------------------------------------------------------------
+
+@typechecked
+def split_heads(x: Float[Tensor, "batch seq d_model"], n_heads: int) -> Float[Tensor, "batch heads seq head_dim"]:
+    """Cut the last dimension into `n_heads` equal, consecutive slices and move heads in front of seq."""
+    return rearrange(x, "batch seq (heads head_dim) -> batch heads seq head_dim", heads=n_heads)
+
+
+@typechecked
+def merge_heads(x: Float[Tensor, "batch heads seq head_dim"]) -> Float[Tensor, "batch seq heads*head_dim"]:
+    """The inverse of `split_heads`: put the heads side by side again along the last dimension."""
+    return rearrange(x, "batch heads seq head_dim -> batch seq (heads head_dim)")
+
+
+@typechecked
+def split_qkv(qkv: Float[Tensor, "batch seq three_d_model"], n_heads: int) -> tuple[
+        Float[Tensor, "batch heads seq head_dim"], Float[Tensor, "batch heads seq head_dim"],
+        Float[Tensor, "batch heads seq head_dim"]]:
+    """The output of a fused q/k/v projection, laid out [q | k | v] along the last dimension, as three head tensors."""
+    q, k, v = rearrange(qkv, "batch seq (three heads head_dim) -> three batch heads seq head_dim",
+                        three=3, heads=n_heads)
+    return q, k, v
+
+
+@typechecked
+def attention_scores(q: Float[Tensor, "*batch seq_q head_dim"],
+                     k: Float[Tensor, "*batch seq_k head_dim"]) -> Float[Tensor, "*batch seq_q seq_k"]:
+    """Scaled dot products q . k / sqrt(head_dim) for every (query, key) pair; head_dim is summed away."""
+    return einsum(q, k, "... seq_q head_dim, ... seq_k head_dim -> ... seq_q seq_k") / math.sqrt(q.shape[-1])
+
+
+def causal_mask(seq_len: int, device: torch.device | str | None = None) -> Bool[Tensor, "seq seq"]:
+    """True where query i may look at key j, that is j <= i (lower triangle and diagonal)."""
+    return torch.ones(seq_len, seq_len, dtype=torch.bool, device=device).tril()
+
+
+@typechecked
+def attention_weights(scores: Float[Tensor, "*batch seq_q seq_k"],
+                      mask: Bool[Tensor, "seq_q seq_k"]) -> Float[Tensor, "*batch seq_q seq_k"]:
+    """Softmax over keys, with the keys the mask forbids set to -inf first (so they get weight 0)."""
+    return scores.masked_fill(~mask, float("-inf")).softmax(dim=-1)
+
+
+@typechecked
+def causal_attention(q: Float[Tensor, "*batch seq head_dim"], k: Float[Tensor, "*batch seq head_dim"],
+                     v: Float[Tensor, "*batch seq head_dim"]) -> Float[Tensor, "*batch seq head_dim"]:
+    """Causal self-attention: each position mixes the values of itself and the positions before it."""
+    weights = attention_weights(attention_scores(q, k), causal_mask(q.shape[-2], device=q.device))
+    return einsum(weights, v, "... seq_q seq_k, ... seq_k head_dim -> ... seq_q head_dim")
+
+
+@typechecked
+def masked_mean(x: Float[Tensor, "batch seq hidden"], mask: Bool[Tensor, "batch seq"]) -> Float[Tensor, "batch hidden"]:
+    """Mean of x over the positions where mask is True (padding excluded); each row needs at least one True."""
+    total = einsum(x, mask.to(x.dtype), "batch seq hidden, batch seq -> batch hidden")
+    count = reduce(mask.to(x.dtype), "batch seq -> batch 1", "sum")
+    return total / count
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Readable shape errors
+# ---------------------------------------------------------------------------------------------------------------
+
+_ACTUAL = re.compile(r"^Actual value: (.*?)(?:\(\w+\))?$", re.MULTILINE)
+_EXPECTED = re.compile(r"^Expected type: (?:<class ')?(.*?)(?:'>)?\.$", re.MULTILINE)
+_WHERE = re.compile(r"whilst checking the (parameters|return value) of ([\w.<>]+)\.")
+_PARAMETER = re.compile(r"typechecking parameter '(\w+)'")
+_TENSOR = re.compile(r"^([a-z]+\d*)\[([\d,]*)\]$")
+_ANNOTATION = re.compile(r"^(\w+)\[\w+, '(.*)'\]$")
+_SIZES_HEADER = "The current values for each jaxtyping axis annotation are as follows.\n"
+_DTYPE_KINDS = {"Float": ("f", "bf"), "Int": ("i", "u"), "Bool": ("bool",)}
+
+
+def _bound_sizes(message: str) -> dict[str, int | tuple[int, ...]]:
+    """The dimension sizes jaxtyping had bound when it gave up (a variadic `*batch` is a tuple)."""
+    if _SIZES_HEADER not in message:
+        return {}
+    sizes = {}
+    for line in message.split(_SIZES_HEADER, 1)[1].splitlines():
+        name, _, value = line.partition("=")
+        if value.isdigit():
+            sizes[name] = int(value)
+        elif value.startswith("torch.Size(["):
+            sizes[name] = tuple(int(v) for v in value[len("torch.Size(["):-2].split(",") if v.strip())
+    return sizes
+
+
+def _name_sizes(dims: list[str], shape: tuple[int, ...]) -> list[tuple[str, int | tuple[int, ...]]]:
+    """(dimension name, size) pairs; a variadic `*name` (at most one) gets the tuple of sizes it covers."""
+    variadic = [i for i, d in enumerate(dims) if d.startswith("*") or d == "..."]
+    if not variadic:
+        return list(zip(dims, shape))
+    i = variadic[0]
+    tail = len(dims) - i - 1
+    middle = (dims[i].lstrip("*"), tuple(shape[i:len(shape) - tail]))
+    return list(zip(dims[:i], shape[:i])) + [middle] + list(zip(dims[i + 1:], shape[len(shape) - tail:]))
+
+
+def _mismatch(actual: str, expected: str, sizes: dict[str, int | tuple[int, ...]]) -> str | None:
+    """Why a value `actual` ('f32[2,5,6]') breaks `expected` ("Float[Tensor, 'b s d']"), when we can tell."""
+    tensor, annotation = _TENSOR.match(actual), _ANNOTATION.match(expected)
+    if annotation is None:
+        return None
+    if tensor is None:
+        return f"expected a tensor, got {actual}"
+    dtype, shape = tensor.group(1), tuple(int(s) for s in tensor.group(2).split(",") if s)
+    kind, dims = annotation.group(1), annotation.group(2).split()
+    if kind in _DTYPE_KINDS and not dtype.startswith(_DTYPE_KINDS[kind]):
+        return f"dtype {dtype} is not a {kind} dtype"
+    n_variadic = sum(d.startswith("*") or d == "..." for d in dims)
+    n_fixed = len(dims) - n_variadic
+    if n_variadic > 1:
+        return None
+    if len(shape) < n_fixed or (n_variadic == 0 and len(shape) != n_fixed):
+        needed = f"at least {n_fixed}" if n_variadic else f"{n_fixed}"
+        return f"it has {len(shape)} dimension{'s' * (len(shape) != 1)}, the annotation needs {needed}"
+    for name, size in _name_sizes(dims, shape):
+        if name.isdigit() and int(name) != size:
+            return f"a dimension of size {size} where the annotation fixes {name}"
+        if name in sizes and sizes[name] != size:
+            return f"{name} is {size} here, but {sizes[name]} elsewhere in this call"
+    return None
+
+
+def shape_error_message(error: BaseException) -> str:
+    """A short, readable version of the error a `typechecked` function raises for a wrong shape or dtype.
+
+    Says which argument (or the return value) broke which annotation, what it got, and why when that can be
+    worked out (dtype, number of dimensions, or a named size that differs from its size elsewhere in the call).
+    """
+    message = str(error)
+    where, actual, expected = _WHERE.search(message), _ACTUAL.search(message), _EXPECTED.search(message)
+    if not (isinstance(error, TypeCheckError) and where and actual and expected):
+        first_line = (message.strip().splitlines() or [""])[0]
+        return f"{type(error).__name__}: {first_line[:300]}"
+    function = where.group(2).rsplit(".", 1)[-1]
+    parameter = _PARAMETER.search(message)
+    what = f"argument '{parameter.group(1)}'" if where.group(1) == "parameters" and parameter else "the return value"
+    sizes = _bound_sizes(message)
+    lines = [f"{function}() rejected {what}: got {actual.group(1)}, expected {expected.group(1)}"]
+    reason = _mismatch(actual.group(1), expected.group(1), sizes)
+    if reason:
+        lines.append(f"  why: {reason}")
+    if sizes:
+        lines.append("  sizes bound in this call: " + ", ".join(f"{name}={size}" for name, size in sizes.items()))
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Checks for the exercise (same style as utils.grading: AssertionError with a hint)
+# ---------------------------------------------------------------------------------------------------------------
+
+EINOPS_NAMES = {"einops", "rearrange", "reduce", "einsum", "repeat", "pack", "unpack"}
+
+
+def code_names(fn: Callable) -> set[str]:
+    """Every global and attribute name the code of `fn` refers to (decorators unwrapped, nested functions included)."""
+    code_objects = [inspect.unwrap(fn).__code__]
+    names: set[str] = set()
+    while code_objects:
+        code = code_objects.pop()
+        names.update(code.co_names)
+        code_objects.extend(c for c in code.co_consts if hasattr(c, "co_names"))
+    return names
+
+
+def check_uses_einops(fn: Callable, task: str) -> None:
+    """`fn` must call einops (rearrange, reduce, einsum, ...): the task asks for the einops way."""
+    if not code_names(fn) & EINOPS_NAMES:
+        raise AssertionError(f"{task}: the solution does not use einops\n"
+                             f"Hint: this task asks for einops (rearrange, reduce or einsum), not view/permute/transpose.")
+
+
+def check_rejects(fn: Callable, args: tuple, what: str, hint: str | None = None) -> str:
+    """Calling `fn(*args)` must raise a shape-check error (jaxtyping/beartype); returns its short message."""
+    try:
+        result = fn(*args)
+    except SHAPE_ERRORS as error:
+        return shape_error_message(error)
+    except Exception as error:  # the wrong input got past the annotations and broke the code inside
+        detail = f"raised {type(error).__name__} from inside the function, not a shape-check error: {str(error)[:200]}"
+    else:
+        shape = tuple(result.shape) if isinstance(result, Tensor) else type(result).__name__
+        detail = f"accepted a wrong input and returned {shape}"
+    if hasattr(fn, "__wrapped__"):
+        advice = ("the annotations let this input in: sizes that must agree need the same dimension name, and "
+                  "the dtype kind (Float, Bool) must match the task.")
+    else:
+        advice = ("the function has no decorator, and annotations alone are documentation: nothing checks them. "
+                  "Put @typechecked (or @jaxtyped(typechecker=beartype)) on the line above `def`.")
+    message = f"{what}: {detail}\nHint: {advice}"
+    if hint:
+        message += f" {hint}"
+    raise AssertionError(message)

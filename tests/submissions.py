@@ -132,7 +132,7 @@ def infinite_loop(assignment: str) -> dict[str, nbformat.NotebookNode]:
 
 
 def memory_bomb(assignment: str) -> dict[str, nbformat.NotebookNode]:
-    return _first_task_only(assignment, "hoard = []\nwhile True:\n    hoard.append(bytearray(10**8))")
+    return _first_task_only(assignment, "import numpy\nhoard = []\nwhile True:\n    hoard.append(numpy.empty(10**9, dtype=numpy.uint8))")
 
 
 def fork_loop(assignment: str) -> dict[str, nbformat.NotebookNode]:

@@ -1,7 +1,14 @@
-"""End to end: submissions graded by `python -m autograder.grade` get exactly the points their work earns."""
+"""End to end: a generated class, honest, tricky, broken and hostile, graded by `python -m autograder.grade`.
+
+Every submission must get exactly the points its real work earns, with a readable reason where it cannot be
+graded; nothing a submission does may reach the hidden tests, other students' files or the grades.
+"""
 import csv
 import hashlib
 import json
+import os
+import secrets
+import socket
 import subprocess
 import sys
 from collections import defaultdict
@@ -14,6 +21,8 @@ from tests import submissions
 
 REPO = Path(__file__).resolve().parent.parent
 ASSIGNMENTS = assignments()
+# Short limits keep the faults quick; the real defaults are in autograder/limits.toml.
+LIMITS = ["--limit", "cell_seconds=5", "--limit", "memory_mib=1024", "--limit", "notebook_seconds=200"]
 
 
 def digest(folder: Path) -> dict[str, str]:
@@ -21,31 +30,15 @@ def digest(folder: Path) -> dict[str, str]:
             for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
-@pytest.fixture(scope="module")
-def graded(tmp_path_factory):
-    """Grade one class: per assignment a solved, blank, half-done and two trick submissions, plus broken ones."""
-    root = tmp_path_factory.mktemp("class")
-    submitted, out = root / "submitted", root / "graded"
-    for a in ASSIGNMENTS:
-        submissions.write_submission(submitted, "solved", a, submissions.solved(a))
-        submissions.write_submission(submitted, "blank", a, submissions.release_notebooks(a))
-        submissions.write_submission(submitted, "noisy", a, submissions.noisy(a))
-        submissions.write_submission(submitted, "half", a, submissions.half_done(a))
-        submissions.write_submission(submitted, "alwaysequal", a, submissions.always_equal(a))
-        submissions.write_submission(submitted, "patcher", a, submissions.patched_comparisons(a))
-        broken = submissions.write_submission(submitted, "notjson", a, submissions.solved(a))
-        for nb in broken.glob("*.ipynb"):
-            nb.write_text('{"cells": [ this is not json')
-        renamed = submissions.write_submission(submitted, "wrongname", a, submissions.solved(a))
-        for nb in renamed.glob("*.ipynb"):
-            nb.rename(nb.with_name("my_" + nb.name))
-    submissions.write_submission(submitted, "solved", "99_no_such_assignment", {})
-    before = digest(submitted)
-    run = subprocess.run([sys.executable, "-m", "autograder.grade", str(submitted), "--out", str(out)],
-                         cwd=REPO, capture_output=True, text=True, timeout=900)
+def run_grader(submitted: Path, out: Path, *extra: str) -> subprocess.CompletedProcess:
+    run = subprocess.run([sys.executable, "-m", "autograder.grade", str(submitted), "--out", str(out), *LIMITS, *extra],
+                         cwd=REPO, capture_output=True, text=True, timeout=1200)
     assert run.returncode == 0, run.stdout + run.stderr
-    totals = defaultdict(lambda: [0.0, 0.0])
-    notes = defaultdict(str)
+    return run
+
+
+def read_totals(out: Path):
+    totals, notes = defaultdict(lambda: [0.0, 0.0]), defaultdict(str)
     with open(out / "grades.csv") as f:
         rows = list(csv.DictReader(f))
     for row in rows:
@@ -53,47 +46,97 @@ def graded(tmp_path_factory):
         totals[key][0] += float(row["score"])
         totals[key][1] += float(row["max_score"])
         notes[key] = row["note"]
-    return dict(totals=totals, notes=notes, rows=rows, out=out, unchanged=before == digest(submitted), stdout=run.stdout)
+    return totals, notes, rows
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    root = tmp_path_factory.mktemp("class")
+    submitted, out = root / "submitted", root / "graded"
+    out.mkdir()
+    (out / "grades.csv").write_text("an old grades file the snooper must not read\n")
+    listener = socket.create_server(("127.0.0.1", 0))
+    pwned = Path("/tmp") / f"pwned-{secrets.token_hex(4)}"
+    for a in ASSIGNMENTS:
+        makers = {**submissions.TRICKS, **submissions.HONEST_EDITS, **submissions.FAULTS,
+                  "firsterror": submissions.first_task_error, "blank": submissions.release_notebooks,
+                  "half": submissions.half_done}
+        for student, maker in makers.items():
+            submissions.write_submission(submitted, student, a, maker(a))
+        names = list(submissions.release_notebooks(a))
+        secret_files = [str(REPO / "source" / a / f"{names[0]}.ipynb"), str(REPO / "autograder" / "limits.toml"),
+                        str(submitted / "solved" / a / f"{names[0]}.ipynb"), str(out / "grades.csv")]
+        targets = [str(submitted / "solved" / a / f"{names[0]}.ipynb"), str(out / "grades.csv"),
+                   str(out / "results" / "alwaysequal" / f"{a}.json"), str(REPO / "source" / a / "pwned.txt"), str(pwned)]
+        submissions.write_submission(submitted, "snooper", a, submissions.snooper(
+            a, secret_files, targets, listener.getsockname()[1], os.getpid()))
+        broken = submissions.write_submission(submitted, "notjson", a, submissions.solved(a))
+        for nb in broken.glob("*.ipynb"):
+            nb.write_text('{"cells": [ this is not json')
+        renamed = submissions.write_submission(submitted, "wrongname", a, submissions.solved(a))
+        for nb in renamed.glob("*.ipynb"):
+            nb.rename(nb.with_name("my_" + nb.name))
+        empty = submissions.write_submission(submitted, "empty", a, {})
+        for name, text in submissions.empty_file_and_not_a_notebook(a).items():
+            (empty / f"{name}.ipynb").write_text(text)
+    submissions.write_submission(submitted, "solved", "99_no_such_assignment", {})
+    before = digest(submitted)
+    first = run_grader(submitted, out)
+    totals, notes, rows = read_totals(out)
+    csv_text = (out / "grades.csv").read_text()
+    results = {p: p.read_text() for p in (out / "results").rglob("*.json")}
+    again = run_grader(submitted, out)  # nothing changed: every result is reused
+    victim = next(iter(sorted(results)))
+    victim.unlink()  # as if the run had stopped before this submission finished
+    resumed = run_grader(submitted, out)
+    listener.close()
+    yield dict(totals=totals, notes=notes, rows=rows, out=out, submitted=submitted, before=before, first=first,
+               again=again, resumed=resumed, csv_text=csv_text, results=results, pwned=pwned)
+    for a in ASSIGNMENTS:
+        (REPO / "source" / a / "pwned.txt").unlink(missing_ok=True)
+
+
+def score(graded, student, assignment):
+    got, max_score = graded["totals"][(student, assignment)]
+    expected_max = sum(submissions.task_points(assignment))
+    assert max_score == expected_max, f"{student}: max_score {max_score} but the source says {expected_max}"
+    return got
+
+
+@pytest.mark.parametrize("student", sorted(submissions.HONEST_EDITS) + ["snooper"])
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_solutions_score_full_marks_whatever_else_the_notebook_does(graded, student, assignment):
+    """Solved notebooks, also with warnings, deleted/duplicated test cells, inflated points, floods of output."""
+    assert score(graded, student, assignment) == sum(submissions.task_points(assignment))
+
+
+@pytest.mark.parametrize("student", sorted(submissions.TRICKS) + ["blank"])
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_tricks_and_blank_notebooks_score_zero(graded, student, assignment):
+    assert score(graded, student, assignment) == 0
 
 
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
-def test_full_solution_scores_full_marks(graded, assignment):
-    score, max_score = graded["totals"][("solved", assignment)]
-    assert max_score > 0 and score == max_score
+def test_half_done_scores_its_half(graded, assignment):
+    points = submissions.task_points(assignment)
+    assert 0 < score(graded, "half", assignment) < sum(points)
 
 
+@pytest.mark.parametrize("student", sorted(submissions.FAULTS))
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
-def test_warnings_on_stderr_from_correct_code_cost_nothing(graded, assignment):
-    score, max_score = graded["totals"][("noisy", assignment)]
-    assert max_score > 0 and score == max_score
-    for path in (graded["out"] / "course" / "autograded" / "noisy" / assignment).glob("*.ipynb"):
-        outputs = [o for c in json.loads(path.read_text())["cells"] for o in c.get("outputs", [])]
-        assert not [o for o in outputs if o.get("name") == "stderr"]  # dropped before scoring (IgnorePattern)
+def test_a_fault_costs_only_the_cell_it_is_in(graded, student, assignment):
+    """An infinite loop, a memory bomb, a fork loop, os._exit, sys.exit or a segfault in the first answer
+    scores exactly like an ordinary error there: the other tasks are still graded."""
+    yardstick = score(graded, "firsterror", assignment)
+    assert yardstick < sum(submissions.task_points(assignment))
+    assert score(graded, student, assignment) == yardstick
 
 
-@pytest.mark.parametrize("assignment", ASSIGNMENTS)
-def test_blank_release_scores_zero(graded, assignment):
-    assert graded["totals"][("blank", assignment)][0] == 0
-
-
-@pytest.mark.parametrize("assignment", ASSIGNMENTS)
-def test_half_done_scores_in_between(graded, assignment):
-    score, max_score = graded["totals"][("half", assignment)]
-    assert 0 < score < max_score
-
-
-@pytest.mark.parametrize("student", ["alwaysequal", "patcher"])
-@pytest.mark.parametrize("assignment", ASSIGNMENTS)
-def test_tricks_score_zero(graded, student, assignment):
-    score, max_score = graded["totals"][(student, assignment)]
-    assert max_score > 0 and score == 0
-
-
-@pytest.mark.parametrize("student, reason", [("notjson", "is not a valid notebook"), ("wrongname", "missing notebook")])
+@pytest.mark.parametrize("student, reason", [("notjson", "not valid JSON"), ("wrongname", "missing notebook"),
+                                             ("empty", "the file is empty")])
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
 def test_broken_submissions_score_zero_with_a_reason(graded, student, reason, assignment):
-    score, max_score = graded["totals"][(student, assignment)]
-    assert max_score > 0 and score == 0
+    assert score(graded, student, assignment) == 0
     assert reason in graded["notes"][(student, assignment)]
     problems = graded["out"] / "feedback" / student / assignment / "problems.html"
     assert reason in problems.read_text()
@@ -103,21 +146,77 @@ def test_unknown_assignment_is_reported_not_fatal(graded):
     assert "unknown assignment" in graded["notes"][("solved", "99_no_such_assignment")]
 
 
-def test_csv_has_a_row_per_task(graded):
+def test_fault_reasons_are_readable(graded):
+    results = {p.parent.name + "/" + p.stem: json.loads(text) for p, text in graded["results"].items()}
+    first = ASSIGNMENTS[0]
+    errors = {student: " ".join(c["error"] for nb in results[f"{student}/{first}"]["notebooks"].values()
+                                for c in nb["cells"]) for student in submissions.FAULTS}
+    assert "longer than 5 s" in errors["loop"]
+    assert "MemoryError" in errors["memory"]
+    assert "exited with code 3" in errors["osexit"]
+    assert "SystemExit" in errors["sysexit"]
+    assert "SIGSEGV" in errors["segfault"]
+
+
+def test_snooping_finds_nothing_and_changes_nothing(graded):
+    for path, text in graded["results"].items():
+        outputs = [c["output"] for nb in json.loads(text)["notebooks"].values() for c in nb["cells"]]
+        assert not [o for o in outputs if "LEAK" in o], f"{path}: {[o for o in outputs if 'LEAK' in o]}"
+    snooped = json.loads(graded["results"][graded["out"] / "results" / "snooper" / f"{ASSIGNMENTS[0]}.json"])
+    assert [c for nb in snooped["notebooks"].values() for c in nb["cells"] if c["kind"] == "answer" and c["ok"]]
+    assert not graded["pwned"].exists()
+    assert not any((REPO / "source" / a / "pwned.txt").exists() for a in ASSIGNMENTS)
+    assert digest(graded["submitted"]) == graded["before"], "a submitted file was changed"
+
+
+def test_flagged_code_is_noted_for_the_instructor(graded):
+    assert "flagged for review" in graded["notes"][("segfault", ASSIGNMENTS[0])]  # it uses ctypes
+    assert "flagged for review" not in graded["notes"][("solved", ASSIGNMENTS[0])]
+
+
+def test_output_floods_are_cut(graded):
+    for path in (graded["out"] / "feedback" / "flood").rglob("*.html"):
+        assert path.stat().st_size < 2_000_000
+        assert "more characters of output dropped" in path.read_text()
+
+
+def test_csv_has_one_row_per_source_task(graded):
     for row in graded["rows"]:
         assert set(row) == {"student", "assignment", "task", "score", "max_score", "note"}
-    solved_tasks = [r["task"] for r in graded["rows"] if r["student"] == "solved" and r["assignment"] in ASSIGNMENTS]
-    assert len(solved_tasks) >= 4 * len(ASSIGNMENTS)
+    for a in ASSIGNMENTS:
+        for student in ("solved", "duplicated", "metadata"):
+            tasks = [r["task"] for r in graded["rows"] if r["student"] == student and r["assignment"] == a]
+            assert len(tasks) == len(submissions.task_points(a)) >= 4
 
 
-def test_feedback_is_written_and_hides_hidden_tests(graded):
+def test_feedback_shows_visible_tests_but_not_hidden_ones(graded):
     for assignment in ASSIGNMENTS:
         pages = list((graded["out"] / "feedback" / "half" / assignment).glob("*.html"))
         assert pages, f"no feedback for half/{assignment}"
         text = pages[0].read_text()
         assert "visible tests passed" in text and "BEGIN HIDDEN TESTS" not in text
-        assert "reference = utils." not in text  # hidden test code stays hidden
+        assert "hidden tests ran here" in text and "reference = utils." not in text
 
 
-def test_submitted_files_are_never_modified(graded):
-    assert graded["unchanged"]
+def test_rerun_reuses_results_and_resume_regrades_only_what_is_missing(graded):
+    assert "graded 0 submission(s)" in graded["again"].stderr
+    assert "graded 1 submission(s)" in graded["resumed"].stderr
+    assert (graded["out"] / "grades.csv").read_text() == graded["csv_text"]
+
+
+def test_parallel_and_serial_runs_give_identical_grades(graded, tmp_path):
+    """A few students re-graded from scratch one at a time: the same rows as the parallel run."""
+    subset = tmp_path / "submitted"
+    for student in ("solved", "half", "alwaysequal", "firsterror"):
+        for a in ASSIGNMENTS:
+            source = graded["submitted"] / student / a
+            target = subset / student / a
+            target.mkdir(parents=True)
+            for f in source.iterdir():
+                (target / f.name).write_bytes(f.read_bytes())
+    run_grader(subset, tmp_path / "serial", "--workers", "1")
+    serial = (tmp_path / "serial" / "grades.csv").read_text().splitlines()
+    parallel = [line for line in graded["csv_text"].splitlines()
+                if line.split(",")[0] in ("student", "solved", "half", "alwaysequal", "firsterror")
+                and (line.startswith("student,") or line.split(",")[1] in ASSIGNMENTS)]
+    assert serial == parallel

@@ -1,0 +1,109 @@
+"""Plain `nbgrader autograde` against our grader, on the same generated class, side by side in one run.
+
+    .venv/bin/python -m bench.grading_throughput [STUDENTS] [--assignment NAME ...]
+
+The class: STUDENTS students (default 40) x the assignments in source/, each student's notebook solved, half
+done or blank in turn. Both graders grade every notebook; the script checks that they give every student the
+same score per task, then prints wall time, notebooks per minute, seconds per notebook and the ratio.
+Where the time goes in ours is printed too: starting a sandboxed notebook process vs running the cells.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+import time
+from pathlib import Path
+
+from autograder import sandbox
+from autograder.course import assignments, make_course
+from autograder.grade import grade, preload
+from autograder.runner import NotebookProcess, readable_paths
+from tests import submissions
+
+KINDS = (("solved", submissions.solved), ("half", submissions.half_done), ("blank", submissions.release_notebooks))
+
+
+def make_class(submitted: Path, students: int, names: list[str]) -> None:
+    for a in names:
+        notebooks = {kind: maker(a) for kind, maker in KINDS}
+        for i in range(students):
+            kind = KINDS[i % len(KINDS)][0]
+            submissions.write_submission(submitted, f"student{i:03d}_{kind}", a, notebooks[kind])
+
+
+def grade_with_nbgrader(submitted: Path, course: Path, names: list[str]) -> dict[tuple[str, str, str], float]:
+    """What an instructor gets from nbgrader alone: `autograde` on each submission, one after another."""
+    from nbgrader.api import Gradebook
+    import shutil
+    api = make_course(course, names)
+    for student_dir in sorted(submitted.iterdir()):
+        for assignment_dir in sorted(student_dir.iterdir()):
+            shutil.copytree(assignment_dir, course / "submitted" / student_dir.name / assignment_dir.name)
+    scores = {}
+    for student_dir in sorted(submitted.iterdir()):
+        for a in sorted(p.name for p in student_dir.iterdir()):
+            result = api.autograde(a, student_dir.name, force=True, create=True)
+            assert result["success"], result["log"]
+    with Gradebook(api.coursedir.db_url, api.coursedir.course_id) as gradebook:
+        for a in names:
+            for nb in gradebook.find_assignment(a).notebooks:
+                for sub in nb.submissions:
+                    for g in sub.grades:
+                        scores[(sub.student.id, a, g.name)] = float(g.score)
+    return scores
+
+
+def process_start_seconds(limits: sandbox.Limits, repeats: int = 10) -> float:
+    """Median seconds to fork, wall in and stop one notebook process (no cells run)."""
+    preload()
+    times = []
+    with tempfile.TemporaryDirectory() as work:
+        for _ in range(repeats):
+            start = time.perf_counter()
+            process = NotebookProcess(limits, Path(work), readable_paths(Path.cwd(), [Path(work)]))
+            process.run("setup", "pass", 30)
+            process.kill()
+            times.append(time.perf_counter() - start)
+    return sorted(times)[len(times) // 2]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("students", type=int, nargs="?", default=40)
+    parser.add_argument("--assignment", action="append", help="only these assignments (default: all)")
+    args = parser.parse_args()
+    names = args.assignment or assignments()
+    limits = sandbox.load_limits()
+    with tempfile.TemporaryDirectory(prefix="bench-throughput-") as scratch:
+        submitted = Path(scratch) / "submitted"
+        make_class(submitted, args.students, names)
+        notebooks = sum(1 for _ in submitted.rglob("*.ipynb"))
+        print(f"class: {args.students} students x {len(names)} assignment(s) = {notebooks} notebooks; "
+              f"{os.cpu_count()} CPU cores; sandbox: {', '.join(sandbox.probe(limits))}")
+
+        start = time.perf_counter()
+        theirs = grade_with_nbgrader(submitted, Path(scratch) / "nbgrader-course", names)
+        nbgrader_seconds = time.perf_counter() - start
+
+        start = time.perf_counter()
+        rows = grade(submitted, Path(scratch) / "ours", names, limits)
+        our_seconds = time.perf_counter() - start
+    ours = {(r.student, r.assignment, r.task): r.score for r in rows}
+    same = ours == theirs
+    print(f"{'grader':28s} {'seconds':>8s} {'notebooks/min':>14s} {'s/notebook':>11s}")
+    for label, seconds in (("nbgrader autograde (serial)", nbgrader_seconds),
+                           (f"ours ({limits.workers or os.cpu_count()} workers, sandboxed)", our_seconds)):
+        print(f"{label:28s} {seconds:8.1f} {60 * notebooks / seconds:14.1f} {seconds / notebooks:11.2f}")
+    print(f"throughput ratio (ours / nbgrader): {nbgrader_seconds / our_seconds:.1f}x")
+    print(f"identical scores on all {len(ours)} task grades: {same}")
+    print(f"starting one sandboxed notebook process (fork, namespaces, limits, Landlock, IPython): "
+          f"{process_start_seconds(limits) * 1000:.0f} ms (median of 10)")
+    if not same:
+        differ = sorted(k for k in set(ours) | set(theirs) if ours.get(k) != theirs.get(k))
+        print("differences (first 10):", [(k, theirs.get(k), ours.get(k)) for k in differ[:10]])
+        raise SystemExit(1)
+
+
+if __name__ == "__main__":
+    main()

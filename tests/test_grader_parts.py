@@ -1,0 +1,93 @@
+"""The grader's parts, without running notebooks: limits, plans, the sandbox probe, merging shards."""
+import csv
+import json
+
+import pytest
+
+from autograder import sandbox
+from autograder.merge import merge
+from autograder.plan import NotANotebook, make_plan, read_notebook, source_cells
+from autograder.runner import readable_paths
+from autograder.course import REPO_ROOT
+
+SOURCE = {"cells": [
+    {"cell_type": "code", "source": "import math", "metadata": {"nbgrader": {"grade_id": "setup", "locked": True}}},
+    {"cell_type": "code", "source": "def f():\n    return 1", "metadata": {"nbgrader": {"grade_id": "f", "solution": True}}},
+    {"cell_type": "code", "source": "assert f() == 1\n### BEGIN HIDDEN TESTS\nassert f() + 1 == 2\n### END HIDDEN TESTS\n",
+     "metadata": {"nbgrader": {"grade_id": "test_f", "grade": True, "points": 2}}},
+]}
+
+
+def submitted(*cells):
+    return {"cells": [{"cell_type": "code", "source": code, "metadata": {"nbgrader": meta} if meta else {}} for code, meta in cells]}
+
+
+def test_limits_file_loads_and_overrides_are_typed():
+    limits = sandbox.load_limits(overrides=["cell_seconds=5", "network=true", "workers=3"])
+    assert limits.cell_seconds == 5 and limits.network is True and limits.workers == 3 and type(limits.workers) is int
+    with pytest.raises(ValueError, match="unknown limit"):
+        sandbox.load_limits(overrides=["nonsense=1"])
+
+
+def test_plan_takes_locked_cells_and_points_from_the_source():
+    plan = make_plan("nb", SOURCE, submitted(
+        ("import math", {"grade_id": "setup"}),
+        ("def f():\n    return 1", {"grade_id": "f", "solution": True}),
+        ("print('scratch')", None),
+        ("pass", {"grade_id": "test_f", "grade": True, "points": 1000}),
+        ("pass", {"grade_id": "test_f", "grade": True, "points": 1000}),
+    ))
+    assert [c.kind for c in plan.cells] == ["setup", "answer", "added", "test"]
+    assert plan.cells[3].points == 2 and "BEGIN HIDDEN TESTS" in plan.cells[3].code
+    assert "hidden tests ran here" in plan.cells[3].visible_code and "f() + 1" not in plan.cells[3].visible_code
+
+
+def test_deleted_tests_still_run_and_duplicated_answers_run_in_order():
+    plan = make_plan("nb", SOURCE, submitted(("def f():\n    return 0", {"grade_id": "f", "solution": True}),
+                                             ("def f():\n    return 1", {"grade_id": "f", "solution": True})))
+    assert [c.kind for c in plan.cells] == ["setup", "answer", "added", "test"]
+    assert plan.cells[2].code.endswith("return 1")
+
+
+def test_suspicious_code_is_flagged():
+    plan = make_plan("nb", SOURCE, submitted(("import ctypes\nimport sys\nsys.modules['x'] = 1", {"grade_id": "f", "solution": True})))
+    assert {"ctypes", "sys.modules"} <= set(plan.flags)
+    assert make_plan("nb", SOURCE, submitted(("def f():\n    return 1", {"grade_id": "f", "solution": True}))).flags == []
+
+
+@pytest.mark.parametrize("content, reason", [(b"", "empty"), (b"{not json", "not valid JSON"), (b"[1, 2]", "not a notebook"),
+                                             (b"\xff\xfe", "not valid JSON")])
+def test_unreadable_files_say_why(tmp_path, content, reason):
+    path = tmp_path / "nb.ipynb"
+    path.write_bytes(content)
+    with pytest.raises(NotANotebook, match=reason):
+        read_notebook(path)
+
+
+def test_the_source_tree_is_never_readable_by_a_notebook(tmp_path):
+    paths = readable_paths(REPO_ROOT, [tmp_path])
+    assert REPO_ROOT / "utils" in paths
+    for path in paths:
+        assert not (REPO_ROOT / "source").is_relative_to(path), path
+        assert not tmp_path.is_relative_to(path), path
+
+
+def test_probe_reports_the_walls():
+    walls = sandbox.probe(sandbox.load_limits())
+    assert "rlimits" in walls  # the rest depends on the platform; README.md lists what each gets
+
+
+def test_merging_shards(tmp_path):
+    for shard, student in (("a", "ann"), ("b", "bob")):
+        (tmp_path / shard / "feedback" / student).mkdir(parents=True)
+        with open(tmp_path / shard / "grades.csv", "w", newline="") as f:
+            csv.writer(f).writerows([["student", "assignment", "task", "score", "max_score", "note"],
+                                     [student, "01_floats", "test_decode", "3", "3", ""]])
+    assert merge([tmp_path / "b", tmp_path / "a"], tmp_path / "all") == 2
+    lines = (tmp_path / "all" / "grades.csv").read_text().splitlines()
+    assert lines[1].startswith("ann") and lines[2].startswith("bob")
+    assert (tmp_path / "all" / "feedback" / "bob").is_dir()
+    (tmp_path / "c").mkdir()
+    (tmp_path / "c" / "grades.csv").write_text((tmp_path / "a" / "grades.csv").read_text())
+    with pytest.raises(SystemExit, match="both"):
+        merge([tmp_path / "a", tmp_path / "c"], tmp_path / "twice")

@@ -35,7 +35,11 @@ from autograder.runner import readable_paths, run_plan
 
 SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@+-]{0,99}$")
 CSV_COLUMNS = ("student", "assignment", "task", "score", "max_score", "note")
-PRELOAD = ("torch", "numpy", "einops", "jaxtyping", "beartype", "matplotlib", "tqdm", "torch.utils.flop_counter",
+# Imported before any notebook runs. Some imports rebind attributes of modules the tests rely on (loading
+# torch._dynamo, as FlopCounterMode does on first use, replaces torch.manual_seed); doing them here, before the
+# guard's record is taken, keeps a correct solution from looking like tampering.
+PRELOAD = ("torch", "torch._dynamo", "torch.func", "torch.amp", "torch.utils.flop_counter", "torch.testing",
+           "numpy", "numpy.testing", "einops", "jaxtyping", "beartype", "matplotlib", "matplotlib.pyplot", "tqdm",
            "IPython.core.interactiveshell", "traitlets.config")
 
 
@@ -63,7 +67,6 @@ def preload() -> None:
     os.environ.setdefault("MPLBACKEND", "Agg")
     for name in PRELOAD:
         importlib.import_module(name)
-    importlib.import_module("matplotlib.pyplot")
     for path in sorted((REPO_ROOT / "utils").glob("*.py")):
         importlib.import_module(f"utils.{path.stem}" if path.stem != "__init__" else "utils")
 

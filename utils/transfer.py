@@ -7,14 +7,15 @@ a request for 0 bytes allocates nothing. `torch.cuda.memory_allocated()` adds up
 from __future__ import annotations
 
 import os
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
-import matplotlib.pyplot as plt
 import torch
-from matplotlib.figure import Figure
 
 from utils.timing import time_it
 from utils.units import GB, bytes_for
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 ALLOCATOR_BLOCK_BYTES = 512       # every CUDA allocation is a whole number of these
 SMALL_ALLOCATION_BYTES = 2**20    # up to here the rounding rule is exact (the allocator's "small pool")
@@ -23,7 +24,7 @@ TensorSpec = tuple[Sequence[int], torch.dtype]  # (shape, dtype) of a tensor we 
 
 
 def allocator_bytes(nbytes: int, block: int = ALLOCATOR_BLOCK_BYTES) -> int:
-    """Bytes the CUDA caching allocator reserves for a request of `nbytes` bytes: 0 for 0, otherwise `nbytes`
+    """Bytes the CUDA caching allocator hands out for a request of `nbytes` bytes: 0 for 0, otherwise `nbytes`
     rounded up to a multiple of `block`. This is how much `torch.cuda.memory_allocated()` grows.
 
     Exact up to 1 MiB. Above that the block can be larger: the allocator keeps a leftover of 1 MiB or less
@@ -50,7 +51,7 @@ def measured_allocated_bytes(tensors: Sequence[TensorSpec], device: torch.device
 
 
 def default_caching_allocator() -> bool:
-    """True when CUDA is here and uses torch's caching allocator with its default rounding (so the 512-byte rule holds)."""
+    """True when CUDA is here and torch's caching allocator rounds as by default (so the 512-byte rule holds)."""
     if not torch.cuda.is_available():
         return False
     config = os.environ.get("PYTORCH_CUDA_ALLOC_CONF", "") + os.environ.get("PYTORCH_ALLOC_CONF", "")
@@ -151,6 +152,8 @@ def check_bool(value: object, expected: bool, what: str, hint: str | None = None
 
 def plot_allocator_rounding(max_bytes: int = 2048, block: int = ALLOCATOR_BLOCK_BYTES) -> Figure:
     """Allocated against requested bytes: a staircase of `block`-byte steps above the line allocated = requested."""
+    import matplotlib.pyplot as plt  # here, so that exercises importing this module do not pay for matplotlib
+
     requested = list(range(max_bytes + 1))
     fig, ax = plt.subplots(figsize=(7, 4))
     ax.step(requested, [allocator_bytes(n, block) for n in requested], where="post", label="allocated (rounded up)")
@@ -165,6 +168,8 @@ def plot_allocator_rounding(max_bytes: int = 2048, block: int = ALLOCATOR_BLOCK_
 
 def plot_copy_bandwidth(curves: dict[str, dict[int, float]]) -> Figure:
     """Measured copy bandwidth (GB/s) against copy size (bytes, log axis); `curves` maps a label to {bytes: bytes/s}."""
+    import matplotlib.pyplot as plt
+
     fig, ax = plt.subplots(figsize=(8, 4.5))
     for label, points in curves.items():
         sizes = sorted(points)

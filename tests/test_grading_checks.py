@@ -78,3 +78,17 @@ def test_forbidden_catches_calls_and_imported_aliases():
     with pytest.raises(AssertionError, match="uses utils.floats.decode_bits"):
         with forbidden(namespace["aliased"], targets, "decode"):
             pass
+
+
+def test_forbidden_leaves_classes_exactly_as_they_were():
+    import torch
+    from utils.grading import forbidden
+    before = dict(torch.Tensor.__dict__)
+
+    def solution(x):
+        return x.stride()
+    with pytest.raises(AssertionError, match="called torch.Tensor.stride"):
+        with forbidden(solution, {"torch.Tensor.stride": (torch.Tensor, "stride")}, "strides"):
+            solution(torch.zeros(2, 3))
+    assert dict(torch.Tensor.__dict__) == before
+    assert torch.zeros(2, 3).stride() == (3, 1)

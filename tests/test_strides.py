@@ -1,6 +1,7 @@
 """utils.strides against torch, the oracle: the metadata arithmetic gives torch's own stride(), storage_offset(),
 is_contiguous() and view() verdicts on many random shapes, permutations and slices (size-0 and size-1 dims included)."""
 import math
+import random
 
 import matplotlib
 import pytest
@@ -8,9 +9,9 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from utils.strides import (ViewMeta, check_bool, check_ints, contiguous_strides, is_contiguous, meta_of, offset_of,
-                           permute_view, plot_storage, same_storage, select_view, slice_view, sliding_windows,
-                           storage_indices, transpose_view, view_strides)
+from utils.strides import (TORCH_LAYOUT_ORACLES, ViewMeta, check_bool, check_ints, contiguous_strides, forbidding,
+                           is_contiguous, meta_of, offset_of, permute_view, plot_storage, random_shape_with_numel, random_view, same_storage, select_view,
+                           slice_view, sliding_windows, storage_indices, transpose_view, view_strides)
 
 matplotlib.use("Agg")
 
@@ -127,6 +128,19 @@ def test_view_strides_predict_view_and_reshape(case, data):
         assert same_storage(view.reshape(new_shape), view) == (torch_strides is not None)
 
 
+@given(st.lists(st.tuples(SIZES, st.integers(0, 30)), max_size=4), st.data())
+@EXAMPLES
+def test_view_strides_on_arbitrary_strides(dims, data):
+    shape, strides = tuple(d[0] for d in dims), tuple(d[1] for d in dims)
+    t = torch.empty(1000).as_strided(shape, strides)
+    new_shape = data.draw(shape_with_numel(t.numel()))
+    try:
+        torch_strides = t.view(new_shape).stride()
+    except RuntimeError:
+        torch_strides = None
+    assert view_strides(shape, strides, new_shape) == torch_strides
+
+
 def test_view_strides_known_cases():
     x = base_tensor((4, 4))
     assert view_strides((4, 4), (4, 1), (2, 8)) == (8, 1)
@@ -183,3 +197,33 @@ def test_plot_storage_highlights_the_cells_a_view_reads():
     assert column_panel.get_title() and fig.axes[-1].get_xlabel()
     assert len(fig.axes[1].patches) == 16
 
+
+
+def test_random_cases_for_the_exercise_are_views_of_every_kind():
+    rng = random.Random(0)
+    views = [random_view(rng) for _ in range(300)]
+    for view in views:
+        assert torch.equal(storage_indices(view), view)  # a real view of its arange base
+        new_shape = random_shape_with_numel(rng, view.numel())
+        assert math.prod(new_shape) == view.numel()
+    assert sum(not v.is_contiguous() for v in views) > 30
+    assert sum(v.numel() == 0 for v in views) > 10 and sum(1 in v.shape for v in views) > 30
+    assert sum(v.storage_offset() > 0 for v in views) > 30 and sum(v.dim() == 0 for v in views) > 5
+
+
+def test_forbidding_blocks_the_oracles_then_leaves_torch_exactly_as_it_was():
+    before = dict(torch.Tensor.__dict__)
+    torch_before = {name: getattr(torch, name) for name in ("as_strided", "empty_strided")}
+
+    def asks_torch(shape):
+        return torch.zeros(shape).stride()
+
+    with forbidding(asks_torch, TORCH_LAYOUT_ORACLES, "row_major_strides"):
+        with pytest.raises(AssertionError, match="Tensor.stride"):
+            asks_torch((2, 3))
+        with pytest.raises(AssertionError, match="torch.as_strided"):
+            torch.as_strided(torch.zeros(4), (2,), (2,))
+    assert set(torch.Tensor.__dict__) == set(before)
+    assert all(torch.Tensor.__dict__[key] is value for key, value in before.items())
+    assert all(getattr(torch, name) is value for name, value in torch_before.items())
+    assert asks_torch((2, 3)) == (3, 1)

@@ -102,6 +102,10 @@ def forbidden(fn: Callable, targets: dict[str, tuple[object, str]], task: str) -
             if bound is not None and bound is getattr(module, attribute):
                 _fail(task, f"the solution uses {label}", f"this task asks you to work it out without {label}.")
     saved = {label: getattr(module, attribute) for label, (module, attribute) in targets.items()}
+    # An attribute a class inherits (torch.Tensor.stride lives on torch's C base class) is deleted afterwards
+    # rather than set back, so the class looks exactly as before.
+    inherited = {label for label, (owner, attribute) in targets.items()
+                 if isinstance(owner, type) and attribute not in owner.__dict__}
 
     def stub_for(label: str) -> Callable:
         def stub(*args, **kwargs):
@@ -114,4 +118,7 @@ def forbidden(fn: Callable, targets: dict[str, tuple[object, str]], task: str) -
         yield
     finally:
         for label, (module, attribute) in targets.items():
-            setattr(module, attribute, saved[label])
+            if label in inherited:
+                delattr(module, attribute)
+            else:
+                setattr(module, attribute, saved[label])

@@ -7,15 +7,19 @@ A view is a new set of metadata over the same storage; a copy is new storage.
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import random
-from typing import NamedTuple, Sequence
+from typing import TYPE_CHECKING, Callable, Iterator, NamedTuple, Sequence
 
-import matplotlib.pyplot as plt
 import torch
 from jaxtyping import Int64, Shaped
-from matplotlib.figure import Figure
 from torch import Tensor
+
+from utils.grading import forbidden
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 # Taken at import (before any student code runs), so rebinding them later changes nothing here.
 _untyped_storage = torch.Tensor.untyped_storage
@@ -161,7 +165,8 @@ def sliding_windows(x: Shaped[Tensor, " n"], width: int) -> Shaped[Tensor, "wind
 
 def same_storage(a: Tensor, b: Tensor) -> bool:
     """True when `a` and `b` are views of one storage (compares the storages' start, not `data_ptr()`, which
-    points at each tensor's first element and so differs between views with different offsets)."""
+    points at each tensor's first element and so differs between views with different offsets). Two tensors with
+    empty storages both have address 0 and compare equal."""
     return _storage_data_ptr(_untyped_storage(a)) == _storage_data_ptr(_untyped_storage(b))
 
 
@@ -175,23 +180,43 @@ def storage_indices(view: Tensor) -> Int64[Tensor, "..."]:
     return indices
 
 
+@contextlib.contextmanager
+def forbidding(fn: Callable, targets: dict[str, tuple[object, str]], task: str) -> Iterator[None]:
+    """`utils.grading.forbidden`, after which every patched class looks exactly as before.
+
+    Methods such as `torch.Tensor.stride` live on torch's C base class; `forbidden` puts them back by setting them
+    on `torch.Tensor` itself, which leaves an extra entry in the class's `__dict__` (the grader's guard reports that
+    as tampering). Here such an entry is deleted again, so the method is inherited as before.
+    """
+    inherited = [(owner, attribute) for owner, attribute in targets.values()
+                 if isinstance(owner, type) and attribute not in owner.__dict__]
+    try:
+        with forbidden(fn, targets, task):
+            yield
+    finally:
+        for owner, attribute in inherited:
+            if attribute in owner.__dict__:
+                delattr(owner, attribute)
+
+
 def random_view(rng: random.Random, max_dims: int = 4, max_size: int = 5) -> Int64[Tensor, "..."]:
     """A random view of a fresh int64 arange (each element holds its storage index), made by up to four random
     permutes, transposes, slices (steps 1 to 3) and selects; size-0 and size-1 dims come up often."""
-    shape = [rng.choice([0, 1, 1] + list(range(2, max_size + 1))) for _ in range(rng.randint(0, max_dims))]
+    sizes = [0] + [1] * 2 + list(range(2, max_size + 1)) * 3  # size 0 and size 1 are common, but not the rule
+    shape = [rng.choice(sizes) for _ in range(rng.choice([0] + list(range(1, max_dims + 1)) * 3))]
     view = torch.arange(math.prod(shape), dtype=torch.int64).view(shape)
     for _ in range(rng.randint(0, 4)):
         if view.dim() == 0:
             break
         dim = rng.randrange(view.dim())
-        op = rng.choice(["permute", "transpose", "slice", "slice", "select"])
+        op = rng.choice(["permute", "permute", "transpose", "slice", "slice", "select"])
         if op == "permute":
             view = view.permute(rng.sample(range(view.dim()), view.dim()))
         elif op == "transpose":
             view = view.transpose(dim, rng.randrange(view.dim()))
         elif op == "slice":
-            start = rng.choice([None, rng.randint(-6, 6)])
-            stop = rng.choice([None, rng.randint(-6, 6)])
+            start = rng.choice([None, None, rng.randint(-6, 6)])  # mostly non-empty slices, some empty ones
+            stop = rng.choice([None, None, rng.randint(-6, 6)])
             index = [slice(None)] * view.dim()
             index[dim] = slice(start, stop, rng.randint(1, 3))
             view = view[tuple(index)]
@@ -249,6 +274,8 @@ def plot_storage(views: dict[str, Tensor], storage_size: int | None = None) -> F
 
     All views should share one storage; `storage_size` defaults to the number of elements it holds.
     """
+    import matplotlib.pyplot as plt  # here, so that graded exercises that import this module skip matplotlib
+
     first = next(iter(views.values()))
     if storage_size is None:
         storage_size = _untyped_storage(first).nbytes() // first.element_size()

@@ -9,6 +9,7 @@ says True.
 from __future__ import annotations
 
 import contextlib
+import inspect
 import math
 import types
 from typing import Callable, Iterator
@@ -96,6 +97,7 @@ def forbidden(fn: Callable, targets: dict[str, tuple[object, str]], task: str) -
 
     Also fails at once if `fn`'s globals bind one of the targets under another name (`from torch import finfo`).
     """
+    fn = inspect.unwrap(fn)  # a decorated function (jaxtyped, functools.wraps): check the student's own code
     for name in global_names(fn):
         bound = fn.__globals__.get(name)
         for label, (module, attribute) in targets.items():

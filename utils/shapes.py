@@ -16,6 +16,8 @@ from einops import einsum, rearrange, reduce
 from jaxtyping import Bool, Float, TypeCheckError, jaxtyped
 from torch import Tensor
 
+from utils.grading import global_names
+
 Function = TypeVar("Function", bound=Callable)
 
 # The errors a shape-checked function raises for an argument or a result that breaks its annotation.
@@ -184,22 +186,29 @@ def shape_error_message(error: BaseException) -> str:
 EINOPS_NAMES = {"einops", "rearrange", "reduce", "einsum", "repeat", "pack", "unpack"}
 
 
-def code_names(fn: Callable) -> set[str]:
-    """Every global and attribute name the code of `fn` refers to (decorators unwrapped, nested functions included)."""
-    code_objects = [inspect.unwrap(fn).__code__]
-    names: set[str] = set()
-    while code_objects:
-        code = code_objects.pop()
-        names.update(code.co_names)
-        code_objects.extend(c for c in code.co_consts if hasattr(c, "co_names"))
-    return names
-
-
 def check_uses_einops(fn: Callable, task: str) -> None:
     """`fn` must call einops (rearrange, reduce, einsum, ...): the task asks for the einops way."""
-    if not code_names(fn) & EINOPS_NAMES:
-        raise AssertionError(f"{task}: the solution does not use einops\n"
-                             f"Hint: this task asks for einops (rearrange, reduce or einsum), not view/permute/transpose.")
+    if not global_names(inspect.unwrap(fn)) & EINOPS_NAMES:
+        raise AssertionError(f"{task}: the solution does not use einops\nHint: this task asks for einops "
+                             "(rearrange, reduce or einsum), not view/permute/transpose.")
+
+
+def _is_jaxtyped(fn: Callable) -> bool:
+    """True when the outermost wrapper of `fn` is jaxtyping's (which shares dimension sizes across arguments)."""
+    code = getattr(fn, "__code__", None)
+    return code is not None and "jaxtyping" in code.co_filename
+
+
+def check_accepts(fn: Callable, args: tuple, what: str, hint: str | None = None) -> object:
+    """`fn(*args)` for a valid input; a shape-check error here means the annotations are too strict."""
+    try:
+        return fn(*args)
+    except SHAPE_ERRORS as error:
+        message = (f"{what}: rejected a valid input\n{shape_error_message(error)}\n"
+                   "Hint: compare your annotations with the task text.")
+        if hint:
+            message += f" {hint}"
+        raise AssertionError(message) from None
 
 
 def check_rejects(fn: Callable, args: tuple, what: str, hint: str | None = None) -> str:
@@ -213,7 +222,10 @@ def check_rejects(fn: Callable, args: tuple, what: str, hint: str | None = None)
     else:
         shape = tuple(result.shape) if isinstance(result, Tensor) else type(result).__name__
         detail = f"accepted a wrong input and returned {shape}"
-    if hasattr(fn, "__wrapped__"):
+    if hasattr(fn, "__wrapped__") and not _is_jaxtyped(fn):
+        advice = ("the function is decorated, but not with jaxtyped: beartype alone checks each argument on its own "
+                  "and never compares sizes across arguments. Use @typechecked (jaxtyped + beartype).")
+    elif hasattr(fn, "__wrapped__"):
         advice = ("the annotations let this input in: sizes that must agree need the same dimension name, and "
                   "the dtype kind (Float, Bool) must match the task.")
     else:

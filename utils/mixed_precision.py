@@ -6,7 +6,6 @@ multiply the loss by S before backward so that small gradients stay inside fp16'
 """
 from __future__ import annotations
 
-import math
 from typing import Callable, Iterable, Sequence
 
 import torch
@@ -131,7 +130,7 @@ def mlp_activation_bytes(batch: int, seq: int, dim: int, hidden: int, dtype: tor
     return activation_bytes(mlp_activation_shapes(batch, seq, dim, hidden), dtype)
 
 
-def _is_parameter_or_copy(t: Tensor, params: Sequence[Tensor]) -> bool:
+def is_parameter_or_copy(t: Tensor, params: Sequence[Tensor]) -> bool:
     """True for a parameter, or a dtype cast of one (autocast saves the bf16 copy of a weight for the backward)."""
     if any(t is p for p in params):
         return True
@@ -157,13 +156,13 @@ def saved_tensors(fn: Callable[[], object]) -> list[Tensor]:
 
 def saved_activation_bytes(fn: Callable[[], object], params: Sequence[Tensor]) -> int:
     """Bytes of the activations autograd saves while `fn()` runs: saved tensors that are not `params` or casts of them."""
-    return sum(t.numel() * t.element_size() for t in saved_tensors(fn) if not _is_parameter_or_copy(t, params))
+    return sum(t.numel() * t.element_size() for t in saved_tensors(fn) if not is_parameter_or_copy(t, params))
 
 
 # ---------------------------------------------------------------- what autocast does to each op
 
 def _long_zeros(x: Tensor) -> Tensor:
-    return torch.zeros(x.shape[0], dtype=torch.long)
+    return torch.zeros(x.shape[0], dtype=torch.long, device=x.device)
 
 
 # One small call per op, each taking a (4, 8) input; the weights are made from the input so they share its dtype.
@@ -194,25 +193,3 @@ def autocast_output_dtype(op: str, input_dtype: torch.dtype, device_type: str = 
     x = torch.randn(4, 8, device=device_type).to(input_dtype)
     with torch.autocast(device_type=device_type, dtype=autocast_dtype):
         return AUTOCAST_PROBES[op](x).dtype
-
-
-def fp8_scale(x: Tensor, dtype: torch.dtype = torch.float8_e4m3fn) -> float:
-    """Per-tensor scale that maps the largest |x| onto the largest number of an fp8 format (448 for E4M3)."""
-    amax = x.abs().max().item()
-    return torch.finfo(dtype).max / amax if amax > 0 else 1.0
-
-
-def round_through(x: Tensor, dtype: torch.dtype, scale: float = 1.0) -> Tensor:
-    """x stored in `dtype` after multiplying by `scale`, then read back (in x's dtype) and divided by `scale`."""
-    return (x * scale).to(dtype).to(x.dtype) / scale
-
-
-def relative_error(approx: Tensor, exact: Tensor) -> float:
-    """||approx - exact|| / ||exact|| (Frobenius norms), computed in fp64."""
-    exact64 = exact.to(torch.float64)
-    return (approx.to(torch.float64) - exact64).norm().item() / exact64.norm().item()
-
-
-def is_power_of_two(value: float) -> bool:
-    """True for 2^k (k any integer): scaling by such a number only changes the exponent, so it rounds nothing."""
-    return value > 0 and math.frexp(value)[0] == 0.5

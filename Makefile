@@ -10,6 +10,7 @@ LAB_ARGS ?=
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 SUBMITTED ?= submitted
 GRADED ?= graded
+GRADE_ARGS ?=
 
 .PHONY: help install lab test release grade clean
 
@@ -17,7 +18,8 @@ help:
 	@echo "make lab      set up (first time) and open JupyterLab on the course"
 	@echo "make test     set up (first time) and run every test: utils, notebooks (nbval), release, grading"
 	@echo "make release  regenerate release/ (student versions) from source/ with nbgrader"
-	@echo "make grade    grade $(SUBMITTED)/<student>/<assignment>/ into $(GRADED)/ (grades.csv + feedback)"
+	@echo "make grade    grade $(SUBMITTED)/<student>/<assignment>/ into $(GRADED)/ (grades.csv + feedback);"
+	@echo "              sandboxed and parallel, limits in autograder/limits.toml; GRADE_ARGS=\"--fresh --workers 4\""
 
 # The virtual environment: created if missing, reinstalled when pyproject.toml changes.
 $(STAMP): pyproject.toml
@@ -39,7 +41,7 @@ release: $(STAMP)
 	$(BIN)/python -m autograder.release $(ASSIGNMENTS)
 
 grade: $(STAMP)
-	$(BIN)/python -m autograder.grade $(SUBMITTED) --out $(GRADED)
+	$(BIN)/python -m autograder.grade $(SUBMITTED) --out $(GRADED) $(GRADE_ARGS)
 
 clean:
 	rm -rf $(VENV) $(GRADED) autograded feedback gradebook.db

@@ -4,8 +4,8 @@ import torch
 from hypothesis import given, settings, strategies as st
 
 from utils.memory import (OPTIMIZER_STATE_TENSORS, MemoryBreakdown, bytes_per_param, deep_linear_activation_bytes,
-                          largest_model_params, measured_memory, optimizer_state_bytes, optimizer_state_tensor_bytes,
-                          saved_tensor_bytes, tiny_lm_activation_bytes, training_memory)
+                          largest_model_on_cluster, largest_model_params, measured_memory, optimizer_state_bytes,
+                          optimizer_state_tensor_bytes, saved_tensor_bytes, tiny_lm_activation_bytes, training_memory)
 from utils.models import DeepLinear, TinyLM, count_params
 from utils.units import GB
 
@@ -111,3 +111,22 @@ def test_what_fits_on_h100s():
     assert bytes_per_param("sgd") == 8 and bytes_per_param("adagrad") == 12
     assert largest_model_params(8 * 80 * GB, bytes_per_param("adamw")) == 40 * 10**9
     assert largest_model_params(80 * GB, bytes_per_param("adamw")) == 5 * 10**9
+
+
+def test_cluster_examples():
+    assert largest_model_on_cluster(8, 80 * GB, "adamw") == 40 * 10**9
+    assert largest_model_on_cluster(8, 80 * GB, "adamw", torch.bfloat16, master_weights=True) == 40 * 10**9
+    assert largest_model_on_cluster(1, 80 * GB, "adamw", torch.bfloat16) == 80 * GB // 12   # 2 + 2 + 8 bytes
+    assert largest_model_on_cluster(1, 80 * GB, "sgd", reserved_bytes_per_gpu=16 * GB) == 8 * 10**9
+    assert largest_model_on_cluster(4, 24 * GB, "adagrad", reserved_bytes_per_gpu=30 * GB) == 0
+
+
+@settings(max_examples=200, deadline=None)
+@given(gpus=st.integers(1, 4096), per_gpu=st.integers(0, 2 * 10**11), reserved=st.integers(0, 10**11),
+       optimizer=st.sampled_from(sorted(OPTIMIZER_STATE_TENSORS)),
+       dtype=st.sampled_from([torch.float32, torch.bfloat16, torch.float64]), master=st.booleans())
+def test_cluster_answer_is_the_largest_that_fits(gpus, per_gpu, reserved, optimizer, dtype, master):
+    params = largest_model_on_cluster(gpus, per_gpu, optimizer, dtype, master, reserved)
+    per_param = 2 * dtype.itemsize + 4 * master + 4 * OPTIMIZER_STATE_TENSORS[optimizer]
+    usable = gpus * max(per_gpu - reserved, 0)
+    assert type(params) is int and params * per_param <= usable < (params + 1) * per_param

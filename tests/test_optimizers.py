@@ -1,12 +1,16 @@
 """The reference optimizers in utils.optimizers follow torch.optim step for step, and keep the state they claim."""
 import math
+import re
+from pathlib import Path
 
+import nbformat
 import pytest
 import torch
 from hypothesis import given, settings, strategies as st
 
-from utils import optimizers as ours
-from utils.optimizers import run_optimizer, seeded_loss, seeded_params, state_summary, trajectory_gap
+import utils.optimizers as ours
+from utils.optimizers import (Case, check_optimizer_matches, forbidden_in_class, forbidden_optimizer_targets,
+                              reference_runs, run_optimizer, seeded_loss, seeded_params, state_summary, trajectory_gap)
 
 # (our class, torch's class, our hyperparameters -> torch's, the state tensors ours and torch's keep)
 PAIRS = {
@@ -60,7 +64,8 @@ def test_state_names_shapes_and_values_match_torch(name):
         assert summary == {key: tuple(p.shape) for key in expected}
     for mine, theirs in zip(used, b.params[:-1]):
         for key in expected:
-            torch.testing.assert_close(a.optimizer.state[mine][key], b.optimizer.state[theirs][key], rtol=1e-12, atol=1e-12)
+            torch.testing.assert_close(a.optimizer.state[mine][key], b.optimizer.state[theirs][key],
+                                       rtol=1e-12, atol=1e-12)
             assert a.optimizer.state[mine][key].dtype == mine.dtype
 
 
@@ -166,3 +171,137 @@ def test_closure_is_called_and_its_loss_returned():
     loss = optimizer.step(closure)
     assert math.isclose(loss.item(), seeded_loss(seeded_params(3), 3, 0).item(), rel_tol=1e-6)
     assert optimizer.state[params[0]]["momentum_buffer"].abs().sum() > 0
+
+
+# ---- the exercise's checks: they pass the instructor's solutions and reject wrong or borrowed ones ----------------
+
+SOURCE = Path(__file__).resolve().parent.parent / "source" / "07_models_optimizers" / "07_models_optimizers.ipynb"
+STATE_NAMES = {"MomentumSGD": {"momentum_buffer"}, "AdaGrad": {"sum"}, "AdamW": {"exp_avg", "exp_avg_sq"}}
+TORCH_TWINS = {"MomentumSGD": torch.optim.SGD, "AdaGrad": torch.optim.Adagrad, "AdamW": torch.optim.AdamW}
+CASES = {"MomentumSGD": [Case(dict(lr=0.05, momentum=0.9, nesterov=True, weight_decay=0.1), steps=12),
+                         Case(dict(lr=0.05, momentum=0.9), groups=({"lr": 0.01}, {"momentum": 0.5}), steps=12)],
+         "AdaGrad": [Case(dict(lr=0.5, eps=0.1, initial_accumulator_value=0.5), steps=12),
+                     Case(dict(lr=0.1), groups=({"lr": 0.02}, {"eps": 1e-3}), steps=12)],
+         "AdamW": [Case(dict(lr=0.1, betas=(0.8, 0.9), eps=0.1, weight_decay=0.3), steps=12),
+                   Case(dict(lr=0.05), groups=({"weight_decay": 0.5}, {"betas": (0.5, 0.9)}), steps=12)]}
+
+
+def solution_source(name: str) -> str:
+    """The instructor's solution cell for `name`, without the solution markers."""
+    nb = nbformat.read(SOURCE, as_version=4)
+    cell = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == name)
+    return re.sub(r"^\s*### (BEGIN|END) SOLUTION\s*$\n?", "", cell.source, flags=re.MULTILINE)
+
+
+def define(source: str, name: str) -> type:
+    namespace = {"torch": torch, "math": math}
+    exec(compile(source, f"<{name}>", "exec"), namespace)
+    return namespace[name]
+
+
+def grade(name: str, cls: type) -> None:
+    """What the hidden tests do, on fewer cases."""
+    references = reference_runs(TORCH_TWINS[name], CASES[name])
+    with forbidden_in_class(cls, forbidden_optimizer_targets(), name):
+        check_optimizer_matches(cls, CASES[name], references, STATE_NAMES[name], name)
+
+
+@pytest.mark.parametrize("name", STATE_NAMES)
+def test_the_instructors_solutions_pass(name):
+    grade(name, define(solution_source(name), name))
+
+
+MUTATIONS = [  # (class, text in the solution, replacement): plausible mistakes the checks must catch
+    ("MomentumSGD", 'd = p.grad + group["weight_decay"] * p', "d = p.grad"),
+    ("MomentumSGD", 'd + group["momentum"] * velocity if', "velocity if"),
+    ("MomentumSGD", '.mul_(group["momentum"]).add_(d)', '.mul_(group["momentum"]).add_((1 - group["momentum"]) * d)'),
+    ("MomentumSGD", 'p.sub_(group["lr"] * direction)', 'p.sub_(self.defaults["lr"] * direction)'),
+    ("AdaGrad", '(state["sum"].sqrt() + group["eps"])', '(state["sum"] + group["eps"]).sqrt()'),
+    ("AdaGrad", 'torch.full_like(p, group["initial_accumulator_value"])', "torch.zeros_like(p)"),
+    ("AdaGrad", 'torch.full_like(p, group["initial_accumulator_value"])',
+     'torch.zeros(p.shape) + group["initial_accumulator_value"]'),                      # float32 state for float64 p
+    ("AdamW", "m_hat = state[\"exp_avg\"] / (1 - beta1**t)", "m_hat = state[\"exp_avg\"]"),
+    ("AdamW", '(v_hat.sqrt() + group["eps"])', '(v_hat + group["eps"]).sqrt()'),
+    ("AdamW", 'p.mul_(1 - group["lr"] * group["weight_decay"])', "pass"),
+    ("AdamW", "if p.grad is None:\n                    continue\n",
+     "if p.grad is None:\n                    p.grad = torch.zeros_like(p)\n"),                  # updates unused params
+]
+
+
+@pytest.mark.parametrize("name, old, new", MUTATIONS, ids=[f"{m[0]}-{i}" for i, m in enumerate(MUTATIONS)])
+def test_plausible_mistakes_are_caught(name, old, new):
+    source = solution_source(name)
+    assert old in source, "the mutation no longer applies to the solution: update MUTATIONS"
+    with pytest.raises(AssertionError):
+        grade(name, define(source.replace(old, new), name))
+
+
+BORROWED = {  # ways to let torch.optim do the work
+    "subclass": "class MomentumSGD(torch.optim.SGD):\n    '''x'''\n",
+    "wrapper": '''
+class MomentumSGD(torch.optim.Optimizer):
+    \'\'\'x\'\'\'
+    def __init__(self, params, lr=0.01, momentum=0.9, weight_decay=0.0, nesterov=False):
+        params = list(params)
+        super().__init__(params, dict(lr=lr, momentum=momentum, weight_decay=weight_decay, nesterov=nesterov))
+        self.inner = torch.optim.SGD(self.param_groups, lr=lr, momentum=momentum)
+    def step(self, closure=None):
+        self.inner.step()
+''',
+    "functional": '''
+class MomentumSGD(torch.optim.Optimizer):
+    \'\'\'x\'\'\'
+    def __init__(self, params, lr=0.01, momentum=0.9, weight_decay=0.0, nesterov=False):
+        super().__init__(params, dict(lr=lr, momentum=momentum, weight_decay=weight_decay, nesterov=nesterov))
+    @torch.no_grad()
+    def step(self, closure=None):
+        for group in self.param_groups:
+            params = [p for p in group["params"] if p.grad is not None]
+            buffers = [self.state[p].get("momentum_buffer") for p in params]
+            torch.optim._functional.sgd(params, [p.grad for p in params], buffers, weight_decay=group["weight_decay"],
+                momentum=group["momentum"], lr=group["lr"], dampening=0, nesterov=group["nesterov"], maximize=False)
+            for p, b in zip(params, buffers):
+                self.state[p]["momentum_buffer"] = b
+''',
+    "captured in a default argument": '''
+class MomentumSGD(torch.optim.Optimizer):
+    \'\'\'x\'\'\'
+    def __init__(self, params, lr=0.01, momentum=0.9, weight_decay=0.0, nesterov=False):
+        super().__init__(params, dict(lr=lr, momentum=momentum, weight_decay=weight_decay, nesterov=nesterov))
+    @torch.no_grad()
+    def step(self, closure=None, sgd=borrowed_sgd):
+        for group in self.param_groups:
+            params = [p for p in group["params"] if p.grad is not None]
+            buffers = [self.state[p].get("momentum_buffer") for p in params]
+            sgd(params, [p.grad for p in params], buffers, weight_decay=group["weight_decay"],
+                momentum=group["momentum"], lr=group["lr"], dampening=0, nesterov=group["nesterov"], maximize=False)
+            for p, b in zip(params, buffers):
+                self.state[p]["momentum_buffer"] = b
+''',
+}
+BORROWED["a global alias"] = BORROWED["captured in a default argument"].replace(
+    "closure=None, sgd=borrowed_sgd)", "closure=None)").replace(
+    "            sgd(params", "            borrowed_sgd(params")
+
+
+@pytest.mark.parametrize("how", BORROWED)
+def test_borrowing_torch_optim_is_rejected(how):
+    cls = define("import torch.optim._functional\nfrom torch.optim.sgd import sgd as borrowed_sgd\n" + BORROWED[how],
+                 "MomentumSGD")
+    with pytest.raises(AssertionError, match="inherits from|the solution called|the class refers to"):
+        grade("MomentumSGD", cls)
+
+
+def test_the_borrowing_examples_would_otherwise_pass():
+    """So the test above fails for the right reason: without the guards, the functional version matches torch."""
+    cls = define("import torch.optim._functional\n" + BORROWED["functional"], "MomentumSGD")
+    case = CASES["MomentumSGD"][0]
+    check_optimizer_matches(cls, [case], reference_runs(torch.optim.SGD, [case]), {"momentum_buffer"}, "MomentumSGD")
+
+
+def test_targets_are_restored_after_the_block():
+    before = torch.optim.SGD, torch.optim._functional.adamw, ours.AdamW
+    with pytest.raises(AssertionError):
+        with forbidden_in_class(ours.Momentum, forbidden_optimizer_targets(), "x"):
+            torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))])
+    assert (torch.optim.SGD, torch.optim._functional.adamw, ours.AdamW) == before

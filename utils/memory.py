@@ -131,3 +131,13 @@ def measured_memory(model: nn.Module, optimizer: torch.optim.Optimizer, activati
                            grads=sum(p.grad.numel() * p.grad.element_size() for p in params if p.grad is not None),
                            optimizer_state=optimizer_state_tensor_bytes(optimizer),
                            activations=activation_bytes)
+
+
+def largest_model_on_cluster(num_gpus: int, bytes_per_gpu: int, optimizer: str,
+                             param_dtype: torch.dtype = torch.float32, master_weights: bool = False,
+                             reserved_bytes_per_gpu: int = 0) -> int:
+    """Most parameters whose weights, gradients (in `param_dtype`), optional fp32 master copy and fp32 optimizer
+    state fit on `num_gpus` GPUs, split evenly across them (sharded data parallel), after setting aside
+    `reserved_bytes_per_gpu` on each for activations and workspace. 0 if the reserve takes everything."""
+    usable = num_gpus * max(bytes_per_gpu - reserved_bytes_per_gpu, 0)
+    return largest_model_params(usable, bytes_per_param(optimizer, param_dtype, master_weights=master_weights))

@@ -16,10 +16,15 @@ State is created the first time a parameter has a gradient; a parameter whose `.
 """
 from __future__ import annotations
 
+import contextlib
+import inspect
 from dataclasses import dataclass
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Iterator
 
 import torch
+# torch.optim imports torch._dynamo when the first optimizer is built, and that rewraps torch.manual_seed. Import it
+# now, so nothing in torch changes later while an exercise's tests run (the grader treats that as tampering).
+import torch._dynamo  # noqa: F401
 from jaxtyping import Float
 from torch import Tensor, nn
 from torch.optim import Optimizer
@@ -45,7 +50,8 @@ class SGD(Optimizer):
 
 
 class Momentum(Optimizer):
-    """SGD with momentum, like torch.optim.SGD(momentum=...): v <- momentum * v + g (v = g at the first step); p <- p - lr * v."""
+    """SGD with momentum, like torch.optim.SGD(momentum=...): v <- momentum * v + g (v = g at the first step);
+    p <- p - lr * v."""
 
     def __init__(self, params: Params, lr: float = 1e-3, momentum: float = 0.9):
         super().__init__(params, dict(lr=lr, momentum=momentum))
@@ -135,12 +141,13 @@ class Adam(Optimizer):
                 if p.grad is None:
                     continue
                 grad = p.grad + group["weight_decay"] * p if group["weight_decay"] else p.grad
-                _adam_update(p, grad, self.state[p], group)
+                adam_update(p, grad, self.state[p], group)
         return loss
 
 
 class AdamW(Optimizer):
-    """AdamW, like torch.optim.AdamW: Adam with decoupled weight decay, p <- p - lr * weight_decay * p, then the Adam step.
+    """AdamW, like torch.optim.AdamW: Adam with decoupled weight decay, p <- p - lr * weight_decay * p, then the
+    Adam step.
 
     The decay is applied to the weights directly instead of being added to the gradient, so Adam's
     normalization by sqrt(v_hat) does not rescale it (Loshchilov and Hutter, 2019).
@@ -158,11 +165,11 @@ class AdamW(Optimizer):
                 if p.grad is None:
                     continue
                 p.mul_(1 - group["lr"] * group["weight_decay"])
-                _adam_update(p, p.grad, self.state[p], group)
+                adam_update(p, p.grad, self.state[p], group)
         return loss
 
 
-def _adam_update(p: Tensor, grad: Tensor, state: dict, group: dict) -> None:
+def adam_update(p: Tensor, grad: Tensor, state: dict, group: dict) -> None:
     """One bias-corrected Adam step of `p` in place, creating its state (step, exp_avg, exp_avg_sq) if new."""
     if not state:
         state["step"] = 0
@@ -194,7 +201,8 @@ GRADIENT_SCALES: tuple[float, ...] = (0.01, 1.0, 30.0)  # very different gradien
 
 @dataclass
 class Run:
-    """The parameters an optimizer trained, the optimizer (with its state) and the losses and values after every step."""
+    """The parameters an optimizer trained, the optimizer (with its state), and the losses and all parameter values
+    after every step."""
     params: list[nn.Parameter]
     optimizer: Optimizer
     losses: list[float]
@@ -253,3 +261,165 @@ def state_summary(optimizer: Optimizer, params: list[nn.Parameter]) -> list[dict
         summary.append({name: tuple(value.shape) for name, value in state.items()
                         if torch.is_tensor(value) and value.dim() > 0})
     return summary
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Checking an optimizer written in the exercise against torch.optim (used by the exercise's test cells).
+
+@dataclass
+class Case:
+    """One comparison: hyperparameters for the constructor, optional per-group overrides (the first two parameter
+    tensors form group 1, the rest group 2), the dtype, the seed of the problem, and how many steps to run."""
+    hyper: dict
+    groups: tuple[dict, dict] | None = None
+    dtype: torch.dtype = torch.float64
+    seed: int = 0
+    steps: int = 25
+    as_iterator: bool = False  # pass the parameters as a one-shot iterator, as model.parameters() does
+
+    def maker(self, cls: type) -> Callable[[list[nn.Parameter]], Optimizer]:
+        """A function that builds `cls` for a list of parameters, the way this case asks."""
+        def make(params):
+            if self.groups is None:
+                return cls(iter(params) if self.as_iterator else params, **self.hyper)
+            first, second = self.groups
+            return cls([{"params": params[:2], **first}, {"params": params[2:], **second}], **self.hyper)
+        return make
+
+
+TOLERANCES: dict[torch.dtype, dict[str, float]] = {torch.float64: dict(atol=1e-9, rtol=1e-7),
+                                                   torch.float32: dict(atol=1e-5, rtol=1e-4)}
+
+
+def forbidden_optimizer_targets() -> dict[str, tuple[object, str]]:
+    """Everything in torch.optim (and this module) that would do the exercise's work: the optimizer classes and
+    the functional update helpers they call, as label -> (module, attribute), for `utils.grading.forbidden`."""
+    import importlib
+    import sys
+
+    targets = {}
+    for name in ("SGD", "Adagrad", "Adam", "AdamW", "RMSprop"):
+        targets[f"torch.optim.{name}"] = (torch.optim, name)
+    for module_name in ("sgd", "adagrad", "adam", "adamw", "rmsprop"):
+        module = importlib.import_module(f"torch.optim.{module_name}")
+        for attribute in dir(module):
+            value = getattr(module, attribute)
+            is_class = isinstance(value, type) and issubclass(value, Optimizer) and value is not Optimizer
+            is_update = callable(value) and not isinstance(value, type) and module_name in attribute.lower()
+            if is_class or is_update:
+                targets[f"torch.optim.{module_name}.{attribute}"] = (module, attribute)
+    functional = importlib.import_module("torch.optim._functional")
+    for attribute in ("sgd", "adagrad", "adam", "adamw", "rmsprop"):
+        targets[f"torch.optim._functional.{attribute}"] = (functional, attribute)
+    this = sys.modules[__name__]
+    for attribute in ("SGD", "Momentum", "AdaGrad", "RMSProp", "Adam", "AdamW", "adam_update"):
+        targets[f"utils.optimizers.{attribute}"] = (this, attribute)
+    return targets
+
+
+def ready_made_optimizers() -> tuple[type, ...]:
+    """Every optimizer class of torch.optim and of this module: what an exercise's optimizer must not inherit from."""
+    this = [SGD, Momentum, AdaGrad, RMSProp, Adam, AdamW]
+    torchs = [value for value in vars(torch.optim).values()
+              if isinstance(value, type) and issubclass(value, Optimizer) and value is not Optimizer]
+    return tuple(torchs + this)
+
+
+READY_MADE = ready_made_optimizers()  # taken at import, before any test stubs torch.optim's classes
+
+
+@contextlib.contextmanager
+def forbidden_in_class(cls: type, targets: dict[str, tuple[object, str]], task: str) -> Iterator[None]:
+    """`utils.grading.forbidden` for a whole class: within the block calling a target fails, and a class whose
+    methods refer to a target (through a global name, a class attribute, a default argument or a closure, which
+    stubbing the target's module would not reach) fails at once."""
+    from utils.grading import forbidden, global_names
+
+    originals = {label: getattr(module, attribute) for label, (module, attribute) in targets.items()}
+    members = [value.__func__ if isinstance(value, (staticmethod, classmethod)) else value
+               for value in vars(cls).values()]
+    methods = [inspect.unwrap(member) for member in members if inspect.isfunction(member)]  # unwrap @torch.no_grad()
+    held = list(members)
+    for method in methods:
+        held += list(method.__defaults__ or ()) + list((method.__kwdefaults__ or {}).values())
+        held += [_cell_value(cell) for cell in method.__closure__ or ()]
+        held += [method.__globals__.get(name) for name in global_names(method)]
+    for value in held:
+        for label, original in originals.items():
+            if value is original:
+                raise AssertionError(f"{task}: the class refers to {label}\n"
+                                     f"Hint: this task asks you to write the update rule without {label}.")
+    with forbidden(methods[0] if methods else _no_method, targets, task):
+        yield
+
+
+def _no_method() -> None:
+    """Stands in for a class without methods of its own."""
+
+
+def _cell_value(cell) -> object:
+    """What a closure cell holds (None if it is still empty)."""
+    try:
+        return cell.cell_contents
+    except ValueError:
+        return None
+
+
+def check_own_optimizer(optimizer: Optimizer, cls: type, task: str) -> None:
+    """`optimizer` must be an instance of exactly `cls`, a torch.optim.Optimizer subclass that neither inherits from
+    a ready-made optimizer (torch.optim's or this module's) nor holds one inside."""
+    from utils.grading import check_type
+
+    check_type(optimizer, cls, task, hint="the constructor must return an instance of your own class.")
+    for base in cls.__mro__:
+        if base in READY_MADE:
+            raise AssertionError(f"{task}: the class inherits from {base.__module__}.{base.__qualname__}\n"
+                                 f"Hint: subclass torch.optim.Optimizer itself and write the update rule.")
+    if Optimizer not in cls.__mro__:
+        raise AssertionError(f"{task}: the class must subclass torch.optim.Optimizer")
+    for name, value in vars(optimizer).items():
+        if isinstance(value, Optimizer):
+            raise AssertionError(f"{task}: the optimizer keeps another optimizer in self.{name}\n"
+                                 f"Hint: write the update rule yourself instead of wrapping an existing optimizer.")
+
+
+def reference_runs(torch_cls: type, cases: list[Case]) -> list[Run]:
+    """torch.optim's runs for each case (compute them before stubbing torch.optim's helpers)."""
+    return [run_optimizer(case.maker(torch_cls), case.steps, case.seed, case.dtype) for case in cases]
+
+
+def check_optimizer_matches(cls: type, cases: list[Case], references: list[Run], state_names: set[str],
+                            task: str) -> None:
+    """Run `cls` on every case and check it against torch.optim's run of the same case, with hints: the parameters
+    after every step, that a parameter without a gradient is left alone (no change, no state), the names, shapes,
+    dtypes and values of the per-parameter state tensors (besides them only a 'step' entry is allowed), and their
+    total bytes."""
+    from utils.grading import check_int, check_tensor
+
+    for case, reference in zip(cases, references, strict=True):
+        run = run_optimizer(case.maker(cls), case.steps, case.seed, case.dtype)
+        label = f"{task} with {case.hyper}" + (f", groups {case.groups}" if case.groups else "") + f", {case.dtype}"
+        check_own_optimizer(run.optimizer, cls, task)
+        for k in range(case.steps):
+            check_tensor(run.trajectory[k], reference.trajectory[k], f"{label}: all parameters after step {k + 1}",
+                         hint="torch.optim does this differently; compare your update with the formula "
+                              "(and read each hyperparameter from the parameter's group).", **TOLERANCES[case.dtype])
+        if run.optimizer.state.get(run.params[-1]):
+            raise AssertionError(f"{label}: a parameter whose .grad is None has state\n"
+                                 f"Hint: skip parameters without a gradient; create state only when updating.")
+        state_bytes = 0
+        for p, p_reference in zip(run.params[:-1], reference.params[:-1]):
+            state = run.optimizer.state.get(p, {})
+            tensors = {name: value for name, value in state.items() if torch.is_tensor(value) and value.dim() > 0}
+            if set(tensors) != state_names or set(state) - state_names - {"step"}:
+                raise AssertionError(f"{label}: the state of a {tuple(p.shape)} parameter holds {sorted(state)}\n"
+                                     f"Hint: keep exactly {sorted(state_names)} (and, if you need it, 'step').")
+            for name in sorted(state_names):
+                check_tensor(tensors[name], reference.optimizer.state[p_reference][name],
+                             f"{label}: state['{name}'] after {case.steps} steps",
+                             hint="create it like the parameter (torch.zeros_like(p), or p.grad.clone()).",
+                             **TOLERANCES[case.dtype])
+                state_bytes += tensors[name].numel() * tensors[name].element_size()
+        used_bytes = sum(p.numel() * p.element_size() for p in run.params[:-1])
+        check_int(state_bytes, len(state_names) * used_bytes, f"{label}: bytes of the state tensors",
+                  hint=f"{len(state_names)} tensor(s) the size of each parameter that got a gradient.")

@@ -20,6 +20,8 @@ import sys
 import traceback
 
 MISSING = object()
+# Caches Python itself adds to a class on first use (copyreg stores __slotnames__ when a tensor is first pickled).
+BENIGN_CLASS_KEYS = {"__slotnames__"}
 PROTECTED_MODULES = ("builtins", "math", "operator", "functools", "random", "json", "numpy", "numpy.testing",
                      "torch", "torch.testing", "torch.testing._comparison", "torch.nn", "torch.nn.functional", "torch.optim", "einops",
                      "jaxtyping", "beartype", "warnings", "contextlib", "types")
@@ -58,7 +60,7 @@ class Guard:
                     if fix:
                         current[key] = value
         for cls, saved in self.class_dicts.items():
-            for key in [k for k in cls.__dict__ if k not in saved]:
+            for key in [k for k in cls.__dict__ if k not in saved and k not in BENIGN_CLASS_KEYS]:
                 changed.append(f"{cls.__name__}.{key}")
                 if fix:
                     delattr(cls, key)

@@ -67,6 +67,9 @@ def preload() -> None:
     os.environ.setdefault("MPLBACKEND", "Agg")
     for name in PRELOAD:
         importlib.import_module(name)
+    import io
+    import torch
+    torch.save(torch.nn.Parameter(torch.zeros(1)), io.BytesIO())  # first pickling adds caches to torch's classes
     for path in sorted((REPO_ROOT / "utils").glob("*.py")):
         importlib.import_module(f"utils.{path.stem}" if path.stem != "__init__" else "utils")
 

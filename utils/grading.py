@@ -63,6 +63,24 @@ def check_str(value: object, expected: str, what: str, hint: str | None = None) 
         _fail(what, f"expected {expected!r}, got {value!r}", hint)
 
 
+def check_bool(value: object, expected: bool, what: str, hint: str | None = None) -> None:
+    """`value` must be exactly True or False (not 1, not a numpy or torch bool) and equal to `expected`."""
+    check_type(value, bool, what, hint)
+    if value is not expected:
+        _fail(what, f"expected {expected}, got {value}", hint)
+
+
+def check_ints(value: object, expected: tuple[int, ...], what: str, hint: str | None = None) -> None:
+    """`value` must be a plain tuple of plain ints equal to `expected` (a list, a torch.Size or numpy ints fail)."""
+    check_type(value, tuple, what, hint)
+    if tuple.__len__(value) != len(expected):
+        _fail(what, f"expected {len(expected)} entries {expected}, got {tuple.__len__(value)}", hint)
+    if any(type(v) is not int for v in value):
+        _fail(what, f"expected plain ints, got {[type(v).__name__ for v in value]}", hint)
+    if any(int.__ne__(v, e) for v, e in zip(value, expected)):
+        _fail(what, f"expected {expected}, got {tuple(int.__int__(v) for v in value)}", hint)
+
+
 def check_tensor(value: object, expected: Shaped[Tensor, "..."], what: str, hint: str | None = None,
                  atol: float = 0.0, rtol: float = 0.0) -> None:
     """`value` must be a real torch.Tensor with the expected dtype, shape and device, and values within atol/rtol."""

@@ -32,6 +32,14 @@ from torch.optim import Optimizer
 Params = Iterable[nn.Parameter] | Iterable[dict]
 
 
+def params_with_grads(optimizer: Optimizer) -> Iterator[tuple[dict, nn.Parameter, dict]]:
+    """(group, parameter, its state) for every parameter that has a gradient: the loop every step() runs."""
+    for group in optimizer.param_groups:
+        for p in group["params"]:
+            if p.grad is not None:
+                yield group, p, optimizer.state[p]
+
+
 class SGD(Optimizer):
     """Plain gradient descent, like torch.optim.SGD: p <- p - lr * g."""
 
@@ -41,11 +49,8 @@ class SGD(Optimizer):
     @torch.no_grad()
     def step(self, closure: Callable[[], Tensor] | None = None) -> Tensor | None:
         loss = _evaluate(closure)
-        for group in self.param_groups:
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                p.add_(p.grad, alpha=-group["lr"])
+        for group, p, state in params_with_grads(self):
+            p.add_(p.grad, alpha=-group["lr"])
         return loss
 
 
@@ -59,16 +64,12 @@ class Momentum(Optimizer):
     @torch.no_grad()
     def step(self, closure: Callable[[], Tensor] | None = None) -> Tensor | None:
         loss = _evaluate(closure)
-        for group in self.param_groups:
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                state = self.state[p]
-                if "momentum_buffer" not in state:
-                    state["momentum_buffer"] = p.grad.clone()
-                else:
-                    state["momentum_buffer"].mul_(group["momentum"]).add_(p.grad)
-                p.add_(state["momentum_buffer"], alpha=-group["lr"])
+        for group, p, state in params_with_grads(self):
+            if "momentum_buffer" not in state:
+                state["momentum_buffer"] = p.grad.clone()
+            else:
+                state["momentum_buffer"].mul_(group["momentum"]).add_(p.grad)
+            p.add_(state["momentum_buffer"], alpha=-group["lr"])
         return loss
 
 
@@ -81,17 +82,13 @@ class AdaGrad(Optimizer):
     @torch.no_grad()
     def step(self, closure: Callable[[], Tensor] | None = None) -> Tensor | None:
         loss = _evaluate(closure)
-        for group in self.param_groups:
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                state = self.state[p]
-                if not state:
-                    state["step"] = 0
-                    state["sum"] = torch.zeros_like(p)
-                state["step"] += 1
-                state["sum"].add_(p.grad * p.grad)
-                p.sub_(group["lr"] * p.grad / (state["sum"].sqrt() + group["eps"]))
+        for group, p, state in params_with_grads(self):
+            if not state:
+                state["step"] = 0
+                state["sum"] = torch.zeros_like(p)
+            state["step"] += 1
+            state["sum"].add_(p.grad * p.grad)
+            p.sub_(group["lr"] * p.grad / (state["sum"].sqrt() + group["eps"]))
         return loss
 
 
@@ -107,18 +104,14 @@ class RMSProp(Optimizer):
     @torch.no_grad()
     def step(self, closure: Callable[[], Tensor] | None = None) -> Tensor | None:
         loss = _evaluate(closure)
-        for group in self.param_groups:
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                state = self.state[p]
-                if not state:
-                    state["step"] = 0
-                    state["square_avg"] = torch.zeros_like(p)
-                state["step"] += 1
-                alpha = group["alpha"]
-                state["square_avg"].mul_(alpha).add_((1 - alpha) * p.grad * p.grad)
-                p.sub_(group["lr"] * p.grad / (state["square_avg"].sqrt() + group["eps"]))
+        for group, p, state in params_with_grads(self):
+            if not state:
+                state["step"] = 0
+                state["square_avg"] = torch.zeros_like(p)
+            state["step"] += 1
+            alpha = group["alpha"]
+            state["square_avg"].mul_(alpha).add_((1 - alpha) * p.grad * p.grad)
+            p.sub_(group["lr"] * p.grad / (state["square_avg"].sqrt() + group["eps"]))
         return loss
 
 
@@ -136,12 +129,9 @@ class Adam(Optimizer):
     @torch.no_grad()
     def step(self, closure: Callable[[], Tensor] | None = None) -> Tensor | None:
         loss = _evaluate(closure)
-        for group in self.param_groups:
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                grad = p.grad + group["weight_decay"] * p if group["weight_decay"] else p.grad
-                adam_update(p, grad, self.state[p], group)
+        for group, p, state in params_with_grads(self):
+            grad = p.grad + group["weight_decay"] * p if group["weight_decay"] else p.grad
+            adam_update(p, grad, self.state[p], group)
         return loss
 
 
@@ -160,12 +150,9 @@ class AdamW(Optimizer):
     @torch.no_grad()
     def step(self, closure: Callable[[], Tensor] | None = None) -> Tensor | None:
         loss = _evaluate(closure)
-        for group in self.param_groups:
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                p.mul_(1 - group["lr"] * group["weight_decay"])
-                adam_update(p, p.grad, self.state[p], group)
+        for group, p, state in params_with_grads(self):
+            p.mul_(1 - group["lr"] * group["weight_decay"])
+            adam_update(p, p.grad, self.state[p], group)
         return loss
 
 

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Sequence
 
 import torch
 
+from utils.grading import check_bool  # noqa: F401 (the exercise imports it from here)
 from utils.timing import time_it
 from utils.units import GB, bytes_for
 
@@ -137,17 +138,6 @@ class SimulatedStream:
 
     def synchronize(self) -> None:
         self.now = max(self.now, self.busy_until)
-
-
-def check_bool(value: object, expected: bool, what: str, hint: str | None = None) -> None:
-    """For exercise tests: `value` must be exactly True or False (not 1, not a look-alike) and equal `expected`."""
-    if type(value) is not bool:
-        message = f"{what}: expected a bool, got {type(value).__name__}"
-    elif value is not expected:
-        message = f"{what}: expected {expected}, got {value}"
-    else:
-        return
-    raise AssertionError(message + (f"\nHint: {hint}" if hint else ""))
 
 
 def plot_allocator_rounding(max_bytes: int = 2048, block: int = ALLOCATOR_BLOCK_BYTES) -> Figure:

@@ -12,11 +12,12 @@ SUBMITTED ?= submitted
 GRADED ?= graded
 GRADE_ARGS ?=
 
-.PHONY: help install lab test release grade clean
+.PHONY: help install lab test test-gpu release grade clean
 
 help:
 	@echo "make lab      set up (first time) and open JupyterLab on the course"
 	@echo "make test     set up (first time) and run every test: utils, notebooks (nbval), release, grading"
+	@echo "make test-gpu the same on a CUDA GPU (fails without CUDA): CUDA-only tests and notebooks under CUDA"
 	@echo "make release  regenerate release/ (student versions) from source/ with nbgrader"
 	@echo "make grade    grade $(SUBMITTED)/<student>/<assignment>/ into $(GRADED)/ (grades.csv + feedback);"
 	@echo "              sandboxed and parallel, limits in autograder/limits.toml; GRADE_ARGS=\"--fresh --workers 4\""
@@ -35,7 +36,15 @@ lab: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q tests
-	$(BIN)/python -m pytest -q --nbval notebooks source
+	$(BIN)/python -m pytest -q --nbval --sanitize-with tests/nbval_sanitize.cfg notebooks source
+
+# The same suite on a CUDA machine (the GPU runner): refuses to run without CUDA, then runs every test with the
+# CUDA-only ones enabled, the notebooks under CUDA against their stored outputs, and the grader's corpus.
+test-gpu: $(STAMP)
+	$(BIN)/python -c "import sys, torch; sys.exit(0 if torch.cuda.is_available() else 'make test-gpu needs a CUDA GPU and a CUDA build of torch (README: Running on a GPU)')"
+	$(BIN)/python -c "import torch; print('CUDA', torch.version.cuda, 'on', torch.cuda.get_device_name())"
+	$(BIN)/python -m pytest -q -rs tests
+	$(BIN)/python -m pytest -q --nbval --sanitize-with tests/nbval_sanitize.cfg notebooks source
 
 release: $(STAMP)
 	$(BIN)/python -m autograder.release $(ASSIGNMENTS)

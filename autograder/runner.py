@@ -161,7 +161,7 @@ def _become_notebook(limits, workdir, readable, request_r, reply_w) -> None:
         import torch
         torch.set_num_threads(limits.torch_threads)
         sandbox.apply_rlimits(limits)
-        sandbox.restrict_filesystem(readable, [Path(workdir), Path(os.devnull)], limits.network)
+        sandbox.restrict_filesystem(readable, [Path(workdir), Path(os.devnull)] + sandbox.gpu_device_files(), limits.network)
         executor.main(request_r, reply_w, limits.output_chars)
         os._exit(0)
     except BaseException:

@@ -89,6 +89,11 @@ def enter_namespaces(network: bool) -> list[str]:
     return entered
 
 
+def gpu_device_files() -> list[Path]:
+    """NVIDIA device files a notebook needs to use the GPU (empty on a machine without one)."""
+    return sorted(Path("/dev").glob("nvidia*"))
+
+
 # ---- resource limits -------------------------------------------------------------------------------------
 def mapped_bytes() -> int:
     """Virtual memory this process has mapped now (VmSize), in bytes; 0 where /proc is missing."""
@@ -108,7 +113,12 @@ def apply_rlimits(limits: Limits) -> None:
             resource.setrlimit(which, (value, value))
         except (ValueError, OSError):
             pass  # a limit the platform does not have, or one lower already: keep what is there
-    cap(resource.RLIMIT_AS, mapped_bytes() + limits.memory_mib * MiB)
+    if gpu_device_files():
+        # CUDA reserves terabytes of address space up front, so on a GPU machine the cap is on private
+        # writable memory (RLIMIT_DATA) instead of all mappings. Not yet exercised on a real GPU (issue #7).
+        cap(resource.RLIMIT_DATA, limits.memory_mib * MiB + mapped_bytes())
+    else:
+        cap(resource.RLIMIT_AS, mapped_bytes() + limits.memory_mib * MiB)
     cap(resource.RLIMIT_CPU, int(limits.cpu_seconds))
     cap(resource.RLIMIT_NPROC, limits.max_processes)
     cap(resource.RLIMIT_FSIZE, limits.file_mib * MiB)

@@ -12,7 +12,7 @@ c.CourseDirectory.course_id = "cs336-primitives"
 c.CourseDirectory.root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # What a student sees in place of each solution region.
-c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
+c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError(\"replace this line with your code, then run the test cell below\")"}
 c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
 
 # Grading runs each notebook top to bottom; a cell that runs longer than this (seconds) is stopped.

@@ -22,9 +22,6 @@ from dataclasses import dataclass
 from typing import Callable, Iterable, Iterator
 
 import torch
-# torch.optim imports torch._dynamo when the first optimizer is built, and that rewraps torch.manual_seed. Import it
-# now, so nothing in torch changes later while an exercise's tests run (the grader treats that as tampering).
-import torch._dynamo  # noqa: F401
 from jaxtyping import Float
 from torch import Tensor, nn
 from torch.optim import Optimizer

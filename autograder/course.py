@@ -1,37 +1,112 @@
-"""A throwaway nbgrader course folder, built from this repository's `source/`, for releasing and grading."""
+"""The nbgrader course: its root folder, its `nbgrader_config.py`, its folders and gradebook.
+
+The repository itself is the course (its `nbgrader_config.py` is at the root). `Course.load(folder)` opens
+another course folder the same way: with that folder's own `nbgrader_config.py`, or, when it has none, with the
+repository's configuration moved to that folder (its own `gradebook.db` included), as the tests and the
+benchmark do. `make_course` builds a throwaway course from this repository's `source/` for releasing.
+"""
 from __future__ import annotations
 
 import os
 import shutil
 import sys
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:  # nbgrader is slow to import and only releasing needs it
+if TYPE_CHECKING:  # nbgrader is slow to import and only some commands need it
     from nbgrader.apps import NbGraderAPI
+    from nbgrader.coursedir import CourseDirectory
     from traitlets.config import Config
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SOURCE_DIR = REPO_ROOT / "source"
 RELEASE_DIR = REPO_ROOT / "release"
-CONFIG_FILE = Path(__file__).resolve().parent / "nbgrader_config.py"
+CONFIG_NAME = "nbgrader_config.py"
+CONFIG_FILE = REPO_ROOT / CONFIG_NAME
 
 # nbgrader runs the `alembic` command of its own environment; make sure it is found when the venv is not activated.
 os.environ["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
 
 
-def assignments() -> list[str]:
-    """Names of the assignments in `source/` (folders such as '01_floats')."""
-    return sorted(p.name for p in SOURCE_DIR.iterdir() if p.is_dir() and not p.name.startswith("."))
+def assignments(source: Path = SOURCE_DIR) -> list[str]:
+    """Names of the assignments in a `source/` folder (folders such as '01_floats')."""
+    if not source.is_dir():
+        return []
+    return sorted(p.name for p in source.iterdir() if p.is_dir() and not p.name.startswith("."))
+
+
+def _load_file(path: Path) -> Config:
+    from traitlets.config.loader import PyFileConfigLoader
+    return PyFileConfigLoader(path.name, path=str(path.parent)).load_config()
 
 
 def course_config(root: Path) -> Config:
-    """The course's nbgrader config, with the course folder moved to `root`."""
-    from traitlets.config.loader import PyFileConfigLoader
-    config = PyFileConfigLoader(CONFIG_FILE.name, path=str(CONFIG_FILE.parent)).load_config()
-    config.CourseDirectory.root = str(root)
-    config.CourseDirectory.db_url = f"sqlite:///{root / 'gradebook.db'}"
+    """The configuration of the course in `root`: its own nbgrader_config.py, or the repository's moved there."""
+    root = root.resolve()
+    own = root / CONFIG_NAME
+    if own.is_file() and own.resolve() != CONFIG_FILE:
+        config = _load_file(own)
+        if "root" not in config.CourseDirectory:
+            config.CourseDirectory.root = str(root)
+        return config
+    config = _load_file(CONFIG_FILE)
+    if root != REPO_ROOT:
+        config.CourseDirectory.root = str(root)
+        config.CourseDirectory.db_url = f"sqlite:///{root / 'gradebook.db'}"
     return config
+
+
+@dataclass
+class Course:
+    """One nbgrader course: `config` as nbgrader reads it, `coursedir` its folders and database URL."""
+    config: Any
+    coursedir: CourseDirectory
+
+    @classmethod
+    def load(cls, root: Path = REPO_ROOT) -> Course:
+        from nbgrader.coursedir import CourseDirectory
+        config = course_config(root)
+        return cls(config, CourseDirectory(config=config))
+
+    @property
+    def root(self) -> Path:
+        return Path(self.coursedir.root)
+
+    @property
+    def db_url(self) -> str:
+        return self.coursedir.db_url
+
+    @property
+    def course_id(self) -> str:
+        return self.coursedir.course_id
+
+    def folder(self, step: str, student: str = ".", assignment: str = ".") -> Path:
+        """nbgrader's folder for a step ('source', 'submitted', 'autograded', ...), student and assignment."""
+        directory = getattr(self.coursedir, f"{step}_directory")
+        return Path(os.path.normpath(self.coursedir.format_path(directory, student, assignment)))
+
+    @property
+    def source(self) -> Path:
+        return self.folder("source")
+
+    def assignments(self) -> list[str]:
+        return assignments(self.source)
+
+    def notebooks(self, assignment: str) -> list[str]:
+        """Notebook names (without .ipynb) of an assignment's source."""
+        return sorted(p.stem for p in (self.source / assignment).glob("*.ipynb"))
+
+    def late_plugin(self):
+        """The late-submission plugin configured for nbgrader's AssignLatePenalties (nbgrader_config.py)."""
+        from nbgrader.preprocessors import AssignLatePenalties
+        assigner = AssignLatePenalties(config=self.config)
+        assigner.init_plugin()
+        return assigner.plugin_inst
+
+    def api(self) -> NbGraderAPI:
+        from nbgrader.apps import NbGraderAPI
+        return NbGraderAPI(coursedir=self.coursedir, config=self.config)
 
 
 def make_course(root: Path, names: list[str]) -> NbGraderAPI:
@@ -39,17 +114,13 @@ def make_course(root: Path, names: list[str]) -> NbGraderAPI:
 
     Releasing fills `root/gradebook.db` with every cell's points and checksum, which grading needs.
     """
-    from nbgrader.apps import NbGraderAPI
-    from nbgrader.coursedir import CourseDirectory
-
     root.mkdir(parents=True, exist_ok=True)
     for name in names:
         target = root / "source" / name
         if target.exists():
             shutil.rmtree(target)
         shutil.copytree(SOURCE_DIR / name, target, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
-    config = course_config(root)
-    api = NbGraderAPI(coursedir=CourseDirectory(config=config), config=config)
+    api = Course.load(root).api()
     for name in names:
         result = api.generate_assignment(name, force=True, create=True)
         if not result["success"]:

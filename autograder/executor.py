@@ -120,6 +120,16 @@ def _error_text(error: BaseException) -> str:
     return where + "".join(traceback.format_exception_only(type(error), error)).strip()
 
 
+def _line_in_cell(error: BaseException, code: str) -> int | None:
+    """The line of this cell's own code that the error passed through last (None if it never did): the grader
+    uses it to tell a failed hidden check from a failed visible one. A frame belongs to this cell when the source
+    IPython compiled for it is this cell's code (an earlier cell's function, called from here, does not)."""
+    import linecache
+    lines = [f.lineno for f in traceback.extract_tb(error.__traceback__)
+             if "".join(linecache.getlines(f.filename)).rstrip() == code.rstrip()]
+    return lines[-1] if lines else None
+
+
 def serve(requests: io.TextIOBase, replies: io.TextIOBase, output_chars: int) -> None:
     """Answer requests until the grader closes the channel."""
     from IPython.core.interactiveshell import InteractiveShell
@@ -153,7 +163,8 @@ def serve(requests: io.TextIOBase, replies: io.TextIOBase, output_chars: int) ->
         if request["kind"] == "test" and guard is not None:
             tampered = guard.differences(fix=True)
         reply = {"id": request["id"], "ok": error is None and not tampered and builtins_ok, "output": out.value(),
-                 "error": _error_text(error) if error is not None else "", "restored": restored, "tampered": tampered}
+                 "error": _error_text(error) if error is not None else "", "restored": restored, "tampered": tampered,
+                 "line": _line_in_cell(error, request["code"]) if error is not None and error.__traceback__ else None}
         if os.getpid() != serving_pid:  # a process the cell forked got here: only the original answers
             os._exit(0)
         replies.write(json.dumps(reply) + "\n")

@@ -1,9 +1,15 @@
-"""The feedback page a student gets for one notebook: their cells, the visible tests, what each printed or raised,
-and the points per task. Hidden test code is never shown (only that hidden tests ran)."""
+"""The quick feedback page a student gets for one notebook: the tasks by their titles with points and, where a task
+lost points for more than a failed check, why (a time-out, a crash, a syntax error); then their cells, the visible
+tests, and what each printed or raised. Hidden test code is never shown (only that hidden tests ran), and ANSI
+colour codes are removed from everything printed. (nbgrader's own feedback, `nbgrader generate_feedback`, renders
+the autograded notebook instead.)"""
 from __future__ import annotations
 
 import html
+import re
 from pathlib import Path
+
+from autograder.autograded import failure, strip_ansi
 
 STYLE = """body{font-family:system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;color:#222}
 pre{background:#f6f8fa;padding:.6rem;overflow-x:auto;border-radius:4px;font-size:.85rem}
@@ -11,29 +17,68 @@ pre{background:#f6f8fa;padding:.6rem;overflow-x:auto;border-radius:4px;font-size
 .err{background:#fff0f0}.note{color:#555}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.3rem .6rem}"""
 
 
+DEFAULT_HINT = ("Hint: your code passes the visible tests but not every case; try other shapes, sizes, dtypes and "
+                "edge cases.")
+
+
+def for_students(cell, result: dict, detail: str) -> dict:
+    """`result` (one cell's) as a student may see it. With detail "hints", a test cell that failed in its hidden
+    part keeps only the kind of failure and the check's hint; the whole message moves to `error_full` (instructors
+    only). A visible check, a time-out or a crash is shown as it is."""
+    if detail == "full" or not cell.failed_in_hidden_tests(result):
+        return result
+    error = result["error"]
+    last = error.strip().splitlines()[-1] if error.strip() else ""
+    hint = last if last.startswith("Hint:") else DEFAULT_HINT
+    ename = next((line.split(":")[0] for line in error.splitlines() if re.match(r"^[A-Za-z_][\w.]*(Error|Exception)", line)),
+                 "AssertionError")
+    shown = ("a hidden test failed; its inputs and expected values stay with the instructor" if ename == "AssertionError"
+             else f"your code raised {ename} in a hidden test (a case the visible tests do not try)")
+    return {**result, "error": f"{ename}: {shown}\n{hint}", "error_full": error}
+
+
 def _block(text: str, css: str = "") -> str:
+    text = strip_ansi(text)
     return f'<pre class="{css}">{html.escape(text)}</pre>' if text else ""
 
 
-def render(student: str, assignment: str, notebook: str, cells: list[dict], notes: list[str]) -> str:
-    """One HTML page. Each cell dict: kind, grade_id, points, visible_code, ok, output, error, restored."""
+def _error(text: str) -> str:
+    """A failed cell's error as a student reads it: 'ename: evalue', with timeouts and crashes said in words."""
+    if not text:
+        return ""
+    ename, evalue, kind = failure(text)
+    return evalue if kind in ("timeout", "crash", "not run") else f"{ename}: {evalue}"
+
+
+def render(student: str, assignment: str, notebook: str, cells: list[dict], notes: list[str],
+           titles: dict[str, str] | None = None, task_notes: dict[str, str] | None = None) -> str:
+    """One HTML page. Each cell dict: kind, grade_id, points, visible_code, ok, output, error, restored.
+    `titles`: grade_id -> the task's title (its heading in the notebook); `task_notes`: grade_id -> why it failed."""
+    titles, task_notes = titles or {}, task_notes or {}
     tests = [c for c in cells if c["kind"] == "test"]
     earned = sum(c["points"] for c in tests if c["ok"])
     total = sum(c["points"] for c in tests)
-    rows = "".join(f"<tr><td>{html.escape(c['grade_id'])}</td><td>{c['points'] if c['ok'] else 0:g} / {c['points']:g}</td>"
-                   f"<td>{'passed' if c['ok'] else 'failed'}</td></tr>" for c in tests)
+    rows = "".join(f"<tr><td>{html.escape(titles.get(c['grade_id'], c['grade_id']))}</td>"
+                   f"<td>{c['points'] if c['ok'] else 0:g} / {c['points']:g}</td>"
+                   f"<td>{'passed' if c['ok'] else 'failed'}</td>"
+                   f"<td>{html.escape(task_notes.get(c['grade_id'], ''))}</td></tr>" for c in tests)
     parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(assignment)}: {html.escape(notebook)}"
              f"</title><style>{STYLE}</style></head><body>",
              f"<h1>{html.escape(assignment)} / {html.escape(notebook)}</h1>",
-             f"<p>Student: <b>{html.escape(student)}</b>. Score: <b>{earned:g} / {total:g}</b></p>",
-             f"<table><tr><th>task</th><th>points</th><th>result</th></tr>{rows}</table>"]
+             f"<p>Student: <b>{html.escape(student)}</b>. Score: <b>{earned:g} / {total:g}</b> (automatically graded "
+             f"tasks; answers graded by hand and late penalties are in your final grade)</p>",
+             f"<table><tr><th>task</th><th>points</th><th>result</th><th>note</th></tr>{rows}</table>"]
     parts += [f"<p class='note'>{html.escape(n)}</p>" for n in notes]
     for cell in cells:
         css = "" if cell["kind"] != "test" else ("pass" if cell["ok"] else "fail")
+        task = titles.get(cell["grade_id"], cell["grade_id"])
         title = {"setup": "set-up (locked)", "answer": f"your answer: {cell['grade_id']}", "added": "a cell you added",
-                 "test": f"tests: {cell['grade_id']} ({cell['points']:g} points)"}[cell["kind"]]
+                 "test": f"tests of {task} ({cell['points']:g} points)"}[cell["kind"]]
         parts.append(f"<div class='cell {css}'><h3>{html.escape(title)}</h3>{_block(cell['visible_code'])}"
-                     f"{_block(cell['output'])}{_block(cell['error'], 'err')}")
+                     f"{_block(cell['output'])}{_block(_error(cell['error']), 'err')}")
+        if cell.get("tampered"):
+            parts.append(f"<p class='note'>These tests failed because the tests' tools were changed while they ran: "
+                         f"{html.escape(', '.join(cell['tampered'][:10]))}</p>")
         if cell.get("restored"):
             parts.append(f"<p class='note'>Before these tests the grader put back what earlier cells had changed: "
                          f"{html.escape(', '.join(cell['restored'][:10]))}</p>")

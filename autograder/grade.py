@@ -1,17 +1,26 @@
-"""Grade every submission under a folder laid out as nbgrader's `submitted/<student>/<assignment>/`.
+"""Grade every submission of an nbgrader course into its gradebook, nbgrader's way, with our fast sandboxed runner.
 
-    python -m autograder.grade SUBMITTED_DIR [--out DIR] [--assignment NAME ...] [--workers N]
-                                              [--limit NAME=VALUE ...] [--fresh] [--shard K/N]
+    python -m autograder.grade [SUBMITTED_DIR] [--course DIR] [--out DIR] [--assignment NAME ...] [--workers N]
+                               [--limit NAME=VALUE ...] [--fresh] [--shard K/N]
 
-Writes, under DIR (default `graded/`):
-  grades.csv                                 student, assignment, task, score, max_score, note
-  feedback/<student>/<assignment>/*.html     what the student may see: their cells, visible tests, results
-  results/<student>/<assignment>.json        one file per graded submission (how a stopped run resumes)
+The course (default: the current folder when it holds an nbgrader_config.py, else this repository) is an nbgrader
+course; SUBMITTED_DIR (default: the course's `submitted/`) is laid out as `<student>/<assignment>/`, as
+`nbgrader collect` or `python -m autograder.lms_import` leave it. A run writes
+  the gradebook (nbgrader's, the course's `db_url`)  students, submissions with their times, every graded cell's
+                                                     automatic score and comment, late penalties; in one transaction
+  autograded/<student>/<assignment>/                 nbgrader's layout: notebooks with outputs and metadata (what
+                                                     formgrader shows and `nbgrader generate_feedback` renders)
+  OUT/grades.csv (default graded/)                   per student and assignment: one row per graded cell and a
+                                                     TOTAL row (late penalty taken off); 0 for "no submission"
+  OUT/summary.txt                                    what the run could not grade or decide, also printed
+  OUT/feedback/<student>/<assignment>/*.html         quick feedback pages (nbgrader's own: generate_feedback)
+  OUT/results/<student>/<assignment>.json            one file per graded submission (how a stopped run resumes)
 
 Each notebook runs in its own sandboxed process (see sandbox.py and limits.toml) with the instructor's locked
 cells taken from `source/` (see plan.py). Submitted files are only read. A submission that cannot be graded
 scores 0 with the reason in the CSV note and its feedback, and grading of the others goes on. Re-running skips
-submissions whose files, source and grader are unchanged (use --fresh to grade everything again).
+submissions whose files, source and grader are unchanged (use --fresh to grade everything again); manual scores
+given in formgrader are kept either way.
 """
 from __future__ import annotations
 
@@ -28,29 +37,24 @@ import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
-from autograder import feedback, sandbox
-from autograder.course import REPO_ROOT, SOURCE_DIR, assignments
+from autograder import autograded, feedback, gradebook, sandbox
+from autograder.course import CONFIG_NAME, REPO_ROOT, Course
+from autograder.gradebook import TOTAL, GradebookError, Row
 from autograder.plan import NotANotebook, make_plan, read_notebook
 from autograder.runner import readable_paths, run_plan
 
 SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@+-]{0,99}$")
-CSV_COLUMNS = ("student", "assignment", "task", "score", "max_score", "note")
+CSV_COLUMNS = ("student", "assignment", "task", "title", "score", "max_score", "late_penalty", "note")
+# Files of a submission folder copied to autograded/ beside the notebooks: nbgrader's generate_feedback copies
+# them on into feedback/, where release_feedback needs both. Nothing else a student put there is copied.
+KEPT_FILES = ("timestamp.txt", "submission_secret.txt")
+KEPT_FILE_BYTES = 4096
 # Imported before any notebook runs. Some imports rebind attributes of modules the tests rely on (loading
 # torch._dynamo, as FlopCounterMode does on first use, replaces torch.manual_seed); doing them here, before the
 # guard's record is taken, keeps a correct solution from looking like tampering.
 PRELOAD = ("torch", "torch._dynamo", "torch.func", "torch.amp", "torch.utils.flop_counter", "torch.testing",
-           "numpy", "numpy.testing", "einops", "jaxtyping", "beartype", "matplotlib", "matplotlib.pyplot", "tqdm",
+           "numpy", "numpy.testing", "einops", "jaxtyping", "beartype", "matplotlib", "matplotlib.pyplot",
            "IPython.core.interactiveshell", "traitlets.config")
-
-
-@dataclass
-class GradeRow:
-    student: str
-    assignment: str
-    task: str
-    score: float
-    max_score: float
-    note: str = ""
 
 
 @dataclass
@@ -64,7 +68,8 @@ class Job:
 def preload() -> None:
     """Import once, in the grader, what every notebook needs; each notebook process is a fork and starts warm."""
     import importlib
-    os.environ.setdefault("MPLBACKEND", "Agg")
+    import matplotlib
+    matplotlib.use("Agg")  # not the MPLBACKEND variable: a caller's later subprocesses (kernels) must not inherit it
     for name in PRELOAD:
         importlib.import_module(name)
     import io
@@ -72,6 +77,11 @@ def preload() -> None:
     torch.save(torch.nn.Parameter(torch.zeros(1)), io.BytesIO())  # first pickling adds caches to torch's classes
     for path in sorted((REPO_ROOT / "utils").glob("*.py")):
         importlib.import_module(f"utils.{path.stem}" if path.stem != "__init__" else "utils")
+
+
+def default_course() -> Path:
+    """The current folder when it is an nbgrader course (holds nbgrader_config.py), else this repository."""
+    return Path.cwd() if (Path.cwd() / CONFIG_NAME).is_file() else REPO_ROOT
 
 
 def find_submissions(submitted: Path) -> tuple[list[tuple[str, str, Path]], list[str]]:
@@ -89,8 +99,21 @@ def find_submissions(submitted: Path) -> tuple[list[tuple[str, str, Path]], list
     return found, skipped
 
 
-def notebook_names(assignment: str) -> list[str]:
-    return sorted(p.stem for p in (SOURCE_DIR / assignment).glob("*.ipynb"))
+def read_timestamp(folder: Path):
+    """(submission time as naive UTC, '') from the folder's timestamp.txt, or (None, why there is none)."""
+    from nbgrader.utils import parse_utc
+    path = folder / "timestamp.txt"
+    if not path.exists() and not path.is_symlink():
+        return None, "no timestamp.txt"
+    if path.is_symlink() or not path.is_file() or path.stat().st_size > KEPT_FILE_BYTES:
+        return None, "timestamp.txt is not a small regular file"
+    text = path.read_text(errors="replace").strip()
+    if not text:
+        return None, "timestamp.txt is empty"
+    try:
+        return parse_utc(text), ""
+    except (ValueError, OverflowError, TypeError):
+        return None, f"timestamp.txt is unreadable ({text[:40]!r})"
 
 
 def _digest(paths: list[Path], extra: str = "") -> str:
@@ -107,42 +130,49 @@ def grader_digest(limits: sandbox.Limits) -> str:
     return _digest(code, repr(limits))
 
 
-def job_key(assignment: str, folder: Path, grader: str) -> str:
-    names = notebook_names(assignment)
-    source = [SOURCE_DIR / assignment / f"{n}.ipynb" for n in names]
+def job_key(course: Course, assignment: str, folder: Path, grader: str) -> str:
+    names = course.notebooks(assignment)
+    source = [course.source / assignment / f"{n}.ipynb" for n in names]
     submitted = [folder / f"{n}.ipynb" for n in names]
     return _digest(source + submitted, grader)
 
 
-def grade_submission(job: Job, limits: sandbox.Limits, readable: list[Path], work_root: Path) -> dict:
+def grade_submission(job: Job, course: Course, limits: sandbox.Limits, readable: list[Path], work_root: Path,
+                     stubs: dict) -> dict:
     """Run every notebook of one submission; the result that goes to results/<student>/<assignment>.json."""
     notebooks, problems = {}, []
-    for name in notebook_names(job.assignment):
+    for name in course.notebooks(job.assignment):
         path = job.folder / f"{name}.ipynb"
-        source = json.loads((SOURCE_DIR / job.assignment / f"{name}.ipynb").read_text())
+        source = json.loads((course.source / job.assignment / f"{name}.ipynb").read_text())
+        problem, submitted = "", {"cells": []}
         if not path.exists():
             present = ", ".join(sorted(p.name for p in job.folder.iterdir())) or "nothing"
-            problems.append(f"missing notebook {name}.ipynb (the folder holds: {present})")
-            submitted = {"cells": []}
+            problem = f"missing notebook {name}.ipynb (the folder holds: {present})"
         else:
             try:
                 submitted = read_notebook(path)
             except NotANotebook as error:
-                problems.append(f"{name}.ipynb is not a valid notebook: {error}")
-                submitted = {"cells": []}
+                problem = f"{name}.ipynb is not a valid notebook: {error}"
+        if problem:
+            problems.append(problem)
         plan = make_plan(name, source, submitted)
-        runnable = path.exists() and submitted["cells"]
+        runnable = not problem and submitted["cells"]
         workdir = work_root / job.student / job.assignment / name
         shutil.rmtree(workdir, ignore_errors=True)
         workdir.mkdir(parents=True)
         if runnable:
-            results = run_plan(plan, limits, workdir, readable)
+            results = [feedback.for_students(cell, result, limits.feedback)
+                       for cell, result in zip(plan.cells, run_plan(plan, limits, workdir, readable))]
         else:
             results = [{"ok": False, "output": "", "error": "not run", "restored": [], "tampered": []} for _ in plan.cells]
         shutil.rmtree(workdir, ignore_errors=True)
         cells = [dict(kind=c.kind, grade_id=c.grade_id, points=c.points, visible_code=c.visible_code, **r)
                  for c, r in zip(plan.cells, results)]
-        notebooks[name] = {"cells": cells, "flags": plan.flags, "ran": bool(runnable)}
+        own_stubs = {gid: text for (a, nb, gid), text in stubs.items() if a == job.assignment and nb == name}
+        record = autograded.record(source, submitted, plan, results, own_stubs, problem)
+        if problem:  # as nbgrader does for a missing notebook: every graded cell scores 0
+            record["grades"] = {gid: 0.0 for gid in record["grades"]}
+        notebooks[name] = {"cells": cells, "flags": plan.flags, "ran": bool(runnable), "problem": problem, **record}
     return {"key": job.key, "student": job.student, "assignment": job.assignment, "problems": problems,
             "notebooks": notebooks}
 
@@ -154,7 +184,8 @@ def _write_atomically(path: Path, text: str) -> None:
     os.replace(temporary, path)
 
 
-def run_jobs(jobs: list[Job], limits: sandbox.Limits, readable: list[Path], out: Path) -> None:
+def run_jobs(jobs: list[Job], course: Course, limits: sandbox.Limits, readable: list[Path], out: Path,
+             stubs: dict) -> None:
     """Grade `jobs` with up to `limits.workers` at once, each in a forked grader process of its own."""
     workers = limits.workers or os.cpu_count() or 1
     running: dict[int, Job] = {}
@@ -174,7 +205,7 @@ def run_jobs(jobs: list[Job], limits: sandbox.Limits, readable: list[Path], out:
         if pid == 0:
             code = 0
             try:
-                result = grade_submission(job, limits, readable, out / "work")
+                result = grade_submission(job, course, limits, readable, out / "work", stubs)
                 _write_atomically(result_path(out, job), json.dumps(result))
             except BaseException:
                 traceback.print_exc()
@@ -190,97 +221,259 @@ def result_path(out: Path, job: Job) -> Path:
     return out / "results" / job.student / f"{job.assignment}.json"
 
 
-def rows_and_feedback(result: dict, out: Path) -> list[GradeRow]:
-    """The CSV rows of one graded submission; writes its feedback pages too."""
+def task_notes(notebook: dict) -> dict[str, str]:
+    """Why each test cell of a graded notebook lost its points, where the reason is more than a failed check:
+    the test or an answer cell before it timed out, crashed, was not run, or had a syntax error."""
+    notes, pending = {}, []
+    for cell in notebook["cells"]:
+        if cell["kind"] in ("answer", "added") and not cell["ok"]:
+            note = autograded.failure_note(cell["error"])
+            if note:
+                name = f"answer cell {cell['grade_id']!r}" if cell["kind"] == "answer" else "a cell you added"
+                pending.append(f"{name}: {note}")
+        if cell["kind"] == "test":
+            if not cell["ok"]:
+                own = autograded.failure_note(cell["error"])
+                if cell["tampered"]:
+                    own = "the tests' tools were changed while they ran: " + ", ".join(cell["tampered"][:5])
+                if own or pending:
+                    notes[cell["grade_id"]] = "; ".join(([f"the test {own}"] if own else []) + pending)
+            pending = []
+    return notes
+
+
+def submission_notes(result: dict) -> tuple[list[str], dict[str, str]]:
+    """(notes on the whole submission, notes per graded cell) of one result."""
+    overall = list(result["problems"])
+    per_cell = {}
+    for name, notebook in result["notebooks"].items():
+        if notebook["flags"]:
+            overall.append(f"flagged for review: {name} uses {', '.join(notebook['flags'])}")
+        tampered = sorted({t for c in notebook["cells"] for t in c["tampered"]})
+        if tampered:
+            overall.append(f"tests failed because the test tools were changed while they ran: {', '.join(tampered[:5])}")
+        per_cell.update(task_notes(notebook))
+    return overall, per_cell
+
+
+def write_feedback(result: dict, out: Path, titles: dict) -> None:
+    """Our quick HTML feedback for one graded submission (nbgrader's own is `nbgrader generate_feedback`)."""
     student, assignment = result["student"], result["assignment"]
     folder = out / "feedback" / student / assignment
     shutil.rmtree(folder, ignore_errors=True)
-    problems = list(result["problems"])
-    rows = []
+    overall, per_cell = submission_notes(result)
     for name, notebook in result["notebooks"].items():
-        notes = []
-        if notebook["flags"]:
-            notes.append(f"flagged for review: {name} uses {', '.join(notebook['flags'])}")
-        tampered = sorted({t for c in notebook["cells"] for t in c["tampered"]})
-        if tampered:
-            notes.append(f"tests failed because the test tools were changed while they ran: {', '.join(tampered[:5])}")
         if notebook["ran"]:
-            feedback.write(folder / f"{name}.html", feedback.render(student, assignment, name, notebook["cells"], notes))
-        note = "; ".join(problems + notes)
-        for cell in notebook["cells"]:
-            if cell["kind"] == "test":
-                rows.append(GradeRow(student, assignment, cell["grade_id"], cell["points"] if cell["ok"] else 0.0,
-                                     cell["points"], note))
-    if problems:
-        feedback.write(folder / "problems.html", feedback.render_problems(student, assignment, problems))
-    if not result["notebooks"]:
-        rows.append(GradeRow(student, assignment, "-", 0.0, 0.0, "; ".join(problems)))
-    return rows
+            own_titles = {gid: title for (a, gid), title in titles.items() if a == assignment}
+            feedback.write(folder / f"{name}.html", feedback.render(
+                student, assignment, name, notebook["cells"], overall, own_titles, per_cell))
+    if result["problems"]:
+        feedback.write(folder / "problems.html", feedback.render_problems(student, assignment, result["problems"]))
 
 
-def grade(submitted: Path, out: Path, names: list[str] | None = None, limits: sandbox.Limits | None = None,
-          fresh: bool = False, shard: tuple[int, int] = (1, 1)) -> list[GradeRow]:
-    """Grade every submission under `submitted` into `out`; return the rows written to `out/grades.csv`."""
-    submitted, out = submitted.resolve(), out.resolve()
-    if out.is_relative_to(submitted) or submitted.is_relative_to(out):
-        raise ValueError("the output folder and the submissions folder must not contain one another")
-    limits = limits or sandbox.load_limits()
-    names = names or assignments()
-    preload()
-    grader = grader_digest(limits)
-    found, skipped = find_submissions(submitted)
-    for line in skipped:
-        print(f"skipped {line}", file=sys.stderr)
-    index, count = shard
-    found = [f for i, f in enumerate(found) if i % count == index - 1]
-    rows, jobs, todo = [], [], []
+def _stage_autograded(result: dict, folder: Path, staging: Path) -> None:
+    """Write one submission's autograded notebooks (and its timestamp and secret) under `staging`."""
+    import nbformat
+    staging.mkdir(parents=True)
+    for name, notebook in result["notebooks"].items():
+        if "notebook" in notebook:
+            node = nbformat.from_dict(notebook["notebook"])
+            (staging / f"{name}.ipynb").write_text(nbformat.writes(node, version=4))
+    for kept in KEPT_FILES:
+        path = folder / kept
+        if path.is_file() and not path.is_symlink() and path.stat().st_size <= KEPT_FILE_BYTES:
+            shutil.copyfile(path, staging / kept)
+
+
+def _install(staged: Path, target: Path) -> None:
+    """Put a staged autograded folder in place of the old one (each step a rename on the same file system)."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    old = target.with_name(f".{target.name}.old-{os.getpid()}")
+    if target.exists():
+        os.replace(target, old)
+    os.replace(staged, target)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def plan_jobs(course: Course, found: list, names: list[str], on_roster: set[str], create: bool, grader: str,
+              out: Path, fresh: bool, summary: list[str]) -> tuple[list[Job], list[Job], list[Row]]:
+    """(every submission of the run, those to run again, CSV rows for folders of unknown assignments)."""
+    known = course.assignments()
+    jobs, todo, extra_rows = [], [], []
+    newcomers, refused = set(), set()
     for student, assignment, folder in found:
-        if assignment not in names:
-            problem = f"unknown assignment {assignment!r} (known: {', '.join(names)})"
+        if assignment not in known:
+            problem = f"unknown assignment {assignment!r} (known: {', '.join(known)})"
             feedback.write(out / "feedback" / student / assignment / "problems.html",
                            feedback.render_problems(student, assignment, [problem]))
-            rows.append(GradeRow(student, assignment, "-", 0.0, 0.0, problem))
+            extra_rows.append(Row(student, assignment, "-", "", 0.0, 0.0, None, problem))
+            summary.append(f"not graded: {student}/{assignment}: {problem}")
             continue
-        job = Job(student, assignment, folder, job_key(assignment, folder, grader))
+        if assignment not in names:
+            continue
+        if student not in on_roster:
+            (newcomers if create else refused).add(student)
+            if not create:
+                continue
+        job = Job(student, assignment, folder, job_key(course, assignment, folder, grader))
         jobs.append(job)
         path = result_path(out, job)
         if fresh or not path.exists() or json.loads(path.read_text()).get("key") != job.key:
             path.unlink(missing_ok=True)
             todo.append(job)
+    if newcomers:
+        summary.append(f"not on the roster, added to the gradebook: {', '.join(sorted(newcomers))}")
+    if refused:
+        summary.append(f"not on the roster, not graded (Autograde.create_student is False): {', '.join(sorted(refused))}")
+    return jobs, todo, extra_rows
+
+
+def record(course: Course, jobs: list[Job], results: list[dict], create: bool, summary: list[str]) -> dict:
+    """Write the run into the gradebook (one transaction) and then autograded/; return the CSV notes
+    {(student, assignment, grade_id or TOTAL): text}. On GradebookError nothing is written anywhere."""
+    autograded_root = course.folder("autograded")
+    staging = autograded_root / f".staging-{os.getpid()}"
+    shutil.rmtree(staging, ignore_errors=True)
+    graded, notes = [], {}
+    try:
+        for job, result in zip(jobs, results):
+            timestamp, missing = read_timestamp(job.folder)
+            overall, per_cell = submission_notes(result)
+            if missing:
+                summary.append(f"no submission time for {job.student}/{job.assignment} ({missing}): lateness not checked")
+                overall.append(f"{missing}: lateness not checked")
+            notes.update({(job.student, job.assignment, gid): text for gid, text in per_cell.items()})
+            notes[(job.student, job.assignment, TOTAL)] = "; ".join(overall)
+            summary += [f"could not grade part of {job.student}/{job.assignment}: {p}" for p in result["problems"]]
+            summary += [f"{job.student}/{job.assignment}: {n}" for n in overall
+                        if n.startswith(("flagged for review", "tests failed because"))]
+            graded.append(gradebook.Graded(job.student, job.assignment, timestamp,
+                                           {n: {"grades": nb.get("grades", {}), "comments": nb.get("comments", {})}
+                                            for n, nb in result["notebooks"].items()}))
+            _stage_autograded(result, job.folder, staging / job.student / job.assignment)
+        summary += gradebook.write(course, graded, create)
+        for job in jobs:
+            _install(staging / job.student / job.assignment, course.folder("autograded", job.student, job.assignment))
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return notes
+
+
+def grade(submitted: Path | None, out: Path, names: list[str] | None = None, limits: sandbox.Limits | None = None,
+          fresh: bool = False, shard: tuple[int, int] = (1, 1), course: Course | None = None) -> list[Row]:
+    """Grade every submission under `submitted` into the course's gradebook and `out`; return the rows of
+    `out/grades.csv`. Raises GradebookError, with nothing written to the gradebook, if it cannot be used."""
+    course = course or Course.load(default_course())
+    submitted = (submitted or course.folder("submitted")).resolve()
+    out = out.resolve()
+    autograded_root = course.folder("autograded")
+    for a, b, what in ((out, submitted, "the output folder and the submissions folder"),
+                       (autograded_root, submitted, "the autograded folder and the submissions folder")):
+        if a.is_relative_to(b) or b.is_relative_to(a):
+            raise ValueError(f"{what} must not contain one another ({a}, {b})")
+    limits = limits or sandbox.load_limits()
+    known = course.assignments()
+    names = names or known
+    unknown_names = [n for n in names if n not in known]
+    if unknown_names:
+        raise ValueError(f"no such assignment in {course.source}: {', '.join(unknown_names)}")
+    summary: list[str] = []
     started = time.monotonic()
-    run_jobs(todo, limits, readable_paths(REPO_ROOT, [submitted, out]), out)
-    print(f"graded {len(todo)} submission(s) in {time.monotonic() - started:.1f} s "
-          f"({len(jobs) - len(todo)} unchanged, reused)", file=sys.stderr)
-    for job in jobs:
-        rows += rows_and_feedback(json.loads(result_path(out, job).read_text()), out)
+    # 1. The gradebook first: a locked or unreadable one stops the run before any notebook runs. Recording new or
+    #    changed assignments in it (nbgrader's generate_assignment) goes on while the grader imports torch.
+    on_roster = set(gradebook.roster(course))
+    finish_sync = gradebook.start_sync(course, names)
+    create = bool(course.config.Autograde.get("create_student", True))
+    # 2. The submissions of this run (a shard takes every N-th student of the roster and the submitters).
+    found, skipped = find_submissions(submitted)
+    summary += [f"skipped {line}" for line in skipped]
+    index, count = shard
+    everyone = sorted(on_roster | {s for s, _, _ in found})
+    mine = set(everyone[index - 1::count])
+    found = [f for f in found if f[0] in mine]
+    preload()
+    synced, stubs = finish_sync()
+    if synced:
+        summary.append(f"recorded in the gradebook from source/ (nbgrader generate_assignment): {', '.join(synced)}")
+    jobs, todo, extra_rows = plan_jobs(course, found, names, on_roster, create, grader_digest(limits), out, fresh,
+                                       summary)
+    # 3. Run the notebooks (forked, sandboxed workers); each result is a file, so a stopped run resumes.
+    private = [submitted, out, course.root, autograded_root]
+    run_jobs(todo, course, limits, readable_paths(REPO_ROOT, private), out, stubs)
     shutil.rmtree(out / "work", ignore_errors=True)
+    ran = time.monotonic()
+    summary.insert(0, f"graded {len(todo)} submission(s) in {ran - started:.1f} s "
+                      f"({len(jobs) - len(todo)} unchanged, reused)")
+    # 4. One transaction into the gradebook; autograded notebooks staged, and put in place only once it is written.
+    results = [json.loads(result_path(out, job).read_text()) for job in jobs]
+    notes = record(course, jobs, results, create, summary)
+    summary.insert(1, f"recorded {len(jobs)} submission(s) in the gradebook and autograded/ in {time.monotonic() - ran:.1f} s")
+    titles = {(a, c["grade_id"]): c["title"] for a in names for nb in course.notebooks(a)
+              for c in autograded.graded_cells(json.loads((course.source / a / f"{nb}.ipynb").read_text()))}
+    # 5. grades.csv from the gradebook (manual scores and penalties included), feedback pages, the summary.
+    students = sorted((on_roster | {j.student for j in jobs}) & mine)
+    rows = gradebook.rows(course, students, names, {(j.student, j.assignment) for j in jobs}, titles, notes)
+    rows += extra_rows
+    for result in results:
+        write_feedback(result, out, titles)
+    summary += pending_lines(rows)
+    summary += [f"no submission: {a}: {', '.join(r.student for r in rows if r.assignment == a and r.note == 'no submission')}"
+                for a in names if any(r.assignment == a and r.note == "no submission" for r in rows)]
     write_csv(rows, out / "grades.csv")
+    _write_atomically(out / "summary.txt", "\n".join(summary) + "\n")
+    for line in summary:
+        print(line, file=sys.stderr)
     return rows
 
 
-def write_csv(rows: list[GradeRow], path: Path) -> None:
+def pending_lines(rows: list[Row]) -> list[str]:
+    """A line per assignment with cells waiting for a person (manual grading in formgrader)."""
+    lines = []
+    for assignment in sorted({r.assignment for r in rows}):
+        waiting = [r for r in rows if r.assignment == assignment and r.task != TOTAL and r.score is None]
+        if waiting:
+            cells = sorted({r.task for r in waiting})
+            lines.append(f"needs manual grading (formgrader): {assignment}: {len(waiting)} answer(s) in "
+                         f"{len({r.student for r in waiting})} submission(s), cells {', '.join(cells)}")
+    return lines
+
+
+def write_csv(rows: list[Row], path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_name(f".{path.name}.tmp")
+
+    def number(value: float | None) -> str:
+        return "" if value is None else f"{value:g}"
+
     with open(temporary, "w", newline="") as f:
         writer = csv.writer(f)
         writer.writerow(CSV_COLUMNS)
         for r in rows:
-            writer.writerow((r.student, r.assignment, r.task, f"{r.score:g}", f"{r.max_score:g}", r.note))
+            writer.writerow((r.student, r.assignment, r.task, r.title, number(r.score), number(r.max_score),
+                             number(r.late_penalty), r.note))
     os.replace(temporary, path)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("submitted", type=Path, help="folder of <student>/<assignment>/ submissions")
-    parser.add_argument("--out", type=Path, default=Path("graded"), help="where grades and feedback go")
+    parser.add_argument("submitted", type=Path, nargs="?", help="folder of <student>/<assignment>/ submissions "
+                        "(default: the course's submitted/)")
+    parser.add_argument("--course", type=Path, help="the nbgrader course folder (default: the current folder if it "
+                        "holds nbgrader_config.py, else this repository)")
+    parser.add_argument("--out", type=Path, default=Path("graded"), help="where grades.csv, the summary and feedback go")
     parser.add_argument("--assignment", action="append", help="grade only this assignment (repeatable)")
     parser.add_argument("--workers", type=int, help="submissions graded at once (default: limits.toml, 0 = all cores)")
     parser.add_argument("--limit", action="append", default=[], metavar="NAME=VALUE", help="override a limit of limits.toml")
-    parser.add_argument("--fresh", action="store_true", help="grade everything again, ignoring earlier results")
+    parser.add_argument("--fresh", action="store_true", help="run every notebook again, ignoring earlier results")
     parser.add_argument("--shard", default="1/1", metavar="K/N", help="grade only the K-th of N equal slices of the class")
     args = parser.parse_args()
-    if not args.submitted.is_dir():
-        parser.error(f"{args.submitted} is not a folder")
+    course_root = args.course or default_course()
+    if not (course_root / "source").is_dir():
+        parser.error(f"{course_root} is not a course folder (it has no source/)")
+    course = Course.load(course_root)
+    submitted = args.submitted or course.folder("submitted")
+    if not submitted.is_dir():
+        parser.error(f"{submitted} is not a folder")
     overrides = args.limit + ([f"workers={args.workers}"] if args.workers is not None else [])
     try:
         limits = sandbox.load_limits(overrides=overrides)
@@ -289,15 +482,17 @@ def main() -> None:
     except (ValueError, AssertionError) as error:
         parser.error(str(error) or f"bad --shard {args.shard!r}: use K/N with 1 <= K <= N")
     print(f"sandbox on this machine: {', '.join(sandbox.probe(limits))}", file=sys.stderr)
-    rows = grade(args.submitted, args.out, args.assignment, limits, args.fresh, (index, count))
-    totals: dict[tuple[str, str], list[float]] = {}
+    try:
+        rows = grade(submitted, args.out, args.assignment, limits, args.fresh, (index, count), course)
+    except (GradebookError, ValueError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        raise SystemExit(2)
     for r in rows:
-        total = totals.setdefault((r.student, r.assignment), [0.0, 0.0])
-        total[0] += r.score
-        total[1] += r.max_score
-    for (student, assignment), (score, max_score) in sorted(totals.items()):
-        print(f"{student:20s} {assignment:24s} {score:g} / {max_score:g}")
-    print(f"Wrote {args.out / 'grades.csv'} and feedback under {args.out / 'feedback'}")
+        if r.task in (TOTAL, "-"):
+            print(f"{r.student:20s} {r.assignment:24s} {r.score:g} / {r.max_score:g}"
+                  f"{f'  (late penalty {r.late_penalty:g})' if r.late_penalty else ''}{f'  {r.note}' if r.note else ''}")
+    print(f"Wrote the gradebook ({course.db_url}), {course.folder('autograded')}/, {args.out / 'grades.csv'} "
+          f"and {args.out / 'summary.txt'}")
 
 
 if __name__ == "__main__":

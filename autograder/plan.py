@@ -21,6 +21,7 @@ SUSPICIOUS = {
     "tracing": r"settrace|setprofile|addaudithook", "sys.modules": r"sys\s*\.\s*modules", "builtins": r"\bbuiltins\b|__builtins__",
     "os.write": r"\bos\s*\.\s*(write|dup2?|fdopen|kill|killpg)\b", "ipython hooks": r"get_ipython\s*\(\s*\)\s*\.\s*(events|set_custom_exc|run_cell)",
     "signals": r"\bsignal\s*\.\s*(signal|alarm|setitimer)", "subprocess": r"\bsubprocess\b|os\s*\.\s*(system|popen|exec)",
+    "the instructor's references": r"\b(from|import)\s+reference\b|\breference\s*\.\s*\w+\s*\.|[/\\]reference[/\\]",
 }
 
 
@@ -32,6 +33,18 @@ class Cell:
     grade_id: str
     code: str
     points: float = 0.0
+
+    @property
+    def hidden_lines(self) -> range:
+        """The line numbers (1-based) of the hidden tests, markers included; empty for a cell without them."""
+        match = HIDDEN.search(self.code)
+        if not match:
+            return range(0)
+        return range(self.code.count("\n", 0, match.start()) + 1, self.code.count("\n", 0, match.end()) + 1)
+
+    def failed_in_hidden_tests(self, result: dict) -> bool:
+        """True when this test cell failed on a line of its hidden tests."""
+        return self.kind == "test" and not result.get("ok") and result.get("line") in self.hidden_lines
 
     @property
     def visible_code(self) -> str:
@@ -68,13 +81,15 @@ def read_notebook(path: Path) -> dict:
     return notebook
 
 
-def _text(source: object) -> str:
+def text_of(source: object) -> str:
+    """A cell's source as one string (nbformat stores it as a string or a list of lines; anything else is empty)."""
     if isinstance(source, list):
         return "".join(s for s in source if isinstance(s, str))
     return source if isinstance(source, str) else ""
 
 
-def _nbgrader(cell: dict) -> dict:
+def nbgrader_meta(cell: dict) -> dict:
+    """A cell's nbgrader metadata, or {} when the cell, its metadata or that entry is not a dict."""
     meta = cell.get("metadata") if isinstance(cell, dict) else None
     info = meta.get("nbgrader") if isinstance(meta, dict) else None
     return info if isinstance(info, dict) else {}
@@ -86,8 +101,8 @@ def source_cells(source_notebook: dict) -> list[Cell]:
     for cell in source_notebook["cells"]:
         if cell.get("cell_type") != "code":
             continue
-        info = _nbgrader(cell)
-        code = _text(cell.get("source"))
+        info = nbgrader_meta(cell)
+        code = text_of(cell.get("source"))
         if info.get("solution"):
             cells.append(Cell("answer", info["grade_id"], ""))
         elif info.get("grade"):
@@ -108,8 +123,8 @@ def make_plan(name: str, source_notebook: dict, submitted: dict) -> Plan:
     for cell in submitted["cells"]:
         if not isinstance(cell, dict) or cell.get("cell_type") != "code":
             continue
-        grade_id = _nbgrader(cell).get("grade_id")
-        code = _text(cell.get("source"))
+        grade_id = nbgrader_meta(cell).get("grade_id")
+        code = text_of(cell.get("source"))
         if isinstance(grade_id, str) and grade_id in answer_ids and grade_id not in answers:
             answers[grade_id] = code
             anchor = grade_id

@@ -26,6 +26,10 @@ from autograder.plan import Plan
 
 
 STARTUP_ERROR = ".startup-error.txt"
+# What a notebook keeps of the grader's environment: the locale, and the variables that pick torch's and oneDNN's
+# CPU kernels (read lazily, after the environment is cleared), so a grading run can reproduce another CPU
+# (tests/test_variants.py grades under ATEN_CPU_CAPABILITY=default ONEDNN_MAX_CPU_ISA=AVX2).
+KEPT_ENVIRONMENT = ("PATH", "LANG", "LC_ALL", "TZ", "ATEN_CPU_CAPABILITY", "ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA")
 
 
 class Died(Exception):
@@ -152,7 +156,7 @@ def _become_notebook(limits, workdir, readable, request_r, reply_w) -> None:
                     pass
         os.chdir(workdir)
         for var in list(os.environ):
-            if var not in ("PATH", "LANG", "LC_ALL", "TZ"):
+            if var not in KEPT_ENVIRONMENT:
                 del os.environ[var]
         os.environ.update(HOME=str(workdir), TMPDIR=str(workdir), MPLCONFIGDIR=str(workdir), IPYTHONDIR=str(workdir),
                           MPLBACKEND="Agg", OMP_NUM_THREADS=str(limits.torch_threads))
@@ -172,7 +176,8 @@ def _become_notebook(limits, workdir, readable, request_r, reply_w) -> None:
 
 
 def run_plan(plan: Plan, limits: sandbox.Limits, workdir: Path, readable: list[Path]) -> list[dict]:
-    """Every cell's result, in order: {"ok", "output", "error", "restored", "tampered"}."""
+    """Every cell's result, in order: {"ok", "output", "error", "restored", "tampered", "seconds"} (a cell that
+    never ran has no "seconds")."""
     results: list[dict | None] = [None] * len(plan.cells)
     crashed: set[int] = set()
     deadline = time.monotonic() + limits.notebook_seconds
@@ -187,12 +192,15 @@ def run_plan(plan: Plan, limits: sandbox.Limits, workdir: Path, readable: list[P
                 left = deadline - time.monotonic()
                 if left <= 0:
                     raise Died(f"the notebook ran past its {limits.notebook_seconds:g} s limit")
+                started = time.monotonic()
                 try:
                     results[index] = process.run(cell.kind, cell.code, min(limits.cell_seconds, left))
                 except Died as died:
-                    results[index] = {"ok": False, "output": "", "error": str(died), "restored": [], "tampered": []}
+                    results[index] = {"ok": False, "output": "", "error": str(died), "restored": [], "tampered": [],
+                                      "seconds": round(time.monotonic() - started, 3)}
                     crashed.add(index)
                     raise
+                results[index]["seconds"] = round(time.monotonic() - started, 3)  # wall time: for the instructor
             return results  # type: ignore[return-value]
         except Died as died:
             restarts += 1
@@ -206,7 +214,7 @@ def run_plan(plan: Plan, limits: sandbox.Limits, workdir: Path, readable: list[P
 
 
 def readable_paths(repo: Path, private: list[Path]) -> list[Path]:
-    """What a notebook may read: Python, system libraries, /proc, /sys, /dev, /etc and the course's `utils/`;
+    """What a notebook may read: Python, system libraries, /proc, /sys, /dev, /etc, the course's `utils/` and `reference/`;
     never the repository itself (its `source/` holds the hidden tests) or anything under `private`."""
     candidates = {Path(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix)}
     candidates |= {Path(p) for p in sys.path if p}
@@ -222,4 +230,5 @@ def readable_paths(repo: Path, private: list[Path]) -> list[Path]:
             continue
         allowed.add(path)
     allowed.add((repo / "utils").resolve())
+    allowed.add((repo / "reference").resolve())  # the hidden tests import the instructor's references from here
     return sorted(allowed)

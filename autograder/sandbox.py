@@ -39,6 +39,7 @@ class Limits:
     network: bool = False
     workers: int = 0
     torch_threads: int = 1
+    feedback: str = "hints"
 
 
 def load_limits(path: Path = LIMITS_FILE, overrides: list[str] = ()) -> Limits:
@@ -49,11 +50,14 @@ def load_limits(path: Path = LIMITS_FILE, overrides: list[str] = ()) -> Limits:
         name, _, text = item.partition("=")
         if name not in known:
             raise ValueError(f"unknown limit {name!r}; known: {', '.join(known)}")
-        values[name] = text.lower() in ("1", "true", "yes") if known[name] == "bool" else float(text)
+        values[name] = text.lower() in ("1", "true", "yes") if known[name] == "bool" else \
+            text if known[name] == "str" else float(text)
     unknown = set(values) - set(known)
     if unknown:
         raise ValueError(f"unknown limit(s) {', '.join(sorted(unknown))} in {path.name}")
     converted = {name: (int(v) if known[name] == "int" else v) for name, v in values.items()}
+    if converted.get("feedback", "hints") not in ("hints", "full"):
+        raise ValueError(f"feedback must be \"hints\" or \"full\", not {converted['feedback']!r}")
     return replace(Limits(), **converted)
 
 

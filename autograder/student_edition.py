@@ -3,7 +3,7 @@
     python -m autograder.student_edition --out student-edition [--tar]      (make student-edition)
 
 It holds `index.ipynb` (the start page), `notebooks/` (lectures), `release/` (the exercises as nbgrader generated
-them), `utils/`, `pyproject.toml` (installing `utils` only), `environment.yml`, and a student Makefile, README and
+them), `utils/`, `pyproject.toml` (installing `utils` only), `environment.yml`, `scripts/install_env.py` (the set-up), and a student Makefile, README and
 .gitignore from `autograder/student/`. It holds no `source/`, no `autograder/`, no tests and no benchmarks, and the
 build fails if any file in it contains a solution or hidden-test marker.
 """
@@ -18,7 +18,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 TEMPLATES = Path(__file__).resolve().parent / "student"
-COPIED = ["index.ipynb", "notebooks", "release", "utils", "environment.yml"]
+COPIED = ["index.ipynb", "notebooks", "release", "utils", "environment.yml", "scripts/install_env.py"]
 FROM_TEMPLATES = {"Makefile": "Makefile", "README.md": "README.md", "gitignore": ".gitignore"}
 MARKER = ".student-edition"  # marks a folder this module built, so that rebuilding may replace it
 LEAK = re.compile(r"(BEGIN|END) (SOLUTION|HIDDEN TESTS)")
@@ -39,7 +39,7 @@ def student_pyproject(text: str) -> str:
 
 def find_leaks(folder: Path) -> list[str]:
     """Files under `folder` with a solution or hidden-test marker, or an instructors-only folder."""
-    problems = [f"{p.relative_to(folder)}/ is for instructors only" for name in ("source", "autograder", "tests")
+    problems = [f"{p.relative_to(folder)}/ is for instructors only" for name in ("source", "autograder", "reference", "tests")
                 if (p := folder / name).exists()]
     for path in sorted(folder.rglob("*")):
         if path.is_file() and LEAK.search(path.read_bytes().decode("utf-8", errors="replace")):
@@ -63,6 +63,7 @@ def build(out: Path, tar: bool = False) -> Path:
         if source.is_dir():
             shutil.copytree(source, out / name, ignore=IGNORED)
         else:
+            (out / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, out / name)
     (out / "pyproject.toml").write_text(student_pyproject((REPO / "pyproject.toml").read_text()))
     for template, name in FROM_TEMPLATES.items():

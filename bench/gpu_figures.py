@@ -13,7 +13,7 @@ import sys
 
 import torch
 
-from utils.flops import matmul_flops, mfu
+from utils.flops import matmul_flops
 from utils.hardware import current_device_name, peak_flops
 from utils.models import DeepLinear
 from utils.timing import time_it
@@ -25,7 +25,8 @@ def matmul_row(n: int, dtype: torch.dtype) -> tuple[float, float | None]:
     a, b = torch.randn(n, n, device="cuda").to(dtype), torch.randn(n, n, device="cuda").to(dtype)
     seconds = time_it(lambda: a @ b, warmup=5, repeats=20, device="cuda")
     peak = peak_flops(current_device_name(), dtype)
-    return matmul_flops(n, n, n) / seconds, (mfu(matmul_flops(n, n, n), seconds, peak) if peak else None)
+    rate = matmul_flops(n, n, n) / seconds  # FLOP/s
+    return rate, (rate / peak if peak else None)
 
 
 def fp8_row(n: int) -> tuple[float, float | None] | None:
@@ -37,7 +38,8 @@ def fp8_row(n: int) -> tuple[float, float | None] | None:
     seconds = time_it(lambda: torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16),
                       warmup=5, repeats=20, device="cuda")
     peak = peak_flops(current_device_name(), torch.float8_e4m3fn)
-    return matmul_flops(n, n, n) / seconds, (mfu(matmul_flops(n, n, n), seconds, peak) if peak else None)
+    rate = matmul_flops(n, n, n) / seconds  # FLOP/s
+    return rate, (rate / peak if peak else None)
 
 
 def training_step(dtype: torch.dtype) -> tuple[float, int]:

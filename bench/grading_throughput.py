@@ -3,8 +3,9 @@
     .venv/bin/python -m bench.grading_throughput [STUDENTS] [--assignment NAME ...]
 
 The class: STUDENTS students (default 40) x the assignments in source/, each student's notebook solved, half
-done or blank in turn. Both graders grade every notebook; the script checks that they give every student the
-same score per task, then prints wall time, notebooks per minute, seconds per notebook and the ratio.
+done or blank in turn. Both graders grade every notebook into a gradebook of their own (each run's time includes recording the
+assignments and writing the grades); the script checks that they give every student the same score per task,
+then prints wall time, notebooks per minute, seconds per notebook and the ratio.
 Where the time goes in ours is printed too: starting a sandboxed notebook process vs running the cells.
 """
 from __future__ import annotations
@@ -16,7 +17,10 @@ import time
 from pathlib import Path
 
 from autograder import sandbox
-from autograder.course import assignments, make_course
+import shutil
+
+from autograder.course import SOURCE_DIR, Course, assignments, make_course
+from autograder.gradebook import TOTAL
 from autograder.grade import grade, preload
 from autograder.runner import NotebookProcess, readable_paths
 from tests import submissions
@@ -35,7 +39,6 @@ def make_class(submitted: Path, students: int, names: list[str]) -> None:
 def grade_with_nbgrader(submitted: Path, course: Path, names: list[str]) -> dict[tuple[str, str, str], float]:
     """What an instructor gets from nbgrader alone: `autograde` on each submission, one after another."""
     from nbgrader.api import Gradebook
-    import shutil
     api = make_course(course, names)
     for student_dir in sorted(submitted.iterdir()):
         for assignment_dir in sorted(student_dir.iterdir()):
@@ -86,10 +89,13 @@ def main() -> None:
         theirs = grade_with_nbgrader(submitted, Path(scratch) / "nbgrader-course", names)
         nbgrader_seconds = time.perf_counter() - start
 
-        start = time.perf_counter()
-        rows = grade(submitted, Path(scratch) / "ours", names, limits)
+        start = time.perf_counter()  # our course: its own gradebook, which the run fills as nbgrader's does
+        ours_course = Path(scratch) / "our-course"
+        for a in names:
+            shutil.copytree(SOURCE_DIR / a, ours_course / "source" / a)
+        rows = grade(submitted, Path(scratch) / "ours", names, limits, course=Course.load(ours_course))
         our_seconds = time.perf_counter() - start
-    ours = {(r.student, r.assignment, r.task): r.score for r in rows}
+    ours = {(r.student, r.assignment, r.task): r.score for r in rows if r.task != TOTAL}
     same = ours == theirs
     print(f"{'grader':28s} {'seconds':>8s} {'notebooks/min':>14s} {'s/notebook':>11s}")
     for label, seconds in (("nbgrader autograde (serial)", nbgrader_seconds),

@@ -9,6 +9,7 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import time
 import urllib.request
 from dataclasses import dataclass
@@ -56,7 +57,8 @@ def start_lab(scratch: Path, root: Path | None = None, extra_args: str = "", tim
            "JUPYTERLAB_SETTINGS_DIR": str(scratch / "settings")}
     scratch.mkdir(parents=True, exist_ok=True)
     log = scratch / "lab.log"  # a file, not a pipe: a pipe nobody reads would stop the server once it is full
-    command = ["make", "lab", f"LAB_ARGS={args}"] + ([f"LAB_ROOT={root}"] if root else [])
+    # VENV: the environment running these tests (.venv, or the one `make test-gpu VENV=... TORCH=system` named)
+    command = ["make", "lab", f"LAB_ARGS={args}", f"VENV={sys.prefix}"] + ([f"LAB_ROOT={root}"] if root else [])
     with open(log, "wb") as out:
         process = subprocess.Popen(command, cwd=REPO, env=env, start_new_session=True,
                                    stdout=out, stderr=subprocess.STDOUT)

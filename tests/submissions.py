@@ -6,7 +6,9 @@ the corpus grows with every assignment added to `source/`.
 from __future__ import annotations
 
 import copy
+import importlib
 import re
+import shutil
 from pathlib import Path
 
 import nbformat
@@ -51,6 +53,17 @@ def _fill(assignment: str, pick) -> dict[str, nbformat.NotebookNode]:
 def solved(assignment: str) -> dict[str, nbformat.NotebookNode]:
     """Every task done with the instructor's solution."""
     return _fill(assignment, lambda i, g, solution: solution)
+
+
+def variant(assignment: str) -> dict[str, nbformat.NotebookNode]:
+    """Every task done with the second, independently written solution in tests/variants/<assignment>.py.
+    Fails when a task has no variant there, or a variant names no task."""
+    variants = importlib.import_module(f"tests.variants.{assignment}").VARIANTS
+    tasks = {grade_id for nb in _notebooks(REPO / "source" / assignment).values() for grade_id in _solution_sources(nb)}
+    if set(variants) != tasks:
+        raise KeyError(f"tests/variants/{assignment}.py: no variant for {sorted(tasks - set(variants))}, "
+                       f"no such task for {sorted(set(variants) - tasks)}")
+    return _fill(assignment, lambda i, grade_id, solution: variants[grade_id].strip("\n") + "\n")
 
 
 def half_done(assignment: str) -> dict[str, nbformat.NotebookNode]:
@@ -107,6 +120,12 @@ def noisy(assignment: str) -> dict[str, nbformat.NotebookNode]:
     """Correct solutions that write warnings to stderr whenever they run, in the test cells too."""
     always = "import warnings\nwarnings.simplefilter('always')\n"
     return _fill(assignment, lambda i, g, solution: always + _with_warning(solution))
+
+
+def new_course(root: Path) -> Path:
+    """A course folder of its own (a copy of source/, its own gradebook), so that tests never write the repository's."""
+    shutil.copytree(REPO / "source", root / "source", ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
+    return root
 
 
 def write_submission(root: Path, student: str, assignment: str, notebooks: dict[str, nbformat.NotebookNode]) -> Path:
@@ -291,7 +310,7 @@ def task_points(assignment: str) -> list[float]:
 # student name -> maker, for the makers that need only the assignment name
 TRICKS = {"alwaysequal": always_equal, "patcher": patched_comparisons, "shadowed": shadowed_tools,
           "duringcall": tamper_during_call, "testsedited": tests_edited}          # must score 0
-HONEST_EDITS = {"solved": solved, "noisy": noisy, "testsdeleted": tests_deleted, "metadata": metadata_changed,
+HONEST_EDITS = {"solved": solved, "variant": variant, "noisy": noisy, "testsdeleted": tests_deleted, "metadata": metadata_changed,
                 "duplicated": duplicated, "flood": output_flood}                      # must score full marks
 FAULTS = {"loop": infinite_loop, "memory": memory_bomb, "forks": fork_loop, "osexit": hard_exit,
           "sysexit": sys_exit, "segfault": segfault}                                  # must score like first_task_error

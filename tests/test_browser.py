@@ -1,28 +1,37 @@
-"""A student's first session, in a real browser: `make lab`, the landing page, a lecture, an exercise.
+"""A student's first session, in a real browser: `make lab`, the landing page, a lecture, an exercise; then the
+instructor's Formgrader on the same lab, after our grader graded a small class; then lecture 10's planning
+calculator, whose answer must follow its controls.
 
 Headless Chromium (the system's package, installed by `make test`'s `chromium` step) driven by Playwright. The lab
-serves a scratch copy of the course (index.ipynb, notebooks/, release/), so running cells, typing an answer or an
-autosave never touches the repository. Screenshots go to $PYTEST_ARTIFACTS/browser/ (default:
-test-artifacts/browser/, git-ignored): the landing page, the lecture after Run All with its first figure, and the
-exercise with a failed and a passed test.
+serves a scratch copy of the course (index.ipynb, notebooks/, release/, source/, nbgrader_config.py, and its own
+gradebook), so running cells, typing an answer, an autosave or grading never touches the repository. Screenshots
+go to $PYTEST_ARTIFACTS/browser/ (default: test-artifacts/browser/, git-ignored): the landing page, the lecture
+after Run All with its first figure, the exercise with a failed and a passed test, and Formgrader's assignments
+and the class's grades, and the calculator after its controls moved.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import re
 import shutil
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
 
+from autograder.course import assignments
+from tests import submissions
 from tests.lab_server import REPO, start_lab, stop
 
 ARTIFACTS = Path(os.environ.get("PYTEST_ARTIFACTS", REPO / "test-artifacts")) / "browser"
 LECTURE = "notebooks/01_floats.ipynb"            # the quickest lecture: a few seconds on a CPU, four figures
 EXERCISE = "release/01_floats/01_floats.ipynb"
+GRADED_CLASS = {"ada": submissions.solved, "ben": submissions.half_done, "cy": submissions.release_notebooks}
 CHROMIUM_ARGS = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-dev-shm-usage",
                  "--disable-background-networking", "--disable-component-update", "--disable-default-apps",
                  "--disable-sync", "--no-first-run", "--metrics-recording-only", "--mute-audio"]
@@ -75,15 +84,22 @@ def browser_page(tmp_path_factory):
         needs("no Chromium found (chromium on PATH, or CHROMIUM=/path)")
 
     course = tmp_path_factory.mktemp("course")
-    shutil.copy2(REPO / "index.ipynb", course / "index.ipynb")
-    for folder in ("notebooks", "release"):
+    for name in ("index.ipynb", "nbgrader_config.py"):
+        shutil.copy2(REPO / name, course / name)
+    for folder in ("notebooks", "release", "source"):
         shutil.copytree(REPO / folder, course / folder, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
+    for student, maker in GRADED_CLASS.items():  # a small class, graded by ours into the copy's gradebook
+        submissions.write_submission(course / "submitted", student, "01_floats", maker("01_floats"))
+    graded = subprocess.run([sys.executable, "-m", "autograder.grade", "--assignment", "01_floats", "--limit",
+                             "cell_seconds=30"], cwd=course, capture_output=True, text=True, timeout=300)
+    assert graded.returncode == 0, graded.stdout + graded.stderr
     scratch = tmp_path_factory.mktemp("lab")
     for name, values in LAB_SETTINGS.items():
         (scratch / "settings" / name).parent.mkdir(parents=True, exist_ok=True)
         (scratch / "settings" / name).write_text(json.dumps(values))
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    (ARTIFACTS / "failure.png").unlink(missing_ok=True)  # from an earlier failed run
+    for old in ARTIFACTS.glob("failure*.png"):  # from an earlier failed run
+        old.unlink()
 
     started = time.monotonic()
     lab = start_lab(scratch, root=course)
@@ -97,6 +113,16 @@ def browser_page(tmp_path_factory):
     finally:
         stop(lab.process)
         print(f"\nbrowser session: {time.monotonic() - started:.1f} s; screenshots in {ARTIFACTS}")
+
+
+@contextlib.contextmanager
+def screenshot_on_failure(page, name: str):
+    """Keep a screenshot of what the page showed when the test failed, in ARTIFACTS/`name`."""
+    try:
+        yield
+    except BaseException:
+        page.screenshot(path=str(ARTIFACTS / name))
+        raise
 
 
 def wait_for_idle_kernel(page, timeout_s: float = 90) -> None:
@@ -163,11 +189,33 @@ def run_cell(page, index: int, timeout_s: float = 60) -> None:
 
 def test_student_session_in_jupyterlab(browser_page):
     lab, page = browser_page
-    try:
+    with screenshot_on_failure(page, "failure.png"):
         student_session(lab, page)
-    except BaseException:
-        page.screenshot(path=str(ARTIFACTS / "failure.png"))  # what the page showed when the test failed
-        raise
+
+
+def test_formgrader_lists_the_assignments_and_the_class_grades(browser_page):
+    lab, page = browser_page
+    with screenshot_on_failure(page, "failure-formgrader.png"):
+        formgrader_session(lab, page)
+
+
+def formgrader_session(lab, page) -> None:
+    """Formgrader (nbgrader's instructor pages, served by `make lab`): Manage Assignments lists the ten, and the
+    submissions of 01_floats show the scores our grader recorded in the gradebook."""
+    page.goto(lab.url("/formgrader"))
+    names = page.locator("td.name")
+    page.wait_for_function("() => document.querySelectorAll('td.name a').length >= 9")
+    assert sorted(t.strip() for t in names.all_inner_texts()) == assignments()
+    page.screenshot(path=str(ARTIFACTS / "5_formgrader_assignments.png"))
+    page.goto(lab.url("/formgrader/manage_submissions/01_floats"))
+    page.wait_for_function("() => document.querySelectorAll('td.student-id').length >= 3")
+    scores = dict(zip((t.strip() for t in page.locator("td.student-id").all_inner_texts()),
+                      (t.strip() for t in page.locator("td.score").all_inner_texts())))
+    points = sum(submissions.task_points("01_floats"))
+    assert scores["ada"] == f"{points:g} / {points:g}" and scores["cy"] == f"0 / {points:g}", scores
+    assert 0 < float(scores["ben"].split(" / ")[0]) < points, scores
+    page.screenshot(path=str(ARTIFACTS / "6_formgrader_grades.png"))
+    print(f"\nformgrader: {len(assignments())} assignments; 01_floats scores {scores}")
 
 
 def student_session(lab, page) -> None:
@@ -181,13 +229,16 @@ def student_session(lab, page) -> None:
     # JupyterLab turns a relative link into <base>/files/<path>?_xsrf=... and opens it in a tab when clicked.
     hrefs = page.eval_on_selector_all(f"{current(page)} .jp-RenderedMarkdown a", "links => links.map(a => a.href)")
     links = [m.group(1) for h in hrefs if (m := re.search(r"/files/([^?#]+\.ipynb)", h))]
-    assert [h for h in links if h.startswith("notebooks/")] == sorted(f"notebooks/{p.name}" for p in (REPO / "notebooks").glob("*.ipynb"))
-    assert len([h for h in links if h.startswith("release/")]) == 9
+    # Every lecture and every exercise is linked (the opening questions also link into lectures 5 and 7).
+    assert sorted({h for h in links if h.startswith("notebooks/")}) == sorted(f"notebooks/{p.name}" for p in (REPO / "notebooks").glob("*.ipynb"))
+    assert len({h for h in links if h.startswith("release/")}) == len(assignments())
     assert page.locator(f"{current(page)} .jp-OutputArea-output", has_text=re.compile("CPU only|CUDA GPU|MPS")).count()
     page.screenshot(path=str(ARTIFACTS / "1_landing_page.png"))
     wait_for_idle_kernel(page)
-    run_cell(page, 1)                       # the progress check, on the course as released: nothing attempted
-    progress = code_cell(page, 1).locator(".jp-OutputArea-output").inner_text()
+    landing_code = [c for c in json.loads((REPO / "index.ipynb").read_text())["cells"] if c["cell_type"] == "code"]
+    check = next(i for i, c in enumerate(landing_code) if "progress_check" in "".join(c["source"]))
+    run_cell(page, check)                   # the progress check, on the course as released: nothing attempted
+    progress = code_cell(page, check).locator(".jp-OutputArea-output").inner_text()
     assert "not attempted" in progress and "0 tasks passed, 0 failed" in progress, progress
 
     # 2. A lecture, from the landing page's link: clear the stored outputs, Run > Run All Cells, and check that
@@ -244,3 +295,42 @@ def student_session(lab, page) -> None:
     page.screenshot(path=str(ARTIFACTS / "4_exercise_task3_passes.png"))
 
     assert digest(watched) == before, "the browser session changed a file of the repository"
+
+
+CALCULATOR_LECTURE = "notebooks/10_accounting_a_training_run.ipynb"
+
+
+def test_the_planning_calculator_follows_its_controls(browser_page):
+    """Lecture 10's calculator in the browser: it opens on lecture 2's first question (about 144 days); typing 2048
+    GPUs halves the days, and ticking the three sharding boxes makes the memory per GPU fit."""
+    lab, page = browser_page
+    with screenshot_on_failure(page, "failure-calculator.png"):
+        calculator_session(lab, page)
+
+
+def calculator_session(lab, page) -> None:
+    code = [c for c in json.loads((REPO / CALCULATOR_LECTURE).read_text())["cells"] if c["cell_type"] == "code"]
+    calculator = next(i for i, c in enumerate(code) if "show_calculator(" in "".join(c["source"]))
+    page.goto(lab.url(f"/lab/tree/{CALCULATOR_LECTURE}"))    # the page may be on Formgrader now
+    page.locator(CURRENT_TAB, has_text=Path(CALCULATOR_LECTURE).name).wait_for()
+    page.locator(f"{current(page)} .jp-Notebook").wait_for()
+    wait_for_idle_kernel(page)
+    menu(page, "Edit", "Clear Outputs of All Cells")    # stored prompts would look like fresh ones: [1]
+    run_cell(page, 0)                                    # the imports
+    run_cell(page, calculator)
+    answer = page.locator(f"{current(page)} .course-plan-answer")
+    answer.wait_for()
+    assert "143.9 days" in answer.inner_text() and "does NOT fit" in answer.inner_text()
+    gpus = page.locator(f"{current(page)} .widget-inline-hbox", has_text="number of GPUs").locator("input")
+    gpus.fill("2048")
+    gpus.press("Enter")
+    page.wait_for_function(f"() => document.querySelector('{current(page)} .course-plan-answer')"
+                           ".textContent.includes('72.0 days')")
+    for box in ("shard optimizer state", "shard gradients", "shard parameters"):
+        page.locator(f"{current(page)} .widget-checkbox", has_text=box).locator("input").check()
+    page.wait_for_function(f"() => /: fits/.test(document.querySelector('{current(page)} .course-plan-answer')"
+                           ".textContent)")
+    wait_for_idle_kernel(page)                           # the bar plot has caught up with the last change
+    answer.scroll_into_view_if_needed()
+    page.screenshot(path=str(ARTIFACTS / "7_planning_calculator.png"))
+    print(f"\ncalculator: {answer.inner_text()}")

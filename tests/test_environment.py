@@ -34,3 +34,41 @@ def test_ci_runs_exactly_the_readme_test_command():
     ci = (REPO / ".ci" / "run").read_text()
     assert ci.strip().splitlines()[-1] == "make test"
     assert "make test" in (REPO / "README.md").read_text()
+
+
+def install_env():
+    """scripts/install_env.py as a module (it is a script, not part of the installed package)."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("install_env", REPO / "scripts" / "install_env.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_torch_build_suits_the_machine(monkeypatch):
+    env = install_env()
+    for driver, system, mode, build in [(False, "Linux", "auto", "cpu"), (True, "Linux", "auto", "default"),
+                                        (False, "Darwin", "auto", "default"), (False, "Windows", "auto", "default"),
+                                        (True, "Linux", "cpu", "cpu"), (False, "Linux", "cuda", "default"),
+                                        (False, "Darwin", "cpu", "default"), (True, "Linux", "system", "system")]:
+        monkeypatch.setattr(env, "has_nvidia_driver", lambda: driver)
+        assert env.torch_build(mode, system) == build, (driver, system, mode)
+
+
+def test_the_cpu_index_is_used_when_it_answers_and_skipped_with_a_message_when_not(capsys):
+    env = install_env()
+    reached = env.install_commands(REPO, "cpu", ["test"], None, lambda url: True)
+    assert reached[0][-3:] == ["torch==2.13.0", "--index-url", env.CPU_INDEX]
+    assert reached[1][-1] == f"{REPO}[test]"
+    offline = env.install_commands(REPO, "cpu", [], None, lambda url: False)
+    assert len(offline) == 1 and offline[0][-1] == str(REPO)
+    assert "cannot be reached" in capsys.readouterr().out
+    cuda = env.install_commands(REPO, "default", [], "https://download.pytorch.org/whl/cu126", lambda url: True)
+    assert cuda[0][-1] == "https://download.pytorch.org/whl/cu126"
+    assert len(env.install_commands(REPO, "default", [], None, lambda url: True)) == 1  # PyPI's own build
+
+
+def test_both_makefiles_install_through_the_script():
+    for makefile in (REPO / "Makefile", REPO / "autograder" / "student" / "Makefile"):
+        text = makefile.read_text()
+        assert "scripts/install_env.py --torch $(TORCH)" in text and "VENV   ?= .venv" in text

@@ -1,20 +1,21 @@
-"""utils.floats against torch, the oracle: every bit pattern decodes to what torch stores, limits match finfo."""
+"""The floats references against torch, the oracle: every bit pattern decodes to what torch stores, limits match
+finfo, cast outcomes describe torch's casts. reference.floats is the instructor's (any widths); utils.floats asks
+torch."""
 import math
 
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from utils.floats import (BF16, FORMATS, FP8_E4M3, FP8_E5M2, FP16, FP32, FloatFormat, bits_of, cast_outcome,
-                          decode_bits, format_limits, positive_values, round_to_format, split_bits)
-
-SIGNED_INT = {8: torch.int8, 16: torch.int16, 32: torch.int32}
+from reference.floats import cast_outcome, decode_bits, format_limits, round_to_format, split_bits
+from utils.floats import (BF16, FORMATS, FP8_E4M3, FP8_E5M2, FP16, FP32, FloatFormat, bits_of, from_bits,
+                          positive_values)
+from utils.floats import format_limits as torch_limits
 
 
 def torch_decode(bits: int, fmt: FloatFormat) -> float:
-    """What torch reads from the same bits (reinterpreted through a signed integer of the same width)."""
-    signed = bits - (1 << fmt.total_bits) if bits >= 1 << (fmt.total_bits - 1) else bits
-    return torch.tensor([signed], dtype=SIGNED_INT[fmt.total_bits]).view(fmt.dtype).item()
+    """utils.floats.from_bits: what torch reads from the same bits."""
+    return from_bits(bits, fmt)
 
 
 def same_float(a: float, b: float) -> bool:
@@ -50,6 +51,27 @@ def test_limits_agree_with_torch_finfo():
         limits, info = format_limits(fmt), torch.finfo(fmt.dtype)
         assert (limits.max, limits.smallest_normal, limits.eps) == (info.max, info.smallest_normal, info.eps)
         assert limits.smallest_subnormal == torch_decode(1, fmt)  # finfo has no smallest subnormal field
+        assert torch_limits(fmt) == limits  # what the lecture reads off torch
+
+
+def test_from_bits_is_torchs_reading_of_the_signed_bits():
+    signed = {8: torch.int8, 16: torch.int16, 32: torch.int32}
+    for fmt in FORMATS:
+        for bits in (0, 1, 1 << (fmt.total_bits - 1), (1 << fmt.total_bits) - 1, bits_of(-1.5, fmt)):
+            as_signed = bits - (1 << fmt.total_bits) if bits >> (fmt.total_bits - 1) else bits
+            expected = torch.tensor([as_signed], dtype=signed[fmt.total_bits]).view(fmt.dtype).item()
+            assert same_float(from_bits(bits, fmt), expected), (fmt.name, hex(bits))
+    assert from_bits(0x3E200000, FP32) == 0.15625 and math.copysign(1, from_bits(0x8000, FP16)) == -1
+
+
+def test_torch_helpers_refuse_formats_torch_does_not_have():
+    made_up = FloatFormat("E3M2", 3, 2)
+    for helper in (torch_limits, positive_values):
+        try:
+            helper(made_up)
+        except ValueError:
+            continue
+        raise AssertionError(f"{helper.__name__} answered for a format torch does not have")
 
 
 def test_fp8_maxima_and_underflow_figures_from_the_course():
@@ -62,6 +84,11 @@ def test_fp8_maxima_and_underflow_figures_from_the_course():
 @settings(max_examples=3000, deadline=None)
 def test_round_to_format_matches_torch_cast(value, fmt):
     expected = torch.tensor(value, dtype=torch.float64).to(fmt.dtype).item()
+    if not fmt.ieee_specials and cast_outcome(value, fmt) == "overflow":
+        # E4M3 has no inf: torch's cast saturates (CPU kernels of torch 2.13) or gives NaN (CUDA, torch 2.11's CPU)
+        assert round_to_format(value, fmt) == math.copysign(448.0, value)
+        assert math.isnan(expected) or expected == math.copysign(448.0, value)
+        return
     assert same_float(round_to_format(value, fmt), expected)
 
 
@@ -88,5 +115,6 @@ def test_cast_outcome_at_the_halfway_points_of_fp16():
 
 def test_positive_values_of_fp8_e4m3():
     values = positive_values(FP8_E4M3)
+    assert values == [v for v in (decode_bits(b, FP8_E4M3) for b in range(1, 128)) if math.isfinite(v)]
     assert len(values) == 126 and values[0] == 2.0**-9 and values[-1] == 448  # 127 positive patterns, one is nan
     assert values == sorted(values)

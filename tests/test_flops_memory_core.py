@@ -1,7 +1,8 @@
 """The core FLOP and memory formulas, checked against torch (FlopCounterMode, real optimizer state)."""
 import torch
 
-from utils.flops import count_flops, matmul_flops, mfu, training_flops
+from reference.flops_mfu import matmul_mfu, training_days
+from utils.flops import count_flops, matmul_flops
 from utils.memory import bytes_per_param, largest_model_params, optimizer_state_bytes
 from utils.units import GB
 
@@ -12,9 +13,10 @@ def test_matmul_flops_match_flop_counter():
         assert count_flops(torch.matmul, a, b) == matmul_flops(m, k, n)
 
 
-def test_training_flops_and_mfu():
-    assert training_flops(70 * 10**9, 15 * 10**12) == 63 * 10**23
-    assert mfu(989.5e12, 1.0, 989.5e12 * 2) == 0.5
+def test_training_days_and_mfu():
+    assert round(training_days(70e9, 15e12, 1024, 989.5e12, 0.5)) == 144  # 6.3e24 FLOPs at 4.38e22 FLOPs a day
+    half_peak_seconds = matmul_flops(4096, 4096, 4096) / (989.5e12 / 2)  # the time at half the H100's bf16 peak
+    assert abs(matmul_mfu(4096, 4096, 4096, half_peak_seconds, "NVIDIA H100 80GB HBM3", torch.bfloat16) - 0.5) < 1e-12
 
 
 def test_optimizer_state_bytes_match_torch():

@@ -91,3 +91,48 @@ def test_merging_shards(tmp_path):
     (tmp_path / "c" / "grades.csv").write_text((tmp_path / "a" / "grades.csv").read_text())
     with pytest.raises(SystemExit, match="both"):
         merge([tmp_path / "a", tmp_path / "c"], tmp_path / "twice")
+
+
+HIDDEN_SOURCE = {"cells": [
+    {"cell_type": "code", "source": "def check(ok, what, hint):\n    assert ok, f'{what}\\nHint: {hint}'",
+     "metadata": {"nbgrader": {"grade_id": "setup", "locked": True}}},
+    {"cell_type": "code", "source": "def f(x):\n    return 2 * x", "metadata": {"nbgrader": {"grade_id": "f", "solution": True}}},
+    {"cell_type": "code", "source": "check(f(1) == 2, 'f(1): expected 2', 'double it')\n### BEGIN HIDDEN TESTS\n"
+                                    "check(f(-7) == -14, 'f(-7): expected -14, got ' + repr(f(-7)), 'negative numbers too')\n"
+                                    "### END HIDDEN TESTS\n",
+     "metadata": {"nbgrader": {"grade_id": "test_f", "grade": True, "points": 2}}},
+]}
+
+
+@pytest.mark.parametrize("answer, failed_where", [("def f(x):\n    return 2 * abs(x)", "hidden"),
+                                                   ("def f(x):\n    return 3 * x", "visible"),
+                                                   ("def f(x):\n    return 2 * x if x > 0 else int('no')", "hidden")])
+def test_feedback_gives_a_failed_hidden_check_only_its_hint(tmp_path, answer, failed_where):
+    """With feedback = "hints" (the default), a student reads that a hidden check failed and its hint, never the
+    hidden case's input or expected value; a failed visible check shows everything; "full" shows everything."""
+    from autograder.feedback import for_students
+    from autograder.runner import run_plan
+    plan = make_plan("nb", HIDDEN_SOURCE, submitted(
+        ("", {"grade_id": "setup"}), (answer, {"grade_id": "f", "solution": True}), ("", {"grade_id": "test_f"})))
+    limits = sandbox.load_limits()
+    results = run_plan(plan, limits, tmp_path, readable_paths(REPO_ROOT, [tmp_path]))
+    test, result = plan.cells[-1], results[-1]
+    assert not result["ok"]
+    shown = for_students(test, result, "hints")
+    if failed_where == "visible":
+        assert shown == result and "f(1): expected 2" in shown["error"]
+        return
+    assert "-7" not in shown["error"] and "-14" not in shown["error"] and "'no'" not in shown["error"]
+    assert "hidden test" in shown["error"] and shown["error_full"] == result["error"]
+    if "abs" in answer:
+        assert shown["error"].endswith("Hint: negative numbers too") and "-14" in result["error"]
+    else:
+        assert shown["error"].startswith("ValueError: your code raised ValueError in a hidden test")
+    assert for_students(test, result, "full") == result
+
+
+def test_feedback_detail_is_a_limit():
+    assert sandbox.load_limits().feedback == "hints"
+    assert sandbox.load_limits(overrides=["feedback=full"]).feedback == "full"
+    with pytest.raises(ValueError, match="hints"):
+        sandbox.load_limits(overrides=["feedback=everything"])

@@ -65,17 +65,17 @@ def test_monkeypatched_torch_comparisons_do_not_help(monkeypatch):
 
 def test_forbidden_catches_calls_and_imported_aliases():
     def calls_helper(bits):
-        return utils.floats.decode_bits(bits, utils.floats.FP16)
+        return utils.floats.from_bits(bits, utils.floats.FP16)
 
-    targets = {"utils.floats.decode_bits": (utils.floats, "decode_bits")}
-    with pytest.raises(AssertionError, match="called utils.floats.decode_bits"):
+    targets = {"utils.floats.from_bits": (utils.floats, "from_bits")}
+    with pytest.raises(AssertionError, match="called utils.floats.from_bits"):
         with forbidden(calls_helper, targets, "decode"):
             calls_helper(1)
-    assert utils.floats.decode_bits(0x3C00, utils.floats.FP16) == 1.0  # restored afterwards
+    assert utils.floats.from_bits(0x3C00, utils.floats.FP16) == 1.0  # restored afterwards
 
-    namespace = {"helper": utils.floats.decode_bits}
+    namespace = {"helper": utils.floats.from_bits}
     exec("def aliased(bits):\n    return helper(bits, None)", namespace)
-    with pytest.raises(AssertionError, match="uses utils.floats.decode_bits"):
+    with pytest.raises(AssertionError, match="uses utils.floats.from_bits"):
         with forbidden(namespace["aliased"], targets, "decode"):
             pass
 
@@ -92,3 +92,41 @@ def test_forbidden_leaves_classes_exactly_as_they_were():
             solution(torch.zeros(2, 3))
     assert dict(torch.Tensor.__dict__) == before
     assert torch.zeros(2, 3).stride() == (3, 1)
+
+
+def test_rounding_bound_accepts_every_order_and_rejects_wrong_answers():
+    """Dot products in bf16: summed term by term in bf16 (the worst order), scaled before or after, or computed in
+    float32 and rounded once, all pass; a missing scale, a wrong dtype, nan and inf fail."""
+    from utils.grading import check_within_rounding_bound
+
+    generator = torch.Generator().manual_seed(0)
+    q, k = torch.randn(50, 8, generator=generator).bfloat16(), torch.randn(40, 8, generator=generator).bfloat16()
+    exact = q.double() @ k.double().T / math.sqrt(8)
+    magnitude = q.double().abs() @ k.double().abs().T / math.sqrt(8)
+    like = q @ k.T / math.sqrt(8)
+    term_by_term = torch.zeros(50, 40, dtype=torch.bfloat16)
+    for d in range(8):
+        term_by_term = term_by_term + q[:, None, d] * k[None, :, d]
+    correct = [like, (q / math.sqrt(8)) @ k.T, (q.float() @ k.float().T / math.sqrt(8)).bfloat16(), term_by_term / math.sqrt(8)]
+    for value in correct:
+        check_within_rounding_bound(value, like, exact, magnitude, 9, "scores")
+    for wrong, message in [(q @ k.T, "away from the float64 result"), (like.float(), "dtype"),
+                           (like.clone().fill_(math.nan), "away|values differ"),
+                           (like.clone().fill_(math.inf), "away|values differ")]:
+        with pytest.raises(AssertionError, match=message):
+            check_within_rounding_bound(wrong, like, exact, magnitude, 9, "scores")
+
+
+def test_earlier_tasks_done_right_swaps_in_correct_helpers_and_puts_them_back():
+    from utils.grading import earlier_tasks_done_right
+    namespace = {}
+    exec("def count(n):\n    return n + 1  # wrong\n\ndef doubled(n):\n    return 2 * count(n)\n", namespace)
+    doubled = namespace["doubled"]
+    assert doubled(3) == 8
+    with earlier_tasks_done_right(doubled, {"count": lambda n: n, "absent": len}):
+        assert doubled(3) == 6
+        assert "absent" not in namespace
+    assert doubled(3) == 8
+    with pytest.raises(ZeroDivisionError), earlier_tasks_done_right(doubled, {"count": lambda n: n / 0}):
+        doubled(1)
+    assert doubled(3) == 8

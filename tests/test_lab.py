@@ -1,9 +1,11 @@
-"""The README's main command serves JupyterLab on the course, with the course kernel available."""
+"""The README's main command serves JupyterLab on the course, with the course kernel and nbgrader's Formgrader."""
 import json
+import shutil
 import urllib.error
 import urllib.request
 
-from tests.lab_server import get, start_lab, stop
+from autograder.course import assignments
+from tests.lab_server import REPO, get, start_lab, stop
 
 
 class NoRedirect(urllib.request.HTTPRedirectHandler):
@@ -11,8 +13,19 @@ class NoRedirect(urllib.request.HTTPRedirectHandler):
         return None
 
 
-def test_make_lab_serves_lab_and_lists_the_course_kernel(tmp_path):
-    lab = start_lab(tmp_path)
+def course_copy(root):
+    """A scratch copy of the course as `make lab` serves it (so that Formgrader's gradebook is made there)."""
+    root.mkdir(parents=True)
+    shutil.copy2(REPO / "index.ipynb", root / "index.ipynb")
+    shutil.copy2(REPO / "nbgrader_config.py", root / "nbgrader_config.py")
+    for folder in ("notebooks", "release", "source"):
+        shutil.copytree(REPO / folder, root / folder, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
+    return root
+
+
+def test_make_lab_serves_lab_the_course_kernel_and_formgrader(tmp_path):
+    course = course_copy(tmp_path / "course")
+    lab = start_lab(tmp_path / "lab", root=course)
     try:
         status, page = get(lab.url("/lab"))
         assert status == 200 and b"JupyterLab" in page
@@ -32,5 +45,11 @@ def test_make_lab_serves_lab_and_lists_the_course_kernel(tmp_path):
             assert redirect.headers["Location"].split("?")[0].endswith("/lab/tree/index.ipynb")
         status, body = get(lab.url("/api/contents/index.ipynb"))
         assert json.loads(body)["type"] == "notebook"
+        # Formgrader finds the course's nbgrader_config.py and the environment's `alembic` (it makes the gradebook).
+        status, body = get(lab.url("/formgrader/api/assignments"))
+        assert status == 200, body
+        assert sorted(a["name"] for a in json.loads(body)) == assignments()
+        assert (course / "gradebook.db").is_file()
     finally:
         stop(lab.process)
+    assert b"No nbgrader_config.py file found" not in lab.log.read_bytes()

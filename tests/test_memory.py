@@ -1,10 +1,12 @@
-"""Training-memory predictions in utils.memory against the tensors torch really holds."""
+"""Training-memory predictions in utils.memory against the tensors torch really holds, and exercise 7's references
+for tasks 4 and 5 (reference.models_optimizers)."""
 import pytest
 import torch
 from hypothesis import given, settings, strategies as st
 
-from utils.memory import (OPTIMIZER_STATE_TENSORS, MemoryBreakdown, bytes_per_param, deep_linear_activation_bytes,
-                          largest_model_on_cluster, largest_model_params, measured_memory, optimizer_state_bytes,
+from reference.models_optimizers import largest_model, state_bytes
+from utils.memory import (OPTIMIZER_STATE_TENSORS, STATE_NAMES, MemoryBreakdown, bytes_per_param,
+                          deep_linear_activation_bytes, largest_model_params, measured_memory, optimizer_state_bytes,
                           optimizer_state_tensor_bytes, saved_tensor_bytes, tiny_lm_activation_bytes, training_memory)
 from utils.models import DeepLinear, TinyLM, count_params
 from utils.units import GB
@@ -20,7 +22,7 @@ TORCH_OPTIMIZERS = {
 
 
 def test_every_optimizer_name_has_a_torch_optimizer_here():
-    assert set(TORCH_OPTIMIZERS) == set(OPTIMIZER_STATE_TENSORS)
+    assert set(TORCH_OPTIMIZERS) == set(OPTIMIZER_STATE_TENSORS) == set(STATE_NAMES)
 
 
 @pytest.mark.parametrize("name", TORCH_OPTIMIZERS)
@@ -35,7 +37,7 @@ def test_prediction_equals_measurement_after_a_step(name, dtype):
     model(x).square().mean().backward()
     optimizer.step()
     predicted = training_memory(model, name, activations)
-    measured = measured_memory(model, optimizer, activations)
+    measured = measured_memory(model, optimizer, name, activations)
     assert predicted == measured
     assert measured.params == count_params(model) * dtype.itemsize
     assert measured.total == measured.params * (2 + OPTIMIZER_STATE_TENSORS[name]) + activations
@@ -86,14 +88,19 @@ def test_saved_tensor_bytes_counts_shared_storage_once_and_skips_excluded():
     assert saved_tensor_bytes(lambda: (x[:2] @ w + x[1:] @ w).sum(), [w]) == 3 * 5 * 4  # two views of x
 
 
-def test_state_tensor_bytes_skips_step_counters_and_counts_amsgrad():
+def test_state_bytes_reference_skips_step_counters_and_counts_amsgrad():
     p = torch.nn.Parameter(torch.randn(10, 3))
     optimizer = torch.optim.Adam([p], amsgrad=True)
-    assert optimizer_state_tensor_bytes(optimizer) == 0
+    assert state_bytes(optimizer) == 0
     p.grad = torch.ones_like(p)
     optimizer.step()
-    assert optimizer_state_tensor_bytes(optimizer) == 3 * 30 * 4
+    assert state_bytes(optimizer) == 3 * 30 * 4
     assert optimizer.state[p]["step"].dim() == 0
+
+
+def test_state_bytes_reference_counts_state_made_in_the_constructor_in_any_dtype():
+    p = torch.nn.Parameter(torch.randn(4, 5, dtype=torch.float64))
+    assert state_bytes(torch.optim.Adagrad([p])) == 20 * 8       # 'sum' exists before any step
 
 
 @pytest.mark.parametrize("name", TORCH_OPTIMIZERS)
@@ -102,7 +109,9 @@ def test_optimizer_state_bytes_formula_matches_torch(name):
     optimizer = TORCH_OPTIMIZERS[name](model.parameters())
     model(torch.randn(2, 33)).sum().backward()
     optimizer.step()
-    assert optimizer_state_tensor_bytes(optimizer) == optimizer_state_bytes(count_params(model), name)
+    assert set(optimizer.state[model.weight]) - {"step"} == set(STATE_NAMES[name])
+    assert optimizer_state_tensor_bytes(optimizer, name) == optimizer_state_bytes(count_params(model), name)
+    assert state_bytes(optimizer) == optimizer_state_bytes(count_params(model), name)
 
 
 def test_what_fits_on_h100s():
@@ -113,12 +122,12 @@ def test_what_fits_on_h100s():
     assert largest_model_params(80 * GB, bytes_per_param("adamw")) == 5 * 10**9
 
 
-def test_cluster_examples():
-    assert largest_model_on_cluster(8, 80 * GB, "adamw") == 40 * 10**9
-    assert largest_model_on_cluster(8, 80 * GB, "adamw", torch.bfloat16, master_weights=True) == 40 * 10**9
-    assert largest_model_on_cluster(1, 80 * GB, "adamw", torch.bfloat16) == 80 * GB // 12   # 2 + 2 + 8 bytes
-    assert largest_model_on_cluster(1, 80 * GB, "sgd", reserved_bytes_per_gpu=16 * GB) == 8 * 10**9
-    assert largest_model_on_cluster(4, 24 * GB, "adagrad", reserved_bytes_per_gpu=30 * GB) == 0
+def test_cluster_reference_examples():
+    assert largest_model(8, 80 * GB, "adamw") == 40 * 10**9
+    assert largest_model(8, 80 * GB, "adamw", torch.bfloat16, master_weights=True) == 40 * 10**9
+    assert largest_model(1, 80 * GB, "adamw", torch.bfloat16) == 80 * GB // 12   # 2 + 2 + 8 bytes
+    assert largest_model(1, 80 * GB, "sgd", reserved_bytes_per_gpu=16 * GB) == 8 * 10**9
+    assert largest_model(4, 24 * GB, "adagrad", reserved_bytes_per_gpu=30 * GB) == 0
 
 
 @settings(max_examples=200, deadline=None)
@@ -126,7 +135,7 @@ def test_cluster_examples():
        optimizer=st.sampled_from(sorted(OPTIMIZER_STATE_TENSORS)),
        dtype=st.sampled_from([torch.float32, torch.bfloat16, torch.float64]), master=st.booleans())
 def test_cluster_answer_is_the_largest_that_fits(gpus, per_gpu, reserved, optimizer, dtype, master):
-    params = largest_model_on_cluster(gpus, per_gpu, optimizer, dtype, master, reserved)
+    params = largest_model(gpus, per_gpu, optimizer, dtype, master, reserved)
     per_param = 2 * dtype.itemsize + 4 * master + 4 * OPTIMIZER_STATE_TENSORS[optimizer]
     usable = gpus * max(per_gpu - reserved, 0)
     assert type(params) is int and params * per_param <= usable < (params + 1) * per_param

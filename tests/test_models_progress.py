@@ -26,8 +26,23 @@ def test_tiny_lm_shapes():
     assert logits.shape == (2, 7, 11)
 
 
-def test_progress_writes_to_stdout_only():
+def test_progress_outside_a_notebook_or_terminal_draws_nothing():
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         assert list(progress(range(3), "steps")) == [0, 1, 2]
-    assert "steps" in out.getvalue() and err.getvalue() == ""
+    assert out.getvalue() == "" and err.getvalue() == ""
+
+
+def test_progress_leaves_no_bar_in_a_stored_notebook(tmp_path):
+    """In a kernel the line updates in place and is blanked at the end: the stored cell shows only the results."""
+    import json
+
+    import nbformat
+    from nbclient import NotebookClient
+    code = ("import time\nfrom utils.progress import progress\n"
+            "for step in progress(range(4), 'steps'):\n    time.sleep(0.3)\nprint('done')")
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(code)])
+    NotebookClient(notebook, timeout=120, kernel_name="cs336-primitives",
+                   resources={"metadata": {"path": str(tmp_path)}}).execute()
+    outputs = notebook.cells[0].outputs
+    assert "steps" not in json.dumps(outputs) and any(o.get("text") == "done\n" for o in outputs)

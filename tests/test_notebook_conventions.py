@@ -43,4 +43,29 @@ def test_lecture_has_a_plot_and_points_to_its_exercise(path):
     outputs = [o for c in cells(path) if c["cell_type"] == "code" for o in c.get("outputs", [])]
     assert any("image/png" in o.get("data", {}) for o in outputs)
     topic = path.stem
-    assert f"source/{topic}" in "".join("".join(c["source"]) for c in cells(path) if c["cell_type"] == "markdown")
+    assert f"release/{topic}" in "".join("".join(c["source"]) for c in cells(path) if c["cell_type"] == "markdown")
+
+
+GPU_LECTURES = [p for p in sorted(REPO.glob("notebooks/*.ipynb")) if "gpu_figures" in json.loads(p.read_text())["metadata"]]
+
+
+def test_the_gpu_lectures_store_gpu_figures():
+    assert {p.stem for p in GPU_LECTURES} >= {"02_tensors_on_gpu", "05_flops_mfu", "07_models_optimizers",
+                                              "09_mixed_precision"}
+
+
+@pytest.mark.parametrize("path", GPU_LECTURES, ids=lambda p: p.name)
+def test_gpu_figures_come_from_the_gpu_the_notebook_names(path):
+    """A lecture whose stored figures were measured on a GPU says which and when, and no CPU re-run replaced them
+    (scripts/execute_notebooks.py keeps them; plain nbconvert would not)."""
+    notebook = json.loads(path.read_text())
+    meta = notebook["metadata"]["gpu_figures"]
+    note = "".join("".join(c["source"]) for c in notebook["cells"] if c["cell_type"] == "markdown")
+    assert meta["device"] in note and meta["date"] in note and meta["torch"] in note
+    figures = [c for c in notebook["cells"] if "gpu-figure" in c.get("metadata", {}).get("tags", [])]
+    assert figures and figures[0] is notebook["cells"][1], "the device line is the first GPU figure"
+    for cell in figures:
+        text = json.dumps(cell.get("outputs", []))
+        assert "Skipped" not in text and "CPU only" not in text, f"cell {cell.get('id')} holds a CPU run's output"
+        assert "nbval-ignore-output" in cell["metadata"]["tags"], "a GPU figure cannot be compared on a CPU"
+    assert meta["device"] in json.dumps(figures[0]["outputs"])

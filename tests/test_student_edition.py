@@ -77,7 +77,8 @@ def test_the_build_refuses_to_ship_a_leak(tmp_path, monkeypatch):
     monkeypatch.setattr(student_edition, "REPO", tmp_path / "repo")
     (tmp_path / "repo" / "release" / "a").mkdir(parents=True)
     (tmp_path / "repo" / "release" / "a" / "a.ipynb").write_text('{"cells": [], "x": "### BEGIN SOLUTION"}')
-    for name in ("index.ipynb", "environment.yml"):
+    for name in ("index.ipynb", "environment.yml", "scripts/install_env.py"):
+        (tmp_path / "repo" / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / "repo" / name).write_text("{}")
     for name in ("notebooks", "utils"):
         (tmp_path / "repo" / name).mkdir()

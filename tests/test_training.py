@@ -1,4 +1,5 @@
-"""utils.training against numpy's and torch's own behaviour: token files, batches, seeds, the loop, exact resume."""
+"""Exercise 8's references (reference.training_loop) and the lecture's utils.training against numpy's and torch's own
+behaviour: token files, batches, seeds, the loop with gradient accumulation, exact resume."""
 import copy
 import io
 import math
@@ -12,9 +13,13 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import utils.training as lecture
+from reference.training_loop import (get_batch, load_checkpoint, restore_rng_state, rng_state, save_checkpoint,
+                                     seed_everything, train)
 from utils.models import TinyLM, count_params
-from utils.training import (TOKEN_DTYPE, get_batch, load_checkpoint, markov_tokens, open_tokens, restore_rng_state,
-                            rng_state, save_checkpoint, seed_everything, train, write_tokens)
+from utils.training import TOKEN_DTYPE, Batches, markov_tokens, open_tokens, write_tokens
+
+SAMPLERS = {"reference": get_batch, "lecture": lecture.get_batch}
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -101,15 +106,16 @@ def test_np_load_cannot_read_a_raw_token_file(tmp_path):
 
 # ---------------------------------------------------------------- get_batch
 
+@pytest.mark.parametrize("sampler", SAMPLERS)
 @given(st.integers(min_value=2, max_value=400), st.integers(min_value=1, max_value=12), st.data())
-@settings(max_examples=150, deadline=None)
-def test_get_batch_returns_windows_and_shifted_targets(length, batch_size, draw):
+@settings(max_examples=100, deadline=None)
+def test_get_batch_returns_windows_and_shifted_targets(sampler, length, batch_size, draw):
     context_length = draw.draw(st.integers(min_value=1, max_value=length - 1))
     seed = draw.draw(st.integers(min_value=0, max_value=2**32))
     data = (np.arange(length) * 31 % 1000).astype(np.uint16)
     generator, twin = torch.Generator().manual_seed(seed), torch.Generator().manual_seed(seed)
     before = global_states()
-    inputs, targets = get_batch(data, batch_size, context_length, "cpu", generator)
+    inputs, targets = SAMPLERS[sampler](data, batch_size, context_length, "cpu", generator)
 
     starts = torch.randint(0, length - context_length, (batch_size,), generator=twin)  # what torch draws
     as_tensor = torch.from_numpy(data.astype(np.int64))
@@ -123,7 +129,9 @@ def test_get_batch_returns_windows_and_shifted_targets(length, batch_size, draw)
     assert global_states() == before  # ... and none on a global one
 
 
-def test_get_batch_is_repeatable_per_generator_and_takes_devices_as_strings_or_objects():
+@pytest.mark.parametrize("sampler", SAMPLERS)
+def test_get_batch_is_repeatable_per_generator_and_takes_devices_as_strings_or_objects(sampler):
+    get_batch = SAMPLERS[sampler]
     data = markov_tokens(5000, 64, 4, seed=0)
     first = get_batch(data, 8, 16, "cpu", torch.Generator().manual_seed(5))
     again = get_batch(data, 8, 16, torch.device("cpu"), torch.Generator().manual_seed(5))
@@ -133,11 +141,13 @@ def test_get_batch_is_repeatable_per_generator_and_takes_devices_as_strings_or_o
     assert first[0].device == torch.device("cpu")
 
 
-def test_get_batch_reads_only_the_windows():
+def test_get_batch_reads_only_the_windows_where_the_lectures_sampler_reads_everything():
     data = CountingTokens(np.arange(3_000_000, dtype=np.uint32) % 50_000)
     inputs, targets = get_batch(data, 16, 64, "cpu", torch.Generator().manual_seed(0))
     assert data.tokens_read == 16 * 65
     assert torch.equal(inputs[:, 1:], targets[:, :-1])
+    with pytest.raises(AssertionError, match="converted"):
+        lecture.get_batch(data, 16, 64, "cpu", torch.Generator().manual_seed(0))
 
 
 def test_get_batch_on_a_large_memmap(tmp_path):
@@ -196,6 +206,27 @@ def test_rng_state_survives_weights_only_loading_and_restores_every_generator():
     assert first[2] == again[2] and torch.equal(first[3], again[3])
 
 
+def test_the_lectures_rng_state_covers_torch_and_the_batch_generator_only():
+    generator = torch.Generator().manual_seed(9)
+    torch.manual_seed(1)
+    state = lecture.rng_state(generator)
+    buffer = io.BytesIO()
+    torch.save(state, buffer)
+    first = torch.rand(2), torch.randint(0, 100, (4,), generator=generator)
+    torch.manual_seed(2)
+    generator.manual_seed(3)
+    buffer.seek(0)
+    lecture.restore_rng_state(torch.load(buffer, weights_only=True), generator)
+    again = torch.rand(2), torch.randint(0, 100, (4,), generator=generator)
+    assert sorted(state) == ["batches", "torch"]
+    assert torch.equal(first[0], again[0]) and torch.equal(first[1], again[1])
+
+
+def test_the_name_lecture_8_still_imports_raises_instead_of_answering():
+    with pytest.raises(NotImplementedError, match="exercise 8, task 2"):
+        lecture.seed_everything(0)
+
+
 def test_numpy_state_as_numpy_returns_is_refused_by_weights_only():
     buffer = io.BytesIO()
     torch.save({"numpy": np.random.get_state()}, buffer)
@@ -229,22 +260,64 @@ def test_train_matches_a_loop_written_with_log_softmax():
     assert all(p.grad is None for p in model.parameters())  # zero_grad(set_to_none=True) after the last step
 
 
+def test_the_lectures_loop_on_the_lectures_batches_is_the_reference_loop():
+    data = markov_tokens(4000, 64, 4, seed=1)
+    torch.manual_seed(0)
+    model = TinyLM(64, 16, 32)
+    twin = copy.deepcopy(model)
+    mine = lecture.train(model, torch.optim.AdamW(model.parameters(), lr=1e-2),
+                         Batches(data, 10, 4, 8, torch.Generator().manual_seed(3)))
+    theirs = train(twin, torch.optim.AdamW(twin.parameters(), lr=1e-2), data, 10, 4, 8, torch.Generator().manual_seed(3))
+    assert mine == theirs
+    assert all(torch.equal(p, q) for p, q in zip(model.parameters(), twin.parameters()))
+
+
+def test_batches_are_drawn_only_when_the_loop_asks():
+    generator = torch.Generator().manual_seed(0)
+    batches = Batches(markov_tokens(1000, 16, 2, seed=0), 3, 2, 4, generator)
+    before = generator.get_state()
+    assert len(batches) == 3 and torch.equal(generator.get_state(), before)
+    assert len(list(batches)) == 3 and not torch.equal(generator.get_state(), before)
+
+
+@pytest.mark.parametrize("micro", [2, 3])
+def test_accumulating_micro_batches_makes_the_step_of_the_whole_batch(micro):
+    data = markov_tokens(4000, 64, 4, seed=2)
+    torch.manual_seed(0)
+    model = TinyLM(64, 16, 32).double()
+    twin = copy.deepcopy(model)
+    accumulated = train(model, torch.optim.SGD(model.parameters(), lr=0.5, momentum=0.9), data, 4, 3, 8,
+                        torch.Generator().manual_seed(1), accumulation_steps=micro)
+    whole = train(twin, torch.optim.SGD(twin.parameters(), lr=0.5, momentum=0.9), data, 4, 3 * micro, 8,
+                  torch.Generator().manual_seed(1))
+    np.testing.assert_allclose(accumulated, whole, rtol=1e-12)
+    for p, q in zip(model.parameters(), twin.parameters()):
+        torch.testing.assert_close(p, q, rtol=1e-12, atol=1e-12)
+
+
 def test_loss_falls_from_ln_vocab_towards_ln_successors():
     data = markov_tokens(2**15, 64, 4, seed=0)
-    seed_everything(0)
+    torch.manual_seed(0)
     model = TinyLM(64, 32, 128)
-    losses = train(model, torch.optim.AdamW(model.parameters(), lr=1e-2), data, 150, 16, 32, torch.Generator().manual_seed(1))
+    losses = lecture.train(model, torch.optim.AdamW(model.parameters(), lr=1e-2),
+                           Batches(data, 150, 16, 32, torch.Generator().manual_seed(1)))
     assert abs(losses[0] - math.log(64)) < 0.5
     assert np.mean(losses[-20:]) < math.log(4) + 0.2
     assert np.mean(losses[-20:]) > math.log(4) - 0.1  # nothing beats the chain's own entropy by much
 
 
-def test_train_with_a_description_draws_a_progress_bar_on_stdout(capsys):
+def test_a_progress_line_changes_nothing_about_training(capsys):
+    """train(..., description=...) shows a progress line (utils.progress: in a notebook only); the losses are the same."""
     data = markov_tokens(1000, 16, 2, seed=0)
-    model = TinyLM(16, 4, 8)
-    train(model, torch.optim.SGD(model.parameters(), lr=0.1), data, 3, 2, 4, torch.Generator(), description="steps")
+    runs = []
+    for description in (None, "steps"):
+        torch.manual_seed(0)
+        model = TinyLM(16, 4, 8)
+        runs.append(lecture.train(model, torch.optim.SGD(model.parameters(), lr=0.1),
+                                  Batches(data, 3, 2, 4, torch.Generator().manual_seed(2)), description=description))
+    assert runs[0] == runs[1]
     captured = capsys.readouterr()
-    assert "steps" in captured.out and captured.err == ""
+    assert captured.out == captured.err == ""  # outside a notebook or terminal nothing is drawn
 
 
 # ---------------------------------------------------------------- checkpoints
@@ -293,13 +366,47 @@ def test_resume_without_the_random_states_is_not_exact(tmp_path):
     assert train(model, optimizer, data, 4, 4, 8, generator) != straight[4:]
 
 
+def test_the_lectures_checkpoint_resumes_a_run_that_draws_only_from_torch(tmp_path):
+    data = markov_tokens(3000, 64, 4, seed=3)
+
+    def fresh(seed):
+        torch.manual_seed(seed)
+        model = TinyLM(64, 12, 24)
+        return model, torch.optim.AdamW(model.parameters(), lr=1e-2), torch.Generator().manual_seed(seed + 1)
+
+    model, optimizer, generator = fresh(0)
+    straight = lecture.train(model, optimizer, Batches(data, 10, 4, 8, generator))
+    model, optimizer, generator = fresh(0)
+    first = lecture.train(model, optimizer, Batches(data, 4, 4, 8, generator))
+    lecture.save_checkpoint(tmp_path / "c.pt", model, optimizer, 4, generator)
+    model, optimizer, generator = fresh(99)
+    assert lecture.load_checkpoint(tmp_path / "c.pt", model, optimizer, generator) == 4
+    assert first + lecture.train(model, optimizer, Batches(data, 6, 4, 8, generator)) == straight
+
+
+def test_the_lectures_checkpoint_misses_numpy_and_python(tmp_path):
+    data = np.arange(3000, dtype=np.uint16) * 13 % 50
+    straight, _ = run(0, 8, data)
+    seed_everything(0)
+    model = NoisyTinyLM(50)
+    optimizer, generator = torch.optim.AdamW(model.parameters(), lr=1e-2, weight_decay=0.1), torch.Generator().manual_seed(1)
+    first = train(model, optimizer, data, 4, 4, 8, generator)
+    lecture.save_checkpoint(tmp_path / "c.pt", model, optimizer, 4, generator)
+    seed_everything(77)
+    model = NoisyTinyLM(50)
+    optimizer, generator = torch.optim.AdamW(model.parameters(), lr=1e-2, weight_decay=0.1), torch.Generator()
+    lecture.load_checkpoint(tmp_path / "c.pt", model, optimizer, generator)
+    assert first == straight[:4] and train(model, optimizer, data, 4, 4, 8, generator) != straight[4:]
+
+
 def test_adamw_checkpoint_is_about_12_bytes_per_parameter(tmp_path):
     data = markov_tokens(2000, 64, 4, seed=0)
-    seed_everything(0)
-    model = TinyLM(64, 32, 128)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
-    generator = torch.Generator().manual_seed(0)
-    train(model, optimizer, data, 2, 4, 8, generator)
-    save_checkpoint(tmp_path / "c.pt", model, optimizer, 2, generator)
-    size, params = os.path.getsize(tmp_path / "c.pt"), count_params(model)
-    assert params == 14_336 and 12 * params < size < 12 * params + 64 * 1024
+    for save in (save_checkpoint, lecture.save_checkpoint):
+        seed_everything(0)
+        model = TinyLM(64, 32, 128)
+        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
+        generator = torch.Generator().manual_seed(0)
+        train(model, optimizer, data, 2, 4, 8, generator)
+        save(tmp_path / "c.pt", model, optimizer, 2, generator)
+        size, params = os.path.getsize(tmp_path / "c.pt"), count_params(model)
+        assert params == 14_336 and 12 * params < size < 12 * params + 64 * 1024

@@ -1,4 +1,5 @@
-"""utils.transfer and utils.device.pick_device against torch: allocator rounding, when `.to` copies, copy bandwidth.
+"""utils.transfer, utils.device.pick_device and exercise 2's references (reference.tensors_on_gpu) against torch:
+allocator rounding, when `.to` copies, which device a process picks, copy bandwidth.
 
 Where the real thing needs a GPU (the caching allocator, pinned memory), the test is skipped without CUDA.
 """
@@ -13,11 +14,14 @@ from hypothesis import strategies as st
 
 matplotlib.use("Agg")
 
-from utils.device import get_device, pick_device  # noqa: E402
+from reference.tensors_on_gpu import allocated_bytes, pick_device, to_copies  # noqa: E402
+from utils.device import get_device  # noqa: E402
+from utils.device import pick_device as pick_single_device  # noqa: E402
 from utils.transfer import (ALLOCATOR_BLOCK_BYTES, SMALL_ALLOCATION_BYTES, SimulatedStream,  # noqa: E402
                             allocator_bytes, check_bool, copy_bandwidth, default_caching_allocator,
                             measured_allocated_bytes, plot_allocator_rounding, plot_copy_bandwidth,
-                            predicted_allocated_bytes, to_copies)
+                            predicted_allocated_bytes)
+from utils.transfer import to_copies as torch_says_to_copies  # noqa: E402
 
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 DTYPES = [torch.float64, torch.float32, torch.float16, torch.bfloat16, torch.float8_e4m3fn, torch.int64,
@@ -49,13 +53,16 @@ def test_prediction_rounds_the_bytes_torch_stores(specs):
     """The bytes come from real tensors' storage; the rounding is applied per tensor, not to the total."""
     stored = [torch.empty(shape, dtype=dtype).untyped_storage().nbytes() for shape, dtype in specs]
     assert predicted_allocated_bytes(specs) == sum(allocator_bytes(n) for n in stored)
+    assert allocated_bytes(specs) == predicted_allocated_bytes(specs)  # the exercise's reference agrees
 
 
 def test_course_numbers():
-    assert predicted_allocated_bytes([((32, 32), torch.float32)] * 2) == 8192
-    assert predicted_allocated_bytes([((100,), torch.float32)]) == 512
-    assert predicted_allocated_bytes([((129,), torch.float32)]) == 1024
-    assert predicted_allocated_bytes([((0,), torch.float32), ((2, 0), torch.int64)]) == 0
+    for predict in (predicted_allocated_bytes, allocated_bytes):
+        assert predict([((32, 32), torch.float32)] * 2) == 8192
+        assert predict([((100,), torch.float32)]) == 512
+        assert predict([((129,), torch.float32)]) == 1024
+        assert predict([((0,), torch.float32), ((2, 0), torch.int64)]) == 0
+        assert predict([]) == 0
 
 
 def test_cpu_build_reports_zero_allocated_and_no_default_allocator():
@@ -100,6 +107,13 @@ def test_to_copies_matches_torch_on_cpu(source_dtype):
                 copied = y.data_ptr() != x.data_ptr()
                 assert copied == (y is not x)
                 assert to_copies("cpu", source_dtype, target_device, target_dtype, copy) == copied
+                assert torch_says_to_copies(x, target_device, target_dtype, copy) == copied
+
+
+def test_moving_to_another_device_copies_even_without_a_gpu():
+    x = torch.zeros(3)
+    assert torch_says_to_copies(x, "meta") and torch_says_to_copies(x, "meta", torch.float16)
+    assert not torch_says_to_copies(x) and not torch_says_to_copies(x, "cpu", torch.float32)
 
 
 def test_to_copies_device_names():
@@ -120,6 +134,8 @@ def test_to_copies_matches_torch_on_cuda():
                 x = torch.zeros(3, device=f"cuda:{current}")
                 copied = x.to(device=target_device, dtype=target_dtype, copy=copy).data_ptr() != x.data_ptr()
                 assert to_copies(f"cuda:{current}", torch.float32, target_device, target_dtype, copy, current) == copied
+                assert torch_says_to_copies(torch.zeros(3, device=f"cuda:{current}"), target_device, target_dtype,
+                                            copy) == copied
 
 
 def test_pick_device():
@@ -132,8 +148,14 @@ def test_pick_device():
             pick_device(2, False, local_rank=bad_rank)
 
 
+def test_single_process_pick_is_the_rank_0_pick():
+    for cuda_count in (0, 1, 8):
+        for mps_available in (False, True):
+            assert pick_single_device(cuda_count, mps_available) == pick_device(cuda_count, mps_available)
+
+
 def test_pick_device_agrees_with_torch_on_this_machine():
-    here = pick_device(torch.cuda.device_count(), torch.backends.mps.is_available())
+    here = pick_single_device(torch.cuda.device_count(), torch.backends.mps.is_available())
     assert torch.device(here).type == get_device().type
     torch.empty(1, device=here)  # a device torch accepts
 

@@ -98,6 +98,55 @@ def check_tensor(value: object, expected: Shaped[Tensor, "..."], what: str, hint
         _fail(what, f"values differ: {error}", hint)
 
 
+# How much further from the exact result a correct low-precision computation may land than torch's own does.
+# Rounding errors of different but equivalent operation orders are of the same size, so 10x leaves a wide margin,
+# while a wrong formula is off by far more (and the float64 cases, compared tightly, catch it anyway).
+ROUNDING_ALLOWANCE = 10
+
+
+def check_as_accurate_as_torch(value: object, torch_value: Shaped[Tensor, "..."], exact: Shaped[Tensor, "..."],
+                               what: str, hint: str | None = None) -> None:
+    """For results whose rounding depends on the order of operations (a float32 trajectory, a long sum): `value`
+    must have `torch_value`'s type, dtype, shape and device, and be as close to `exact` (the same computation in
+    float64) as torch's own result is, up to ROUNDING_ALLOWANCE times that distance plus 4 units in the last place
+    of the largest entry. The tolerance comes from the numerics of the case, not from one machine's kernels."""
+    check_tensor(value, torch_value, what, hint, atol=math.inf)
+    exact = exact.double()
+    torch_error = float((torch_value.double() - exact).abs().max()) if exact.numel() else 0.0
+    ulp = torch.finfo(torch_value.dtype).eps if torch_value.dtype.is_floating_point else 0.0
+    allowed = ROUNDING_ALLOWANCE * torch_error + 4 * ulp * (float(exact.abs().max()) if exact.numel() else 0.0)
+    error = float((value.double() - exact).abs().max()) if exact.numel() else 0.0
+    if not error <= allowed:  # also fails for nan
+        _fail(what, f"{error:.3g} away from the float64 result, but torch's own {torch_value.dtype} result is "
+                    f"{torch_error:.3g} away (allowed: {allowed:.3g})", hint)
+
+
+def check_within_rounding_bound(value: object, like: Shaped[Tensor, "..."], exact: Shaped[Tensor, "..."],
+                                magnitude: Shaped[Tensor, "..."], operations: int, what: str,
+                                hint: str | None = None) -> None:
+    """For sums of products whose order the task leaves open (a dot product, an einsum, a masked mean): `value` must
+    have `like`'s type, dtype, shape and device, and each entry must lie within `operations` x eps(dtype) x
+    `magnitude` of `exact`. `exact` is the computation in float64; `magnitude` is the same computation on the
+    absolute values of the inputs (the sum of the terms' sizes); `operations` counts the roundings along the
+    longest chain: the terms of the sum plus one per other operation (a scaling, a division).
+
+    A sum of n terms computed in any order, at any accumulation precision down to the dtype's own, is off by at
+    most about n x eps/2 x magnitude (Higham, Accuracy and Stability of Numerical Algorithms, section 3.1), so this
+    allows twice the worst case of every correct solution (in float64, where `exact` carries the same rounding,
+    the worst cases of both); a wrong formula is off by far more, and in float64 the allowance is ~1e-15 of the
+    magnitude."""
+    check_tensor(value, like, what, hint, atol=math.inf)
+    eps = torch.finfo(like.dtype).eps
+    allowed = operations * eps * magnitude.double()
+    error = (value.double() - exact.double()).abs()
+    outside = ~(error <= allowed)  # nan is outside too
+    if outside.any():
+        worst = int((error - allowed).nan_to_num(nan=math.inf).flatten().argmax())
+        _fail(what, f"{float(error.flatten()[worst]):.3g} away from the float64 result at entry {worst} (flattened), "
+                    f"but rounding {operations} operations in {like.dtype} can explain at most "
+                    f"{float(allowed.flatten()[worst]):.3g} there", hint)
+
+
 def global_names(fn: Callable) -> set[str]:
     """Every global name and attribute name the code of `fn` (and functions nested in it) refers to."""
     names: set[str] = set()
@@ -142,3 +191,19 @@ def forbidden(fn: Callable, targets: dict[str, tuple[object, str]], task: str) -
                 delattr(module, attribute)
             else:
                 setattr(module, attribute, saved[label])
+
+
+@contextlib.contextmanager
+def earlier_tasks_done_right(fn: Callable, correct: dict[str, Callable]) -> Iterator[None]:
+    """Within the block, the names in `correct` that `fn`'s module binds (a student's answers to earlier tasks, which
+    `fn` may call) are bound to correct versions instead, so a mistake in an earlier task costs its points only once.
+
+    Only names the module already binds are replaced, and all are put back afterwards, whatever happens.
+    """
+    namespace = inspect.unwrap(fn).__globals__
+    saved = {name: namespace[name] for name in correct if name in namespace}
+    try:
+        namespace.update({name: correct[name] for name in saved})
+        yield
+    finally:
+        namespace.update(saved)

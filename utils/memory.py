@@ -11,15 +11,18 @@ from typing import Callable, Iterable
 import torch
 from torch import Tensor, nn
 
-# How many tensors the size of the parameters each optimizer keeps in its state.
-OPTIMIZER_STATE_TENSORS: dict[str, int] = {
-    "sgd": 0,        # nothing
-    "momentum": 1,   # the velocity
-    "adagrad": 1,    # the sum of squared gradients
-    "rmsprop": 1,    # the running mean of squared gradients
-    "adam": 2,       # first and second moments
-    "adamw": 2,      # same as adam; weight decay needs no state
+# The per-element state tensors each torch.optim optimizer keeps for a parameter, by the names it stores them under
+# (its 0-dim `step` counters aside).
+STATE_NAMES: dict[str, tuple[str, ...]] = {
+    "sgd": (),                                # nothing
+    "momentum": ("momentum_buffer",),         # the velocity
+    "adagrad": ("sum",),                      # the sum of squared gradients
+    "rmsprop": ("square_avg",),               # the running mean of squared gradients
+    "adam": ("exp_avg", "exp_avg_sq"),        # first and second moments
+    "adamw": ("exp_avg", "exp_avg_sq"),       # same as adam; weight decay needs no state
 }
+# How many tensors the size of the parameters each optimizer keeps in its state.
+OPTIMIZER_STATE_TENSORS: dict[str, int] = {name: len(names) for name, names in STATE_NAMES.items()}
 
 
 def optimizer_state_bytes(num_params: int, optimizer: str, state_dtype: torch.dtype = torch.float32) -> int:
@@ -116,28 +119,18 @@ def saved_tensor_bytes(forward: Callable[[], Tensor], exclude: Iterable[Tensor] 
     return sum(t.untyped_storage().nbytes() for t in saved.values())
 
 
-def optimizer_state_tensor_bytes(optimizer: torch.optim.Optimizer) -> int:
-    """Bytes of the tensors in `optimizer.state` that have at least one dimension (per-element state such as
-    exp_avg). The 0-dim `step` counters are left out: a few bytes per parameter tensor, not per element."""
-    return sum(value.numel() * value.element_size()
-               for state in optimizer.state.values() for value in state.values()
-               if torch.is_tensor(value) and value.dim() > 0)
+def optimizer_state_tensor_bytes(optimizer: torch.optim.Optimizer, name: str) -> int:
+    """Bytes of the state tensors that `STATE_NAMES[name]` lists, read from `optimizer.state` (an optimizer of that
+    kind, after its first step): SGD 0, momentum, AdaGrad and RMSProp 1 x P values, Adam and AdamW 2 x P."""
+    return sum(state[key].nbytes for state in optimizer.state.values() for key in STATE_NAMES[name])
 
 
-def measured_memory(model: nn.Module, optimizer: torch.optim.Optimizer, activation_bytes: int = 0) -> MemoryBreakdown:
-    """Training memory read off the tensors that exist: the parameters, their .grad, and the optimizer's state."""
+def measured_memory(model: nn.Module, optimizer: torch.optim.Optimizer, name: str, activation_bytes: int = 0
+                    ) -> MemoryBreakdown:
+    """Training memory read off the tensors that exist: the parameters, their .grad, and the state tensors of
+    `optimizer`, an optimizer of the kind `name` (a key of STATE_NAMES)."""
     params = [p for p in model.parameters() if p.requires_grad]
     return MemoryBreakdown(params=sum(p.numel() * p.element_size() for p in params),
                            grads=sum(p.grad.numel() * p.grad.element_size() for p in params if p.grad is not None),
-                           optimizer_state=optimizer_state_tensor_bytes(optimizer),
+                           optimizer_state=optimizer_state_tensor_bytes(optimizer, name),
                            activations=activation_bytes)
-
-
-def largest_model_on_cluster(num_gpus: int, bytes_per_gpu: int, optimizer: str,
-                             param_dtype: torch.dtype = torch.float32, master_weights: bool = False,
-                             reserved_bytes_per_gpu: int = 0) -> int:
-    """Most parameters whose weights, gradients (in `param_dtype`), optional fp32 master copy and fp32 optimizer
-    state fit on `num_gpus` GPUs, split evenly across them (sharded data parallel), after setting aside
-    `reserved_bytes_per_gpu` on each for activations and workspace. 0 if the reserve takes everything."""
-    usable = num_gpus * max(bytes_per_gpu - reserved_bytes_per_gpu, 0)
-    return largest_model_params(usable, bytes_per_param(optimizer, param_dtype, master_weights=master_weights))

@@ -1,8 +1,10 @@
 """Mixed precision: compute in 16 bits, keep the weights and optimizer state in fp32, scale the loss for fp16.
 
-The recipe: a low-precision (bf16 or fp16) copy of the model does the forward and backward passes; an fp32
-"master" copy of the weights, and the optimizer state, receive the updates. fp16 also needs loss scaling:
-multiply the loss by S before backward so that small gradients stay inside fp16's range, divide by S after.
+The recipe: a low-precision (bf16 or fp16) copy of the weights does the forward and backward passes; fp32 "master"
+weights, and the optimizer state, receive the updates (`torch.autocast` does this with fp32 parameters, casting
+them for each op). fp16 also needs loss scaling: multiply the loss by S before backward so that small gradients stay
+inside fp16's range, divide by S after (`torch.amp.GradScaler`). Here: tools to show and measure it (an MLP block,
+what autograd saves, what autocast does to each op); the steps themselves are exercise 9's to write.
 """
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ from jaxtyping import Float, Shaped
 from torch import Tensor, nn
 
 from utils.models import Linear
-from utils.units import bytes_for
+from utils.retired import retired
 
 
 # ---------------------------------------------------------------- fp32 master weights
@@ -24,72 +26,7 @@ def fp32_master_copy(params: Iterable[Tensor]) -> list[nn.Parameter]:
     return [nn.Parameter(p.detach().to(torch.float32).clone()) for p in params]
 
 
-def copy_master_to_model(model_params: Sequence[Tensor], master_params: Sequence[Tensor]) -> None:
-    """Overwrite each model parameter with its master copy, rounded to the model's dtype."""
-    with torch.no_grad():
-        for param, master in zip(model_params, master_params):
-            param.copy_(master)
-
-
-def master_weight_step(model_params: Sequence[Tensor], master_params: Sequence[Tensor],
-                       optimizer: torch.optim.Optimizer) -> None:
-    """One mixed-precision optimizer step.
-
-    The gradients sit on the low-precision `model_params` (after backward). They are cast to fp32 and handed to
-    the master copies, `optimizer` (built over `master_params`, so its state is fp32 too) updates the masters,
-    the model gets the new values rounded to its dtype, and every gradient is cleared (set to None).
-    """
-    for param, master in zip(model_params, master_params):
-        master.grad = param.grad.to(torch.float32)
-    optimizer.step()
-    copy_master_to_model(model_params, master_params)
-    optimizer.zero_grad(set_to_none=True)
-    for param in model_params:
-        param.grad = None
-
-
-# ---------------------------------------------------------------- loss scaling
-
-def all_finite(tensors: Iterable[Tensor]) -> bool:
-    """True when no tensor holds an inf or a nan."""
-    return all(bool(torch.isfinite(t).all()) for t in tensors)
-
-
-def loss_scaled_step(loss: Float[Tensor, ""], model_params: Sequence[Tensor], master_params: Sequence[Tensor],
-                     optimizer: torch.optim.Optimizer, scale: float) -> bool:
-    """Backward of `loss * scale`, unscale the gradients in fp32, and step only if they are all finite.
-
-    Unscaling divides in fp32: dividing in fp16 would push the small gradients back below fp16's range.
-    On an inf or nan nothing is updated (master, model and optimizer state stay as they were). Gradients are
-    cleared either way. Returns True when the step was taken.
-    """
-    (loss * scale).backward()
-    grads = [param.grad.to(torch.float32) / scale for param in model_params]
-    stepped = all_finite(grads)
-    if stepped:
-        for master, grad in zip(master_params, grads):
-            master.grad = grad
-        optimizer.step()
-        copy_master_to_model(model_params, master_params)
-    optimizer.zero_grad(set_to_none=True)
-    for param in model_params:
-        param.grad = None
-    return stepped
-
-
-def next_loss_scale(scale: float, found_inf: bool, good_steps: int, growth_interval: int = 2000,
-                    growth_factor: float = 2.0, backoff_factor: float = 0.5) -> tuple[float, int]:
-    """Dynamic loss scaling, the rule `torch.amp.GradScaler.update` follows: (new scale, new count of good steps).
-
-    An inf or nan halves the scale and restarts the count; `growth_interval` finite steps in a row double it.
-    """
-    if found_inf:
-        return scale * backoff_factor, 0
-    good_steps += 1
-    if good_steps == growth_interval:
-        return scale * growth_factor, 0
-    return scale, good_steps
-
+# ---------------------------------------------------------------- small numbers in 16 bits
 
 def underflow_fraction(values: Shaped[Tensor, "..."], dtype: torch.dtype) -> float:
     """Fraction of the nonzero `values` that become exactly 0 when stored in `dtype` (0.0 if none is nonzero)."""
@@ -101,11 +38,6 @@ def underflow_fraction(values: Shaped[Tensor, "..."], dtype: torch.dtype) -> flo
 
 # ---------------------------------------------------------------- activation memory
 
-def activation_bytes(shapes: Iterable[tuple[int, ...]], dtype: torch.dtype) -> int:
-    """Bytes of activations with these shapes, all stored in `dtype`."""
-    return sum(bytes_for(shape, dtype) for shape in shapes)
-
-
 class MLP(nn.Module):
     """The feed-forward block of a transformer: down(gelu(up(x))), no biases."""
 
@@ -116,18 +48,6 @@ class MLP(nn.Module):
 
     def forward(self, x: Float[Tensor, "... dim"]) -> Float[Tensor, "... dim"]:
         return self.down(F.gelu(self.up(x)))
-
-
-def mlp_activation_shapes(batch: int, seq: int, dim: int, hidden: int) -> list[tuple[int, ...]]:
-    """What autograd saves for the backward pass of an MLP on a (batch, seq, dim) input, besides the weights:
-    the input of `up` (for up's weight gradient), the input of GELU (for its derivative) and the input of
-    `down` (for down's weight gradient)."""
-    return [(batch, seq, dim), (batch, seq, hidden), (batch, seq, hidden)]
-
-
-def mlp_activation_bytes(batch: int, seq: int, dim: int, hidden: int, dtype: torch.dtype) -> int:
-    """Bytes the MLP's saved activations take when they are stored in `dtype`: batch x seq x (dim + 2 hidden) x size."""
-    return activation_bytes(mlp_activation_shapes(batch, seq, dim, hidden), dtype)
 
 
 def is_parameter_or_copy(t: Tensor, params: Sequence[Tensor]) -> bool:
@@ -193,3 +113,10 @@ def autocast_output_dtype(op: str, input_dtype: torch.dtype, device_type: str = 
     x = torch.randn(4, 8, device=device_type).to(input_dtype)
     with torch.autocast(device_type=device_type, dtype=autocast_dtype):
         return AUTOCAST_PROBES[op](x).dtype
+
+
+# Names lecture 9's first cell still imports (utils/retired.py explains why); the lecture uses autocast and GradScaler.
+master_weight_step = retired("master_weight_step", "exercise 9, task 1")
+loss_scaled_step = retired("loss_scaled_step", "exercise 9, task 2")
+next_loss_scale = retired("next_loss_scale", "exercise 9, task 3")
+mlp_activation_bytes = retired("mlp_activation_bytes", "exercise 9, task 4")

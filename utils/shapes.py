@@ -1,19 +1,16 @@
-"""Named dimensions: attention's reshapes written with einops, and shapes checked at run time with jaxtyping + beartype.
+"""Shapes checked at run time with jaxtyping + beartype, the short messages they give, and the exercise's checks.
 
 A jaxtyping annotation such as `Float[Tensor, "batch seq d_model"]` is documentation until a type checker reads
 it. `typechecked` (jaxtyped + beartype) makes it a promise checked on every call: the dtype kind, the number of
 dimensions, and that a name means the same size everywhere in one call (argument to argument, and in the result).
 """
 import inspect
-import math
 import re
 from typing import Callable, TypeVar
 
-import torch
 from beartype import beartype
 from beartype.roar import BeartypeCallHintViolation
-from einops import einsum, rearrange, reduce
-from jaxtyping import Bool, Float, TypeCheckError, jaxtyped
+from jaxtyping import TypeCheckError, jaxtyped
 from torch import Tensor
 
 from utils.grading import global_names
@@ -27,67 +24,6 @@ SHAPE_ERRORS = (TypeCheckError, BeartypeCallHintViolation)
 def typechecked(fn: Function) -> Function:
     """Check `fn`'s jaxtyping annotations on every call: jaxtyped shares dimension sizes, beartype checks types."""
     return jaxtyped(typechecker=beartype)(fn)
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# Reference functions: the einops way. The lecture compares each with the index-juggling way.
-# ---------------------------------------------------------------------------------------------------------------
-
-@typechecked
-def split_heads(x: Float[Tensor, "batch seq d_model"], n_heads: int) -> Float[Tensor, "batch heads seq head_dim"]:
-    """Cut the last dimension into `n_heads` equal, consecutive slices and move heads in front of seq."""
-    return rearrange(x, "batch seq (heads head_dim) -> batch heads seq head_dim", heads=n_heads)
-
-
-@typechecked
-def merge_heads(x: Float[Tensor, "batch heads seq head_dim"]) -> Float[Tensor, "batch seq heads*head_dim"]:
-    """The inverse of `split_heads`: put the heads side by side again along the last dimension."""
-    return rearrange(x, "batch heads seq head_dim -> batch seq (heads head_dim)")
-
-
-@typechecked
-def split_qkv(qkv: Float[Tensor, "batch seq three_d_model"], n_heads: int) -> tuple[
-        Float[Tensor, "batch heads seq head_dim"], Float[Tensor, "batch heads seq head_dim"],
-        Float[Tensor, "batch heads seq head_dim"]]:
-    """The output of a fused q/k/v projection, laid out [q | k | v] along the last dimension, as three head tensors."""
-    q, k, v = rearrange(qkv, "batch seq (three heads head_dim) -> three batch heads seq head_dim",
-                        three=3, heads=n_heads)
-    return q, k, v
-
-
-@typechecked
-def attention_scores(q: Float[Tensor, "*batch seq_q head_dim"],
-                     k: Float[Tensor, "*batch seq_k head_dim"]) -> Float[Tensor, "*batch seq_q seq_k"]:
-    """Scaled dot products q . k / sqrt(head_dim) for every (query, key) pair; head_dim is summed away."""
-    return einsum(q, k, "... seq_q head_dim, ... seq_k head_dim -> ... seq_q seq_k") / math.sqrt(q.shape[-1])
-
-
-def causal_mask(seq_len: int, device: torch.device | str | None = None) -> Bool[Tensor, "seq seq"]:
-    """True where query i may look at key j, that is j <= i (lower triangle and diagonal)."""
-    return torch.ones(seq_len, seq_len, dtype=torch.bool, device=device).tril()
-
-
-@typechecked
-def attention_weights(scores: Float[Tensor, "*batch seq_q seq_k"],
-                      mask: Bool[Tensor, "seq_q seq_k"]) -> Float[Tensor, "*batch seq_q seq_k"]:
-    """Softmax over keys, with the keys the mask forbids set to -inf first (so they get weight 0)."""
-    return scores.masked_fill(~mask, float("-inf")).softmax(dim=-1)
-
-
-@typechecked
-def causal_attention(q: Float[Tensor, "*batch seq head_dim"], k: Float[Tensor, "*batch seq head_dim"],
-                     v: Float[Tensor, "*batch seq head_dim"]) -> Float[Tensor, "*batch seq head_dim"]:
-    """Causal self-attention: each position mixes the values of itself and the positions before it."""
-    weights = attention_weights(attention_scores(q, k), causal_mask(q.shape[-2], device=q.device))
-    return einsum(weights, v, "... seq_q seq_k, ... seq_k head_dim -> ... seq_q head_dim")
-
-
-@typechecked
-def masked_mean(x: Float[Tensor, "batch seq hidden"], mask: Bool[Tensor, "batch seq"]) -> Float[Tensor, "batch hidden"]:
-    """Mean of x over the positions where mask is True (padding excluded); each row needs at least one True."""
-    total = einsum(x, mask.to(x.dtype), "batch seq hidden, batch seq -> batch hidden")
-    count = reduce(mask.to(x.dtype), "batch seq -> batch 1", "sum")
-    return total / count
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -1,15 +1,17 @@
-"""The pieces of a training loop: token files, batches, seeds, the loop itself, and checkpoints that resume exactly.
+"""The lecture's training run: token files, a batch sampler for tokens that fit in memory, the loop, checkpoints.
 
 Token data is one long 1-D array of integer ids, written to disk as raw bytes (`ndarray.tofile`: no header) and
-read back with `np.memmap`, so a batch reads only the few tokens it needs. A run draws random numbers from four
-generators: Python's `random`, numpy's global one, torch's global one (model init, dropout) and a separate
-`torch.Generator` that picks the batches. A checkpoint stores all four, as tensors and plain Python values that
-`torch.load(path, weights_only=True)` accepts, so a resumed run continues exactly as if it had never stopped.
+read back with `np.memmap`. The lecture's data is small, so its sampler holds every token in memory; a real run
+reads only the windows a batch needs from the memmap (exercise 8, task 1). The lecture's runs draw random numbers
+from two generators: torch's global one (model initialization) and a separate `torch.Generator` that picks the
+batches; its checkpoint stores both, which is all those runs need to resume exactly. A run that also draws from
+numpy or Python (data augmentation, dropout written with numpy) needs their states as well (exercise 8, tasks 4-5).
 """
 from __future__ import annotations
 
-import random
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterable, Iterator
 
 import numpy as np
 import torch
@@ -18,6 +20,7 @@ from jaxtyping import Int
 from torch import Tensor, nn
 
 from utils.progress import progress
+from utils.retired import retired
 
 TOKEN_DTYPE = np.uint16  # 2 bytes a token: ids up to 65,535 (GPT-2 has 50,257 tokens, LLaMA 1 and 2 have 32,000)
 
@@ -56,78 +59,78 @@ def open_tokens(path: str | Path, dtype: type = TOKEN_DTYPE) -> np.memmap:
 
 
 def get_batch(data: np.ndarray, batch_size: int, context_length: int, device: torch.device | str,
-              generator: torch.Generator) -> tuple[Int[Tensor, "batch seq"], Int[Tensor, "batch seq"]]:
-    """`batch_size` random windows of `context_length` tokens (inputs) and the same windows moved one token on (targets).
+              generator: torch.Generator | None) -> tuple[Int[Tensor, "batch seq"], Int[Tensor, "batch seq"]]:
+    """`batch_size` random windows of `context_length` tokens (inputs) and the same windows one token on (targets).
 
-    The start positions come from `generator` alone, never from a global generator, so the batch order depends
-    only on that generator's seed. Only the windows are read from `data` (a memmap stays on disk) and turned into
-    int64 tensors; on a CUDA device they go through pinned memory with non-blocking copies.
+    The lecture's sampler, for token arrays that fit in memory: it turns all of `data` into one int64 tensor, on
+    every call, and gathers the windows with one index. The start positions come from `generator` (None: torch's
+    global generator).
     """
-    device = torch.device(device)
-    starts = torch.randint(0, len(data) - context_length, (batch_size,), generator=generator).tolist()
-    windows = np.stack([data[start : start + context_length + 1] for start in starts]).astype(np.int64)
-    inputs = torch.from_numpy(windows[:, :-1].copy())
-    targets = torch.from_numpy(windows[:, 1:].copy())
-    if device.type == "cuda":  # page-locked (pinned) host memory lets the copy run while the CPU moves on
-        return inputs.pin_memory().to(device, non_blocking=True), targets.pin_memory().to(device, non_blocking=True)
-    return inputs.to(device), targets.to(device)
+    tokens = torch.from_numpy(np.asarray(data, dtype=np.int64))  # every token: fine for this lecture's 256 KB
+    starts = torch.randint(0, len(tokens) - context_length, (batch_size, 1), generator=generator)
+    windows = tokens[starts + torch.arange(context_length + 1)]   # (batch_size, context_length + 1)
+    return windows[:, :-1].to(device), windows[:, 1:].to(device)
 
 
-def seed_everything(seed: int) -> None:
-    """Seed Python's `random`, numpy's global generator and torch's (which covers every CUDA device as well)."""
-    random.seed(seed)
-    np.random.seed(seed)
-    torch.manual_seed(seed)
+@dataclass
+class Batches:
+    """`num_steps` batches from `get_batch`, each drawn only when the loop asks for it, so that `generator` has moved
+    on exactly as far as the batches used so far."""
+    data: np.ndarray
+    num_steps: int
+    batch_size: int
+    context_length: int
+    generator: torch.Generator
+    device: torch.device | str = "cpu"
+
+    def __len__(self) -> int:
+        return self.num_steps
+
+    def __iter__(self) -> Iterator[tuple[Tensor, Tensor]]:
+        for _ in range(self.num_steps):
+            yield get_batch(self.data, self.batch_size, self.context_length, self.device, self.generator)
 
 
-def rng_state(generator: torch.Generator) -> dict:
-    """The state of every generator a run draws from, as tensors and plain values that `weights_only` loading accepts.
-
-    numpy's state holds a numpy array, which `torch.load(weights_only=True)` refuses, so its 624 key words
-    are stored as an int64 tensor.
-    """
-    name, keys, position, has_gauss, cached_gaussian = np.random.get_state()
-    state = {
-        "python": random.getstate(),
-        "numpy": (name, torch.from_numpy(keys.astype(np.int64)), position, has_gauss, cached_gaussian),
-        "torch": torch.get_rng_state(),
-        "batches": generator.get_state(),
-    }
-    if torch.cuda.is_available():
-        state["cuda"] = torch.cuda.get_rng_state_all()
-    return state
+def train(model: nn.Module, optimizer: torch.optim.Optimizer, batches: Iterable[tuple[Tensor, Tensor]],
+          description: str | None = None) -> list[float]:
+    """One optimizer step per (inputs, targets) batch: forward, cross-entropy loss, backward, step, zero_grad.
+    Returns each step's loss (nats per token). With a `description`, a progress bar shows how far it has got."""
+    losses = []
+    for inputs, targets in batches if description is None else progress(batches, description):
+        logits = model(inputs)                                           # (batch, seq, vocab)
+        loss = F.cross_entropy(logits.flatten(0, 1), targets.flatten())  # mean over batch x seq predictions
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        losses.append(loss.item())
+    return losses
 
 
-def restore_rng_state(state: dict, generator: torch.Generator) -> None:
-    """Put every generator back where `rng_state` found it."""
-    name, keys, position, has_gauss, cached_gaussian = state["numpy"]
-    random.setstate(state["python"])
-    np.random.set_state((name, keys.numpy().astype(np.uint32), position, has_gauss, cached_gaussian))
+def rng_state(generator: torch.Generator) -> dict[str, Tensor]:
+    """The states of the two generators the lecture's runs draw from: torch's global one and the batch `generator`.
+    Both are uint8 tensors, which `torch.load(weights_only=True)` accepts."""
+    return {"torch": torch.get_rng_state(), "batches": generator.get_state()}
+
+
+def restore_rng_state(state: dict[str, Tensor], generator: torch.Generator) -> None:
+    """Put torch's global generator and the batch `generator` back where `rng_state` found them."""
     torch.set_rng_state(state["torch"])
     generator.set_state(state["batches"])
-    if "cuda" in state and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(state["cuda"])
 
 
 def save_checkpoint(path: str | Path, model: nn.Module, optimizer: torch.optim.Optimizer, step: int,
                     generator: torch.Generator) -> None:
-    """Save what a run needs to go on exactly: parameters, optimizer state, steps done, and every RNG state."""
-    checkpoint = {
-        "model": model.state_dict(),
-        "optimizer": optimizer.state_dict(),
-        "step": step,
-        "rng": rng_state(generator),
-    }
-    torch.save(checkpoint, path)
+    """Save what the lecture's runs need to go on exactly: parameters, optimizer state, steps done, and the states of
+    torch's generator and the batch generator (not numpy's, Python's or CUDA's: the lecture's runs draw from none)."""
+    torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "step": step,
+                "rng": rng_state(generator)}, path)
 
 
 def load_checkpoint(path: str | Path, model: nn.Module, optimizer: torch.optim.Optimizer,
                     generator: torch.Generator) -> int:
-    """Restore a `save_checkpoint` file into `model`, `optimizer` and every RNG; return the number of steps done.
-
-    `weights_only=True` lets the unpickler build only tensors and plain Python values, so a checkpoint from
-    someone else cannot run code on this machine.
-    """
+    """Restore a `save_checkpoint` file into `model`, `optimizer`, torch's generator and `generator`; return the
+    number of steps done. `weights_only=True` builds only tensors and plain Python values, so a checkpoint from
+    someone else cannot run code on this machine."""
     checkpoint = torch.load(path, weights_only=True)
     model.load_state_dict(checkpoint["model"])
     optimizer.load_state_dict(checkpoint["optimizer"])
@@ -135,22 +138,5 @@ def load_checkpoint(path: str | Path, model: nn.Module, optimizer: torch.optim.O
     return checkpoint["step"]
 
 
-def train(model: nn.Module, optimizer: torch.optim.Optimizer, data: np.ndarray, num_steps: int, batch_size: int,
-          context_length: int, generator: torch.Generator, description: str | None = None) -> list[float]:
-    """Take `num_steps` optimizer steps on random batches of `data`; return each step's loss (nats per token).
-
-    One step: batch, forward, cross-entropy loss, backward, optimizer step, zero_grad. With a `description`,
-    a progress bar shows how far it has got.
-    """
-    device = next(model.parameters()).device
-    steps = range(num_steps) if description is None else progress(range(num_steps), description)
-    losses = []
-    for _ in steps:
-        inputs, targets = get_batch(data, batch_size, context_length, device, generator)
-        logits = model(inputs)
-        loss = F.cross_entropy(logits.flatten(0, 1), targets.flatten())
-        loss.backward()
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
-        losses.append(loss.item())
-    return losses
+# A name lecture 8's first cell still imports (utils/retired.py explains why); the lecture seeds each generator itself.
+seed_everything = retired("seed_everything", "exercise 8, task 2")

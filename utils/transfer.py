@@ -10,6 +10,8 @@ import os
 from typing import TYPE_CHECKING, Sequence
 
 import torch
+from jaxtyping import Shaped
+from torch import Tensor
 
 from utils.grading import check_bool  # noqa: F401 (the exercise imports it from here)
 from utils.timing import time_it
@@ -38,7 +40,8 @@ def allocator_bytes(nbytes: int, block: int = ALLOCATOR_BLOCK_BYTES) -> int:
 
 
 def predicted_allocated_bytes(tensors: Sequence[TensorSpec]) -> int:
-    """Growth of `torch.cuda.memory_allocated()`, in bytes, when each (shape, dtype) becomes its own CUDA tensor."""
+    """Growth of `torch.cuda.memory_allocated()`, in bytes, when each (shape, dtype) becomes its own CUDA tensor
+    (the lecture compares it with `measured_allocated_bytes` on a GPU)."""
     return sum(allocator_bytes(bytes_for(tuple(shape), dtype)) for shape, dtype in tensors)
 
 
@@ -59,26 +62,13 @@ def default_caching_allocator() -> bool:
     return torch.cuda.memory.get_allocator_backend() == "native" and "roundup_power2_divisions" not in config
 
 
-def _resolve(device: str | torch.device, current_cuda: int) -> torch.device:
-    """'cuda' without an index means the current CUDA device; every other device is taken as written."""
-    device = torch.device(device)
-    if device.type == "cuda" and device.index is None:
-        return torch.device("cuda", current_cuda)
-    return device
+def to_copies(x: Shaped[Tensor, "..."], device: str | torch.device | None = None, dtype: torch.dtype | None = None,
+              copy: bool = False) -> bool:
+    """Ask torch whether `x.to(device, dtype, copy=copy)` makes a new tensor (True) or hands back `x` itself (False).
 
-
-def to_copies(source_device: str, source_dtype: torch.dtype, target_device: str | None = None,
-              target_dtype: torch.dtype | None = None, copy: bool = False, current_cuda: int = 0) -> bool:
-    """Whether `x.to(target_device, target_dtype, copy=copy)` copies the data of a tensor `x` on `source_device`
-    with `source_dtype` (True), or returns `x` itself (False). None keeps x's device or dtype.
-
-    `.to` returns the very same tensor when nothing would change: same device (after 'cuda' is read as the
-    current CUDA device), same dtype, and no copy=True. Devices are 'cpu', 'mps', 'cuda' or 'cuda:<n>'.
+    It runs the real `.to`, so the device must exist on this machine; 'meta' (shapes and dtypes, no data) always does.
     """
-    source = _resolve(source_device, current_cuda)
-    target = source if target_device is None else _resolve(target_device, current_cuda)
-    new_dtype = target_dtype is not None and target_dtype != source_dtype
-    return copy or target != source or new_dtype
+    return x.to(device=device, dtype=dtype, copy=copy) is not x
 
 
 def _timing_device(source_device: str | torch.device, target_device: str | torch.device) -> torch.device:

@@ -1,8 +1,6 @@
 """Bytes and the units we count them in: GB means 10^9 bytes, GiB means 2^30 bytes."""
 from __future__ import annotations
 
-import math
-
 import torch
 from jaxtyping import Shaped
 from torch import Tensor
@@ -12,9 +10,9 @@ KiB, MiB, GiB, TiB = 2**10, 2**20, 2**30, 2**40
 
 
 def bytes_for(shape: tuple[int, ...] | torch.Size, dtype: torch.dtype) -> int:
-    """Bytes needed to store a dense tensor of this shape and dtype (numel x element size), without allocating it."""
-    element_bytes = torch.empty((), dtype=dtype, device="meta").element_size()
-    return math.prod(shape) * element_bytes
+    """Bytes needed to store a dense tensor of this shape and dtype, without allocating it: torch counts them for a
+    tensor on the meta device, which has a shape and a dtype but no data."""
+    return torch.empty(tuple(shape), dtype=dtype, device="meta").nbytes
 
 
 def tensor_bytes(x: Shaped[Tensor, "..."]) -> int:

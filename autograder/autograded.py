@@ -1,0 +1,229 @@
+"""What nbgrader keeps of one graded notebook: the autograded notebook, the grade of each graded cell, and comments.
+
+Our grader runs a plan (plan.py) instead of the submitted notebook; this module turns the plan and its results
+back into what `nbgrader autograde` would have produced, so that nbgrader's own tools (formgrader,
+generate_feedback, export) read it unchanged:
+
+- the autograded notebook: the source's cells in the source's order (locked cells as the instructor wrote them,
+  hidden tests included, as in nbgrader's `autograded/`), the student's answers and added cells in their place,
+  each code cell with the outputs and errors of our run; every cell keeps the source's `nbgrader` metadata;
+- grades, by `grade_id`: tests score their points or 0; a manually graded answer (markdown or code) that is
+  still the released stub, or missing, scores 0 with nbgrader's comment "No response."; any other manual answer
+  and every task cell is left for a person (`auto_score` None, which nbgrader shows as "needs manual grading");
+- comments on answer cells: "No response.", or why the answer cell failed (a time-out, a syntax error, a crash).
+
+Every text a student reads has ANSI colour codes removed.
+"""
+from __future__ import annotations
+
+import re
+
+from autograder.plan import Plan, nbgrader_meta, text_of
+
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
+NO_RESPONSE = "No response."  # nbgrader's own comment for an unchanged answer
+HEADING = re.compile(r"^\s*#{1,6}\s+(.+?)\s*#*\s*$", re.MULTILINE)
+EXCEPTION_LINE = re.compile(r"^([A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt|Warning|Iteration))(?::\s?(.*))?$")
+
+
+def strip_ansi(text: str) -> str:
+    return ANSI.sub("", text)
+
+
+def graded_kind(cell: dict) -> str | None:
+    """'test' (autograded), 'manual-code', 'manual-text', 'task', or None for a cell that carries no points."""
+    info = nbgrader_meta(cell)
+    if info.get("task"):
+        return "task"
+    if not info.get("grade"):
+        return None
+    if info.get("solution"):
+        return "manual-code" if cell.get("cell_type") == "code" else "manual-text"
+    return "test" if cell.get("cell_type") == "code" else "manual-text"
+
+
+def graded_cells(source_notebook: dict) -> list[dict]:
+    """Each cell with points, in order: grade_id, kind, points, and title (the heading it falls under)."""
+    cells, title = [], ""
+    for cell in source_notebook["cells"]:
+        if cell.get("cell_type") == "markdown" and not nbgrader_meta(cell).get("solution"):
+            headings = HEADING.findall(text_of(cell.get("source")))
+            if headings:
+                title = headings[0]
+        kind = graded_kind(cell)
+        if kind:
+            info = nbgrader_meta(cell)
+            cells.append({"grade_id": info["grade_id"], "kind": kind, "points": float(info.get("points", 0)),
+                          "title": title or info["grade_id"]})
+    return cells
+
+
+def failure(error: str) -> tuple[str, str, str]:
+    """(ename, evalue, kind) of a failed cell's error text; kind: 'timeout', 'crash', 'not run', 'syntax' or
+    'error' (an ordinary exception, or a failed test)."""
+    error = strip_ansi(error).strip()
+    if "ran longer than" in error or "ran past its" in error:
+        return "TimeoutError", error, "timeout"
+    if error.startswith("not run"):
+        return "NotRun", error, "not run"
+    if error.startswith("the notebook process") or error.startswith("the notebook wrote"):
+        return "NotebookCrashed", error, "crash"
+    last = error.splitlines()[-1] if error else ""
+    match = EXCEPTION_LINE.match(last)
+    ename = match.group(1) if match else "Error"
+    evalue = (match.group(3) or "") if match else last
+    where = "\n".join(error.splitlines()[:-1]).strip()
+    kind = "syntax" if ename.split(".")[-1] in ("SyntaxError", "IndentationError", "TabError") else "error"
+    if kind == "syntax":  # IPython's text points at the line with a caret; one line is enough here
+        line = re.findall(r"line (\d+)", where)
+        where = f"(line {line[-1]})" if line else ""
+    if where:
+        evalue = f"{evalue} {where}".strip()
+    return ename, evalue, kind
+
+
+def failure_note(error: str) -> str:
+    """One line for a student or an instructor: why a cell failed, when the reason is not a plain failed test."""
+    ename, evalue, kind = failure(error)
+    if kind == "timeout":
+        return f"timed out: {evalue}"
+    if kind == "crash":
+        return f"crashed: {evalue}"
+    if kind == "not run":
+        return evalue
+    if kind == "syntax":
+        return f"syntax error: {ename}: {evalue}"
+    return ""
+
+
+def _outputs(result: dict) -> list[dict]:
+    outputs = []
+    if result.get("output"):
+        outputs.append({"output_type": "stream", "name": "stdout", "text": strip_ansi(result["output"])})
+    if result.get("tampered"):
+        outputs.append({"output_type": "error", "ename": "TestToolsChanged",
+                        "evalue": "the tests' tools were changed while they ran: " + ", ".join(result["tampered"][:5]),
+                        "traceback": []})
+    elif not result.get("ok"):
+        ename, evalue, _ = failure(result.get("error", ""))
+        outputs.append({"output_type": "error", "ename": ename, "evalue": evalue, "traceback": [f"{ename}: {evalue}"]})
+    return outputs
+
+
+class _Ids:
+    """Cell ids, unique within the notebook (nbformat 4.5)."""
+
+    def __init__(self):
+        self.used: set[str] = set()
+
+    def __call__(self, wanted: object, fallback: str) -> str:
+        base = wanted if isinstance(wanted, str) and re.fullmatch(r"[A-Za-z0-9_-]{1,64}", wanted) else fallback
+        candidate, n = base, 1
+        while candidate in self.used:
+            n += 1
+            candidate = f"{base[:56]}-{n}"
+        self.used.add(candidate)
+        return candidate
+
+
+def _groups(plan: Plan, results: list[dict]) -> tuple[list[tuple], list[list[tuple]]]:
+    """The plan's (cell, result) pairs split into: cells added above the first source cell, and one group per
+    source code cell (that cell, then the cells the student added after it)."""
+    top, groups = [], []
+    for pair in zip(plan.cells, results):
+        if pair[0].kind == "added":
+            (groups[-1] if groups else top).append(pair)
+        else:
+            groups.append([pair])
+    return top, groups
+
+
+def record(source: dict, submitted: dict, plan: Plan, results: list[dict], stubs: dict[str, str],
+           problem: str = "") -> dict:
+    """The autograded notebook, grades and comments of one notebook (see the module docstring).
+
+    `stubs`: grade_id -> the released text of each answer cell (nbgrader keeps it in the gradebook's source cells).
+    `problem`: why the submitted file could not be used (missing, not a notebook), shown at the top.
+    Returns {"notebook": dict, "grades": {grade_id: auto_score or None}, "comments": {grade_id: text or None}}.
+    """
+    answers_md: dict[str, str] = {}
+    added_md: dict[str, list[str]] = {}
+    known = {nbgrader_meta(c).get("grade_id") for c in source["cells"]} - {None}
+    anchor = ""
+    for cell in submitted.get("cells", []):
+        if not isinstance(cell, dict):
+            continue
+        grade_id = nbgrader_meta(cell).get("grade_id")
+        if isinstance(grade_id, str) and grade_id in known:
+            anchor = grade_id
+            if cell.get("cell_type") == "markdown" and grade_id not in answers_md:
+                answers_md[grade_id] = text_of(cell.get("source"))
+        elif cell.get("cell_type") == "markdown" and text_of(cell.get("source")).strip():
+            added_md.setdefault(anchor, []).append(text_of(cell.get("source")))
+
+    ids, count = _Ids(), 0
+    top, groups = _groups(plan, results)
+    answer_results = {c.grade_id: (c, r) for c, r in zip(plan.cells, results) if c.kind == "answer"}
+    cells: list[dict] = []
+    if problem:
+        cells.append({"cell_type": "markdown", "id": ids("grader-note", "grader-note"), "metadata": {},
+                      "source": f"**This notebook could not be graded as submitted:** {problem}"})
+
+    def code(text: str, result: dict, meta: dict, wanted_id: object, fallback: str) -> dict:
+        nonlocal count
+        count += 1
+        return {"cell_type": "code", "id": ids(wanted_id, fallback), "metadata": meta, "execution_count": count,
+                "source": text, "outputs": _outputs(result)}
+
+    def added(pairs: list[tuple]) -> None:
+        for cell, result in pairs:
+            cells.append(code(cell.code, result, {}, None, f"added-{len(cells)}"))
+
+    def markdown_after(grade_id: str) -> None:
+        for text in added_md.get(grade_id, []):
+            cells.append({"cell_type": "markdown", "id": ids(None, f"added-{len(cells)}"), "metadata": {}, "source": text})
+
+    added(top)
+    markdown_after("")
+    group_index = 0
+    grades: dict[str, float | None] = {}
+    comments: dict[str, str | None] = {}
+    for source_cell in source["cells"]:
+        info = nbgrader_meta(source_cell)
+        grade_id = info.get("grade_id", "")
+        meta = {"nbgrader": dict(info)} if info else {}
+        kind = graded_kind(source_cell)
+        if source_cell.get("cell_type") == "code":
+            pairs = groups[group_index] if group_index < len(groups) else []
+            group_index += 1
+            if not pairs:
+                continue
+            cell, result = pairs[0]
+            text = cell.code if cell.kind == "answer" else text_of(source_cell.get("source"))
+            cells.append(code(text, result, meta, source_cell.get("id"), f"cell-{len(cells)}"))
+            added(pairs[1:])
+            if kind == "test":
+                grades[grade_id] = cell.points if result.get("ok") else 0.0
+        elif source_cell.get("cell_type") == "markdown":
+            text = text_of(source_cell.get("source"))
+            if info.get("solution"):
+                text = answers_md.get(grade_id, stubs.get(grade_id, ""))
+            cells.append({"cell_type": "markdown", "id": ids(source_cell.get("id"), f"cell-{len(cells)}"),
+                          "metadata": meta, "source": text})
+        else:
+            continue
+        markdown_after(grade_id)
+        if info.get("solution"):
+            answer = answer_results.get(grade_id)
+            given = answer[0].code if answer else answers_md.get(grade_id, "")
+            unanswered = given.strip() == stubs.get(grade_id, "").strip() or not given.strip()
+            note = failure_note(answer[1].get("error", "")) if answer and not answer[1].get("ok") else ""
+            comments[grade_id] = NO_RESPONSE if unanswered else (note or None)
+            if kind in ("manual-code", "manual-text"):
+                grades[grade_id] = 0.0 if unanswered else None
+        if kind == "task":
+            grades[grade_id] = None
+            comments[grade_id] = None
+    notebook = {"cells": cells, "metadata": source.get("metadata", {}), "nbformat": 4,
+                "nbformat_minor": max(int(source.get("nbformat_minor", 5)), 5)}
+    return {"notebook": notebook, "grades": grades, "comments": comments}

@@ -1,0 +1,379 @@
+"""nbgrader's gradebook as the record of every grading run: one writer, one transaction per run.
+
+The grading run's parent process is the only writer; its forked workers only run notebooks. It
+- checks that the gradebook can be opened (`open_gradebook`) and knows each assignment exactly as `source/` has it
+  (`sync`, which runs nbgrader's own `generate_assignment` when it does not);
+- writes all the run's submissions in one transaction (`write`): students, submissions with their timestamps,
+  each graded cell's `auto_score`, comments, and late penalties from nbgrader's configured late-submission plugin.
+  A manual score, extra credit or manual comment is never written here, so a re-grade keeps them;
+- reads the record back for grades.csv (`rows`), so that hand-given scores and penalties appear there too.
+
+A locked or unreadable database raises GradebookError with a readable reason; nothing is written then, and the
+grades already in the gradebook stay as they were.
+"""
+from __future__ import annotations
+
+import datetime
+import os
+import shutil
+import tempfile
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from autograder.autograded import graded_kind, nbgrader_meta
+from autograder.course import Course
+
+TOTAL = "TOTAL"
+
+
+class GradebookError(Exception):
+    """The gradebook could not be read or written; the message says why and what to do."""
+
+
+def explain(error: BaseException, db_url: str) -> str:
+    text = str(getattr(error, "orig", None) or error).strip().splitlines()[0][:300]
+    where = f"the gradebook ({db_url})"
+    if "locked" in text:
+        return (f"{where} is locked by another process (a formgrader saving a score, or another grading run): {text}. "
+                "Nothing was written and the grades in it are as before; run the command again when that process "
+                "is done. The graded results are kept, so the notebooks will not run again.")
+    if "not a database" in text or "malformed" in text or "file is encrypted" in text:
+        return (f"{where} is not a readable database ({text}). Nothing was written and the file was not changed; "
+                "restore it from a backup, or move it away to start a new gradebook.")
+    return f"{where} could not be used: {text}. Nothing was written; the grades in it are as before."
+
+
+def open_gradebook(course: Course):
+    """nbgrader's Gradebook for the course (created, empty, on first use), or GradebookError."""
+    from nbgrader.api import Gradebook
+    from sqlalchemy.exc import SQLAlchemyError
+    try:
+        return Gradebook(course.db_url, course.course_id)
+    except (SQLAlchemyError, OSError, ValueError) as error:
+        raise GradebookError(explain(error, course.db_url)) from None
+
+
+@contextmanager
+def one_transaction(gradebook):
+    """Everything written inside happens at once, or (on any error) not at all.
+
+    nbgrader's Gradebook methods commit after each change they make; for a grading run to be all-or-nothing their
+    commits become flushes (sent, not yet committed) until the block ends, where the one real commit happens.
+    """
+    import warnings
+    from sqlalchemy.exc import SAWarning, SQLAlchemyError
+    from nbgrader.api import InvalidEntry
+    session = gradebook.db
+    commit = session.commit
+    session.commit = session.flush
+    try:
+        # nbgrader's add_submission builds its objects before adding them to the session, which SQLAlchemy 2
+        # warns about when flushing instead of committing (harmless: they are added right after).
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", SAWarning)
+            yield gradebook
+        commit()
+    except (SQLAlchemyError, InvalidEntry) as error:
+        session.rollback()
+        raise GradebookError(explain(error, str(gradebook.engine.url))) from None
+    except BaseException:
+        session.rollback()
+        raise
+    finally:
+        session.commit = commit
+
+
+# ---- the assignments: the gradebook must know each one as source/ has it -------------------------------------
+
+def _source_layout(course: Course, assignment: str) -> dict:
+    """{notebook: {"grade": {id: (points, type)}, "task": {id: points}, "solution": {ids}, "source": {ids}}}."""
+    import json
+    layout = {}
+    for name in course.notebooks(assignment):
+        cells = json.loads((course.source / assignment / f"{name}.ipynb").read_text())["cells"]
+        grade, task, solution, source = {}, {}, set(), set()
+        for cell in cells:
+            info = nbgrader_meta(cell)
+            if not info.get("grade_id"):
+                continue
+            gid = info["grade_id"]
+            if info.get("grade"):
+                grade[gid] = (float(info.get("points", 0)), cell.get("cell_type"))
+            if info.get("task"):
+                task[gid] = float(info.get("points", 0))
+            if info.get("solution"):
+                solution.add(gid)
+            if info.get("grade") or info.get("solution") or info.get("locked") or info.get("task"):
+                source.add(gid)
+        layout[name] = {"grade": grade, "task": task, "solution": solution, "source": source}
+    return layout
+
+
+def _gradebook_layout(gradebook, assignment: str) -> dict | None:
+    from nbgrader.api import MissingEntry
+    try:
+        found = gradebook.find_assignment(assignment)
+    except MissingEntry:
+        return None
+    return {nb.name: {"grade": {c.name: (float(c.max_score), c.cell_type) for c in nb.grade_cells},
+                      "task": {c.name: float(c.max_score) for c in nb.task_cells},
+                      "solution": {c.name for c in nb.solution_cells},
+                      "source": {c.name for c in nb.source_cells}} for nb in found.notebooks}
+
+
+def stale(course: Course, names: list[str]) -> list[str]:
+    """The assignments the gradebook lacks or holds with other cells or points than `source/` (read only)."""
+    from sqlalchemy.exc import SQLAlchemyError
+    gradebook = open_gradebook(course)
+    try:
+        return [a for a in names if _gradebook_layout(gradebook, a) != _source_layout(course, a)]
+    except SQLAlchemyError as error:
+        raise GradebookError(explain(error, course.db_url)) from None
+    finally:
+        gradebook.close()
+
+
+def stubs(course: Course, names: list[str]) -> dict:
+    """The released text of every answer cell, as the gradebook's source cells keep it:
+    {(assignment, notebook, grade_id): text}."""
+    from sqlalchemy.exc import SQLAlchemyError
+    gradebook = open_gradebook(course)
+    try:
+        return {(a, nb.name, cell.name): cell.source or "" for a in names
+                for nb in gradebook.find_assignment(a).notebooks for cell in nb.source_cells}
+    except SQLAlchemyError as error:
+        raise GradebookError(explain(error, course.db_url)) from None
+    finally:
+        gradebook.close()
+
+
+def sync(course: Course, names: list[str]) -> tuple[list[str], dict]:
+    """Make the gradebook know each assignment as `source/` has it; return (the assignments brought up to date,
+    `stubs`).
+
+    nbgrader records an assignment's cells when it generates the release (`nbgrader generate_assignment`); where
+    the gradebook lacks an assignment or holds other cells or points, the same command runs here, into a scratch
+    folder (the course's `release/` is not touched). nbgrader refuses to add or remove cells of an assignment
+    that already has submissions; that refusal is raised as GradebookError.
+    """
+    return start_sync(course, names, background=False)()
+
+
+def start_sync(course: Course, names: list[str], background: bool = True):
+    """`sync`, begun now and finished by calling the function returned (which returns what `sync` returns).
+
+    With `background`, nbgrader's generate_assignment runs in a forked process while the caller goes on (it
+    spends its time committing, one cell at a time, which the grader's imports can overlap). The caller writes
+    nothing to the gradebook before calling the function, so there is still one writer at a time.
+    """
+    todo = stale(course, names)  # a locked or unreadable gradebook stops the run here, before anything runs
+    if not todo or not background:
+        for assignment in todo:
+            _generate(course, assignment)
+        return lambda: (todo, stubs(course, names))
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read_end)
+        message = ""
+        try:
+            for assignment in todo:
+                _generate(course, assignment)
+        except GradebookError as error:
+            message = str(error)
+        except BaseException as error:  # noqa: BLE001 - reported to the parent, which stops the run
+            message = f"nbgrader could not record the assignments in the gradebook: {error!r}"
+        os.write(write_end, message.encode()[:60000])
+        os._exit(0)
+    os.close(write_end)
+
+    def finish() -> tuple[list[str], dict]:
+        with os.fdopen(read_end, "rb") as pipe:
+            message = pipe.read().decode(errors="replace")
+        os.waitpid(pid, 0)
+        if message:
+            raise GradebookError(message)
+        return todo, stubs(course, names)
+    return finish
+
+
+def _generate(course: Course, assignment: str) -> None:
+    from nbgrader.apps import NbGraderAPI
+    from nbgrader.coursedir import CourseDirectory
+    from traitlets.config import Config
+    with tempfile.TemporaryDirectory(prefix="gradebook-sync-") as scratch:
+        shutil.copytree(course.source / assignment, Path(scratch) / "source" / assignment,
+                        ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
+        config = Config(course.config)
+        config.CourseDirectory.root = scratch
+        config.CourseDirectory.db_url = course.db_url
+        api = NbGraderAPI(coursedir=CourseDirectory(config=config), config=config)
+        result = api.generate_assignment(assignment, force=True, create=True)
+    if not result["success"]:
+        reason = (result.get("error") or result.get("log") or "").strip().splitlines()
+        raise GradebookError(f"nbgrader could not record assignment {assignment} in the gradebook: "
+                             f"{reason[-1] if reason else 'no reason given'}. If source/{assignment} gained or lost "
+                             "graded cells after submissions were graded, nbgrader will not change it; "
+                             "see README.md, 'Changing a graded assignment'.")
+
+
+# ---- the roster and deadlines ------------------------------------------------------------------------------
+
+def roster(course: Course) -> list[str]:
+    """Student ids in the gradebook (`nbgrader db student import`, or added by earlier grading runs)."""
+    from sqlalchemy.exc import SQLAlchemyError
+    gradebook = open_gradebook(course)
+    try:
+        return sorted(s.id for s in gradebook.students)
+    except SQLAlchemyError as error:
+        raise GradebookError(explain(error, course.db_url)) from None
+    finally:
+        gradebook.close()
+
+
+# ---- one run, written at once --------------------------------------------------------------------------------
+
+@dataclass
+class Graded:
+    """One graded submission, ready for the gradebook: `notebooks` maps each notebook name to its grades
+    ({grade_id: auto_score or None}) and comments ({grade_id: text or None}); `timestamp` is naive UTC or None."""
+    student: str
+    assignment: str
+    timestamp: datetime.datetime | None
+    notebooks: dict[str, dict] = field(default_factory=dict)
+
+
+def write(course: Course, graded: list[Graded], create_students: bool = True) -> list[str]:
+    """Write `graded` into the gradebook in one transaction; return a line for each late submission.
+
+    Per graded cell only `auto_score` and `needs_manual_grade` change: a cell waits for a person when it has no
+    automatic score and no manual one yet, or when the automatic score or the submission's time changed under a
+    manual score (a new submission, or a changed test). Late penalties: the configured plugin's, per notebook,
+    clipped to [0, score] as nbgrader's AssignLatePenalties does.
+    """
+    from nbgrader.api import MissingEntry
+    plugin = course.late_plugin()
+    late = []
+    gradebook = open_gradebook(course)
+    try:
+        with one_transaction(gradebook):
+            for item in graded:
+                try:
+                    gradebook.find_student(item.student)
+                except MissingEntry:
+                    if not create_students:
+                        continue
+                    gradebook.add_student(item.student)
+                try:
+                    submission = gradebook.find_submission(item.assignment, item.student)
+                    moved = submission.timestamp != item.timestamp
+                    submission.timestamp = item.timestamp
+                except MissingEntry:
+                    submission = gradebook.add_submission(item.assignment, item.student, timestamp=item.timestamp)
+                    moved = False
+                for notebook in submission.notebooks:
+                    record = item.notebooks.get(notebook.name, {"grades": {}, "comments": {}})
+                    for grade in notebook.grades:
+                        auto = record["grades"].get(grade.name)
+                        changed = moved or grade.auto_score != auto
+                        grade.auto_score = auto
+                        if grade.manual_score is None:
+                            grade.needs_manual_grade = auto is None
+                        else:
+                            grade.needs_manual_grade = bool(grade.needs_manual_grade or changed)
+                    for comment in notebook.comments:
+                        comment.auto_comment = record["comments"].get(comment.name)
+                gradebook.db.flush()
+                seconds_late = submission.total_seconds_late
+                for notebook in submission.notebooks:
+                    gradebook.db.expire(notebook, ["score"])
+                    notebook.late_submission_penalty = None
+                    if seconds_late > 0:
+                        penalty = plugin.late_submission_penalty(item.student, notebook.score, seconds_late)
+                        if penalty is not None:
+                            notebook.late_submission_penalty = min(max(penalty, 0.0), notebook.score)
+                if seconds_late > 0:
+                    gradebook.db.flush()
+                    gradebook.db.expire(submission, ["late_submission_penalty"])
+                    late.append(f"{item.student} {item.assignment}: {seconds_late / 3600:.1f} h after the due date "
+                                f"{'(with an extension) ' if submission.extension else ''}"
+                                f"-> late penalty {submission.late_submission_penalty or 0:g} points")
+    finally:
+        gradebook.close()
+    return late
+
+
+# ---- reading it back -----------------------------------------------------------------------------------------
+
+@dataclass
+class Row:
+    """One line of grades.csv: a graded cell ('task' is its grade_id), or the assignment's total (task 'TOTAL')."""
+    student: str
+    assignment: str
+    task: str
+    title: str
+    score: float | None  # None: waits for manual grading
+    max_score: float
+    late_penalty: float | None = None
+    note: str = ""
+
+
+def rows(course: Course, students: list[str], names: list[str], submitted: set[tuple[str, str]],
+         titles: dict, notes: dict) -> list[Row]:
+    """grades.csv from the gradebook: for each student and assignment, one row per graded cell (in the source's
+    order) and a TOTAL row with the late penalty taken off; 'no submission' (0) where the gradebook holds no graded
+    submission. `titles`: {(assignment, grade_id): title}; `notes`: {(student, assignment, grade_id or TOTAL): text}.
+    """
+    from nbgrader.api import MissingEntry
+    from sqlalchemy.exc import SQLAlchemyError
+    out = []
+    gradebook = open_gradebook(course)
+    try:
+        order = {}
+        for name in names:
+            layout = _source_layout(course, name)
+            order[name] = [(nb, gid) for nb in layout for gid in _ordered_ids(course, name, nb)]
+        assignments = {a.name: a for a in gradebook.assignments if a.name in names}
+        for student in students:
+            for name in names:
+                assignment = assignments.get(name)
+                if assignment is None:
+                    continue
+                try:
+                    submission = gradebook.find_submission(name, student)
+                except MissingEntry:
+                    submission = None
+                grades = {(nb.name, g.name): g for nb in submission.notebooks for g in nb.grades} if submission else {}
+                graded = any(g.auto_score is not None or g.manual_score is not None for g in grades.values())
+                if submission is None or not ((student, name) in submitted or graded):
+                    out.append(Row(student, name, TOTAL, "assignment total", 0.0, float(assignment.max_score), 0.0,
+                                   "no submission"))
+                    continue
+                for notebook, gid in order[name]:
+                    grade = grades.get((notebook, gid))
+                    if grade is None:
+                        continue
+                    waiting = grade.auto_score is None and grade.manual_score is None
+                    note = notes.get((student, name, gid), "")
+                    if waiting:
+                        note = "; ".join(filter(None, ["waits for manual grading (formgrader)", note]))
+                    elif grade.manual_score is not None:
+                        note = "; ".join(filter(None, ["scored by hand", note]))
+                    out.append(Row(student, name, gid, titles.get((name, gid), gid), None if waiting else float(grade.score),
+                                   float(grade.max_score), None, note))
+                penalty = float(submission.late_submission_penalty or 0.0)
+                score = max(0.0, float(submission.score) - penalty)
+                out.append(Row(student, name, TOTAL, "assignment total", score, float(submission.max_score), penalty,
+                               notes.get((student, name, TOTAL), "")))
+    except SQLAlchemyError as error:
+        raise GradebookError(explain(error, course.db_url)) from None
+    finally:
+        gradebook.close()
+    return out
+
+
+def _ordered_ids(course: Course, assignment: str, notebook: str) -> list[str]:
+    import json
+    cells = json.loads((course.source / assignment / f"{notebook}.ipynb").read_text())["cells"]
+    return [nbgrader_meta(c)["grade_id"] for c in cells if graded_kind(c)]

@@ -1,0 +1,172 @@
+"""Import an LMS download (Canvas style: one flat folder or .zip of files) into the course's `submitted/`.
+
+    python -m autograder.lms_import DOWNLOAD [--assignment NAME] [--course DIR] [--submitted DIR]
+
+Canvas names each file `<name>_[LATE_]<user id>_<submission id>_<the student's file name>`, for example
+`alice_12345_67890_01_floats.ipynb`; a re-upload may carry `-1`, `-2` before `.ipynb`. `<name>` is the student's
+login or sortable name squeezed to lower case ("smithjane"). It is matched against the gradebook's roster
+(`nbgrader db student import`): a student's id, "lastfirst", "firstlast" or the part of their e-mail before the
+@, compared as lower-case letters and digits. Each file lands in `submitted/<student>/<assignment>/<notebook>.ipynb`,
+the layout `python -m autograder.grade` reads.
+
+Listed and skipped, never guessed: names that match no student or more than one, files that are not one of the
+assignment's notebooks, and files too large to be a notebook. A file already in `submitted/` is never
+overwritten: an identical one is reported as already there, a different one is reported and left alone (move it
+away to import the new one). A Canvas download holds no submission time, so no timestamp.txt is written and the
+grader reports that lateness was not checked; Canvas's own LATE marks are listed.
+
+nbgrader's `zip_collect` does not fit here: it does not check names against the roster, and it either stops
+halfway at the first student whose folder is not empty or, with --force, deletes what was there.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from autograder import gradebook
+from autograder.course import Course
+from autograder.gradebook import GradebookError
+from autograder.grade import SAFE_NAME
+from autograder.plan import MAX_NOTEBOOK_BYTES
+
+CANVAS = re.compile(r"^(?P<name>[^_]+)_(?:(?P<late>LATE)_)?(?P<user>\d+)_(?P<submission>\d+)_(?P<file>.+)$")
+RESUBMITTED = re.compile(r"-\d+(?=\.ipynb$)")
+
+
+@dataclass
+class Report:
+    imported: list[str] = field(default_factory=list)      # "student/assignment/notebook.ipynb <- file"
+    unchanged: list[str] = field(default_factory=list)     # identical file already in submitted/
+    kept: list[str] = field(default_factory=list)          # a different file already there: not overwritten
+    unmatched: list[str] = field(default_factory=list)     # "file: why"
+    late: list[str] = field(default_factory=list)          # Canvas marked these LATE
+
+    def lines(self) -> list[str]:
+        out = [f"imported {len(self.imported)} file(s)"]
+        out += [f"  {x}" for x in self.imported]
+        out += [f"already there, unchanged: {x}" for x in self.unchanged]
+        out += [f"NOT imported, a different file is already in submitted/ (move it away to import): {x}" for x in self.kept]
+        out += [f"skipped {x}" for x in self.unmatched]
+        if self.late:
+            out.append(f"Canvas marked these LATE (no submission time in the download; lateness is not checked): "
+                       f"{', '.join(self.late)}")
+        return out
+
+
+def squeeze(text: str | None) -> str:
+    return re.sub(r"[^a-z0-9]", "", (text or "").lower())
+
+
+def roster_index(course: Course) -> dict[str, set[str]]:
+    """Squeezed id, lastfirst, firstlast and e-mail name of every student in the gradebook -> student ids."""
+    book = gradebook.open_gradebook(course)
+    try:
+        index: dict[str, set[str]] = {}
+        for s in book.students:
+            keys = {squeeze(s.id), squeeze(f"{s.last_name}{s.first_name}"), squeeze(f"{s.first_name}{s.last_name}"),
+                    squeeze((s.email or "").split("@")[0])}
+            for key in keys - {""}:
+                index.setdefault(key, set()).add(s.id)
+        return index
+    finally:
+        book.close()
+
+
+def _entries(download: Path):
+    """(file name, size in bytes, a function returning at most MAX_NOTEBOOK_BYTES + 1 bytes) of each file."""
+    if download.is_dir():
+        for path in sorted(download.iterdir()):
+            if path.is_file() and not path.is_symlink():
+                yield path.name, path.stat().st_size, lambda p=path: p.open("rb").read(MAX_NOTEBOOK_BYTES + 1)
+    else:
+        with zipfile.ZipFile(download) as archive:
+            for info in archive.infolist():
+                if not info.is_dir():
+                    yield (os.path.basename(info.filename), info.file_size,
+                           lambda i=info: archive.open(i).read(MAX_NOTEBOOK_BYTES + 1))
+
+
+def import_download(course: Course, download: Path, submitted: Path, assignment: str | None = None) -> Report:
+    """Copy the download's notebooks into `submitted` (see the module docstring); return what happened."""
+    index = roster_index(course)
+    if not index:
+        raise GradebookError("the gradebook has no students: import the roster first "
+                             "(nbgrader db student import students.csv)")
+    notebooks = {a: set(course.notebooks(a)) for a in ([assignment] if assignment else course.assignments())}
+    report = Report()
+    for name, size, read in _entries(download):
+        if name.startswith("."):
+            continue
+        match = CANVAS.match(name)
+        if not match:
+            report.unmatched.append(f"{name}: not a Canvas file name (<name>_<user id>_<submission id>_<file>)")
+            continue
+        original = RESUBMITTED.sub("", match["file"])
+        stem, ext = os.path.splitext(original)
+        owners = [a for a, names in notebooks.items() if stem in names]
+        if ext != ".ipynb" or len(owners) != 1:
+            report.unmatched.append(f"{name}: {original!r} is not a notebook of "
+                                    f"{assignment or 'any assignment'} ({', '.join(sorted(set().union(*notebooks.values())))})")
+            continue
+        students = index.get(squeeze(match["name"]), set())
+        if len(students) != 1:
+            why = "matches no student on the roster" if not students else f"matches {', '.join(sorted(students))}"
+            report.unmatched.append(f"{name}: {match['name']!r} {why}")
+            continue
+        if size > MAX_NOTEBOOK_BYTES:
+            report.unmatched.append(f"{name}: {size:,} bytes, more than a notebook may have ({MAX_NOTEBOOK_BYTES:,})")
+            continue
+        student, owner = next(iter(students)), owners[0]
+        if not SAFE_NAME.match(student):
+            report.unmatched.append(f"{name}: student id {student!r} cannot be a folder name (letters, digits, _.@+-)")
+            continue
+        data = read()
+        target = submitted / student / owner / f"{stem}.ipynb"
+        where = f"{student}/{owner}/{stem}.ipynb <- {name}"
+        if match["late"]:
+            report.late.append(f"{student}/{owner}")
+        if target.exists() or target.is_symlink():
+            same = target.is_file() and not target.is_symlink() and target.read_bytes() == data
+            (report.unchanged if same else report.kept).append(where)
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+        temporary.write_bytes(data)
+        try:
+            os.link(temporary, target)  # fails if the target appeared meanwhile: never overwrites
+            report.imported.append(where)
+        except FileExistsError:
+            report.kept.append(where)
+        finally:
+            temporary.unlink()
+    return report
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("download", type=Path, help="the LMS download: a folder of files, or a .zip")
+    parser.add_argument("--assignment", help="the assignment these files are for (default: found from file names)")
+    parser.add_argument("--course", type=Path, help="the course folder (default: as autograder.grade)")
+    parser.add_argument("--submitted", type=Path, help="where to put them (default: the course's submitted/)")
+    args = parser.parse_args()
+    from autograder.grade import default_course
+    course = Course.load(args.course or default_course())
+    if args.assignment and args.assignment not in course.assignments():
+        parser.error(f"no assignment {args.assignment!r} in {course.source}")
+    if not (args.download.is_dir() or zipfile.is_zipfile(args.download)):
+        parser.error(f"{args.download} is neither a folder nor a .zip file")
+    try:
+        report = import_download(course, args.download, args.submitted or course.folder("submitted"), args.assignment)
+    except GradebookError as error:
+        print(f"error: {error}", file=sys.stderr)
+        raise SystemExit(2)
+    print("\n".join(report.lines()))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Runs at every start of a student's server (Jupyter Docker Stacks run /usr/local/bin/before-notebook.d/*): on the
+# first start, copy the course (landing page, lectures, utils) into the student's home. Later starts change nothing,
+# so the student's own notebooks and fetched exercises are never overwritten.
+course=${COURSE:-/opt/course}
+home=${COURSE_HOME:-$HOME}
+if [ ! -e "$home/index.ipynb" ]; then
+    cp -rp "$course"/. "$home"/        # -p keeps the image's timestamps: older than the install stamp
+    chmod -R u+w "$home"
+    mkdir -p "$home/release"
+fi

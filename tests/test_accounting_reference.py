@@ -1,0 +1,53 @@
+"""Exercise 10's reference (reference.accounting): the counts written out equal torch's own counts of the GPT-2 it
+builds on the meta device, parameters and FlopCounterMode's FLOPs of a training step, for GPT-2 small and others."""
+import random
+
+import pytest
+import torch
+
+import reference.accounting as accounting
+from utils.gpt import GPTConfig as Shape  # the exercise's GPT2Shape has the same fields
+
+
+GPT2_SMALL = Shape(50257, 1024, 768, 12, 12, 3072)
+rng = random.Random(10)
+SHAPES = [GPT2_SMALL, Shape(1, 1, 1, 1, 1, 1), Shape(10, 4, 6, 2, 3, 8)] + [
+    Shape(rng.randint(1, 60000), rng.randint(1, 2048), heads * rng.randint(1, 64), rng.randint(1, 3), heads,
+          rng.randint(1, 4096)) for heads in (1, 3, 8)]
+
+
+def test_gpt2_small_has_its_124m_parameters():
+    assert accounting.param_count(GPT2_SMALL) == accounting.counted_params(GPT2_SMALL) == 124_439_808
+    assert accounting.training_flops_per_token(GPT2_SMALL) == 854_438_400
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
+def test_written_out_counts_are_torchs(shape):
+    assert accounting.param_count(shape) == accounting.counted_params(shape)
+    assert accounting.training_flops_per_token(shape) == accounting.counted_training_flops_per_token(shape, batch=2)
+
+
+def test_the_model_is_gpt2s_and_lives_on_the_meta_device():
+    model = accounting.gpt2(Shape(10, 4, 6, 2, 3, 8))
+    assert all(p.device.type == "meta" for p in model.parameters())
+    names = {name for name, _ in model.named_parameters()}
+    assert "blocks.0.attention.qkv.bias" in names and "blocks.1.mlp.down.bias" in names
+    assert not any("head" in name for name in names)  # tied to the token embedding
+    logits = model(torch.zeros(3, 4, dtype=torch.long, device="meta"))
+    assert logits.shape == (3, 4, 10)
+
+
+def test_memory_and_days():
+    params = 124_439_808
+    assert accounting.memory_per_gpu(GPT2_SMALL, 1, 0) == 16 * params
+    assert accounting.memory_per_gpu(GPT2_SMALL, 8, 1) == pytest.approx(4 * params + 12 * params / 8, rel=1e-15)
+    assert accounting.memory_per_gpu(GPT2_SMALL, 8, 2) == pytest.approx(2 * params + 14 * params / 8, rel=1e-15)
+    assert accounting.memory_per_gpu(GPT2_SMALL, 8, 3) == pytest.approx(16 * params / 8, rel=1e-15)
+    assert type(accounting.memory_per_gpu(GPT2_SMALL, 1, 0)) is float
+    for stage in (-1, 4):
+        with pytest.raises(ValueError):
+            accounting.memory_per_gpu(GPT2_SMALL, 8, stage)
+    days = accounting.training_days(GPT2_SMALL, 9e9, 8, "NVIDIA H100 80GB HBM3", 0.4)
+    assert days == pytest.approx(854_438_400 * 9e9 / (8 * 989.5e12 * 0.4 * 86400), rel=1e-12)
+    assert accounting.training_days(GPT2_SMALL, 9e9, 8, "cpu", 0.4) is None
+    assert accounting.training_days(GPT2_SMALL, 9e9, 8, "Tesla T4", 0.4) is None  # no bf16 peak

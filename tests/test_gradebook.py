@@ -1,0 +1,249 @@
+"""The gradebook as the grader's record, on the tiny course (tests/tiny_course.py): manual grading, timestamps and
+late penalties, readable notes, a locked or corrupt database, LMS imports and extensions."""
+from __future__ import annotations
+
+import hashlib
+import shutil
+import sqlite3
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from autograder import sandbox
+from autograder.course import Course
+from autograder.feedback import render
+from autograder.grade import grade
+from tests import tiny_course
+
+A = tiny_course.ASSIGNMENT
+REPO = Path(__file__).resolve().parent.parent
+ON_TIME = "2026-01-05 12:00:00.000000 UTC"
+DUE = "2026-01-06 12:00:00 UTC"
+LIMITS = sandbox.load_limits(overrides=["cell_seconds=3", "notebook_seconds=60", "memory_mib=1024"])
+RED = "\x1b[31mred text\x1b[0m"
+WORK = {  # student -> (answers, timestamp.txt or None for none)
+    "ok": (tiny_course.answers(double=f"print({RED!r}); return 2 * x"), ON_TIME),
+    "syntax": (tiny_course.answers(double="return (2 * x"), ON_TIME),
+    "slow": (tiny_course.answers(double="while True: pass"), ON_TIME),
+    "crash": (tiny_course.answers(double="import os; os._exit(3)"), ON_TIME),
+    "blank": ({}, ON_TIME),
+    "nots": (tiny_course.answers(), None),
+    "badts": (tiny_course.answers(), "the day before yesterday"),
+    "late": (tiny_course.answers(), "2026-01-08 09:00:00.000000 UTC"),  # 1.9 days late: 2 started days, 20%
+}
+
+
+def write_class(course: Path, release: nbformat.NotebookNode, work: dict) -> None:
+    for student, (filled, timestamp) in work.items():
+        folder = course / "submitted" / student / A
+        folder.mkdir(parents=True, exist_ok=True)
+        nbformat.write(tiny_course.submission(release, filled), folder / f"{A}.ipynb")
+        if timestamp is not None:
+            (folder / "timestamp.txt").write_text(timestamp)
+
+
+def cli(course: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "autograder.grade", "--course", str(course), "--limit",
+                           "cell_seconds=3", *args], cwd=REPO, capture_output=True, text=True, timeout=300)
+
+
+def digest(folder: Path) -> dict[str, str]:
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def grades_in(db: Path) -> list[tuple]:
+    with sqlite3.connect(db) as con:
+        return sorted(con.execute("select notebook_id, cell_id, auto_score, manual_score, needs_manual_grade from grade"))
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    root = tiny_course.make_course(tmp_path_factory.mktemp("tiny"), db_url=None)
+    config = root / "nbgrader_config.py"  # a short busy timeout keeps the locked-database test quick
+    config.write_text(config.read_text().replace("gradebook.db'", "gradebook.db?timeout=1'"))
+    course = Course.load(root)
+    assert course.api().generate_assignment(A, force=True, create=True)["success"]
+    release = nbformat.read(root / "release" / A / f"{A}.ipynb", as_version=4)
+    from nbgrader.api import Gradebook
+    with Gradebook(course.db_url, course.course_id) as gb:
+        gb.update_or_create_assignment(A, duedate=DUE)
+        gb.add_student("absent")
+    write_class(root, release, WORK)
+    before = digest(root / "submitted")
+    rows = grade(None, root / "graded", None, LIMITS, course=course)
+    return dict(root=root, course=course, release=release, rows=rows, before=before,
+                summary=(root / "graded" / "summary.txt").read_text(),
+                csv=(root / "graded" / "grades.csv").read_text())
+
+
+def row(tiny, student, task="TOTAL"):
+    return next(r for r in tiny["rows"] if r.student == student and r.task == task)
+
+
+def test_manual_cells_keep_their_points_and_wait_for_a_person(tiny):
+    assert row(tiny, "ok").max_score == tiny_course.MAX_SCORE  # 2 automatic + 4 + 3 + 5 by hand
+    assert row(tiny, "ok").score == tiny_course.AUTO_POINTS
+    for cell in ("explain", "plot", "style"):
+        assert row(tiny, "ok", cell).score is None and "manual grading" in row(tiny, "ok", cell).note
+    assert row(tiny, "blank", "explain").score == 0 and row(tiny, "blank", "style").score is None
+    assert "needs manual grading (formgrader): 00_tiny:" in tiny["summary"]
+    assert "cells explain, plot, style" in tiny["summary"]
+
+
+def test_roster_students_without_a_submission_score_zero(tiny):
+    absent = row(tiny, "absent")
+    assert (absent.score, absent.max_score, absent.note) == (0, tiny_course.MAX_SCORE, "no submission")
+    assert "no submission: 00_tiny: absent" in tiny["summary"]
+
+
+def test_timestamps_give_late_penalties_and_missing_ones_are_reported(tiny):
+    late = row(tiny, "late")
+    assert late.late_penalty == pytest.approx(0.4) and late.score == pytest.approx(1.6)  # 20% of 2 points
+    assert row(tiny, "ok").late_penalty == 0
+    assert "no submission time for nots/00_tiny (no timestamp.txt): lateness not checked" in tiny["summary"]
+    assert "badts/00_tiny (timestamp.txt is unreadable ('the day before yesterday'))" in tiny["summary"]
+    assert "lateness not checked" in row(tiny, "badts").note and row(tiny, "badts").late_penalty == 0
+
+
+def test_failures_are_explained_per_task(tiny):
+    note = row(tiny, "syntax", "test_double").note
+    assert note.startswith("answer cell 'double': syntax error: SyntaxError: ") and note.endswith("(line 2)"), note
+    assert row(tiny, "slow", "test_double").note.startswith("the test timed out: the cell ran longer than 3 s")
+    assert "crashed: the notebook process exited with code 3" in row(tiny, "crash", "test_double").note
+    assert row(tiny, "ok", "test_double").note == ""
+
+
+def test_autograded_notebooks_have_outputs_metadata_and_no_ansi(tiny):
+    path = tiny["root"] / "autograded" / "ok" / A / f"{A}.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    nbformat.validate(nb)
+    by_id = {c.metadata.get("nbgrader", {}).get("grade_id"): c for c in nb.cells}
+    assert by_id["double"].source.startswith("def double(x):\n    print(")
+    assert by_id["test_double"].outputs[0]["text"].strip().endswith("Task 1: visible tests passed.")
+    assert "### BEGIN HIDDEN TESTS" in by_id["test_double"].source  # as nbgrader's autograded/ (feedback hides it)
+    assert by_id["explain"].source == tiny_course.answers()["explain"]
+    assert by_id["test_double"].metadata.nbgrader["points"] == 2
+    assert "red text" in by_id["test_double"].outputs[0]["text"] and "\x1b" not in path.read_text()
+    assert (tiny["root"] / "autograded" / "ok" / A / "timestamp.txt").read_text() == ON_TIME
+    crash = nbformat.read(tiny["root"] / "autograded" / "crash" / A / f"{A}.ipynb", as_version=4)
+    error = next(o for c in crash.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error")
+    assert error.ename == "NotebookCrashed"
+    page = (tiny["root"] / "graded" / "feedback" / "ok" / A / f"{A}.html").read_text()
+    assert "Task 1: double a number (2 points)" in page and "\x1b" not in page and "red text" in page
+
+
+def test_submissions_are_only_read(tiny):
+    assert digest(tiny["root"] / "submitted") == tiny["before"]
+
+
+def test_feedback_page_names_tasks_and_explains_failures():
+    cells = [{"kind": "answer", "grade_id": "f", "points": 0, "visible_code": "x", "ok": False, "output": RED,
+              "error": "the cell ran longer than 5 s and was stopped", "restored": [], "tampered": []},
+             {"kind": "test", "grade_id": "test_f", "points": 2, "visible_code": "assert f()", "ok": False,
+              "output": "", "error": "not run: the notebook ran past its 300 s limit", "restored": [], "tampered": []}]
+    page = render("s", "a", "nb", cells, [], {"test_f": "Task 1: f (2 points)"},
+                  {"test_f": "answer cell 'f': timed out: the cell ran longer than 5 s and was stopped"})
+    assert "Task 1: f (2 points)" in page and "timed out" in page and "\x1b" not in page and "red text" in page
+
+
+def test_a_regrade_keeps_manual_scores_and_flags_changed_work(tiny, tmp_path):
+    """A manual score survives a re-grade; when the submission itself changes it is kept but flagged for review."""
+    from nbgrader.api import Gradebook
+    course = tiny["course"]
+    with Gradebook(course.db_url, course.course_id) as gb:
+        for student in ("ok", "late"):
+            g = gb.find_grade("explain", A, A, student)
+            g.manual_score, g.needs_manual_grade = 3.0, False
+            g = gb.find_grade("test_double", A, A, student)
+            g.extra_credit = 1.0
+        gb.db.commit()
+    folder = tiny["root"] / "submitted" / "late" / A
+    (folder / "timestamp.txt").write_text("2026-01-06 11:00:00.000000 UTC")  # a new, on-time submission
+    grade(None, tmp_path / "graded", None, LIMITS, fresh=True, course=course)
+    with Gradebook(course.db_url, course.course_id) as gb:
+        ok = gb.find_grade("explain", A, A, "ok")
+        assert (ok.manual_score, ok.needs_manual_grade) == (3.0, False)
+        assert gb.find_grade("test_double", A, A, "ok").extra_credit == 1.0
+        late = gb.find_grade("explain", A, A, "late")
+        assert (late.manual_score, late.needs_manual_grade) == (3.0, True)  # the work changed: look again
+        assert gb.find_submission(A, "late").late_submission_penalty == 0
+    (folder / "timestamp.txt").write_text(WORK["late"][1])
+
+
+def test_a_locked_gradebook_is_a_clear_error_and_nothing_changes(tiny):
+    root = tiny["root"]
+    before = grades_in(root / "gradebook.db"), digest(root / "autograded"), (root / "graded" / "grades.csv").read_bytes()
+    holder = sqlite3.connect(root / "gradebook.db", isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")  # another writer: reads still work, writes wait and give up
+    try:
+        run = cli(root, "--fresh", "--out", str(root / "graded"))
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert run.returncode == 2, run.stdout + run.stderr
+    assert "is locked by another process" in run.stderr and "Nothing was written" in run.stderr
+    after = grades_in(root / "gradebook.db"), digest(root / "autograded"), (root / "graded" / "grades.csv").read_bytes()
+    assert after == before
+
+
+def test_a_corrupt_gradebook_is_a_clear_error_and_is_left_as_it_was(tmp_path):
+    root = tiny_course.make_course(tmp_path / "course")
+    (root / "gradebook.db").write_bytes(b"this is not a database " * 100)
+    (root / "submitted" / "ann" / A).mkdir(parents=True)
+    run = cli(root, "--out", str(root / "graded"))
+    assert run.returncode == 2
+    assert "is not a readable database" in run.stderr and "was not changed" in run.stderr
+    assert (root / "gradebook.db").read_bytes() == b"this is not a database " * 100
+    assert not (root / "autograded").exists() and not (root / "graded" / "grades.csv").exists()
+
+
+def test_lms_download_is_imported_by_roster_and_never_overwrites(tiny, tmp_path):
+    from autograder.lms_import import import_download
+    from nbgrader.api import Gradebook
+    course = tiny["course"]
+    with Gradebook(course.db_url, course.course_id) as gb:
+        gb.update_or_create_student("jsmith", first_name="Jane", last_name="Smith", email="jane.smith@example.org")
+    notebook = nbformat.writes(tiny_course.submission(tiny["release"], tiny_course.answers()))
+    download = tmp_path / "download"
+    download.mkdir()
+    files = {"smithjane_LATE_12345_67890_00_tiny-1.ipynb": notebook,   # Canvas's sortable name, a re-upload
+             "ok_222_333_00_tiny.ipynb": notebook,                       # the id; ok already has another file
+             "mallory_1_2_00_tiny.ipynb": notebook,                      # on no roster
+             "absent_1_2_notes.txt": "hello",                            # not a notebook of the assignment
+             "00_tiny.ipynb": notebook}                                  # not a Canvas name
+    for name, text in files.items():
+        (download / name).write_text(text)
+    submitted = tmp_path / "submitted"
+    shutil.copytree(tiny["root"] / "submitted" / "ok", submitted / "ok")
+    ok_before = (submitted / "ok" / A / f"{A}.ipynb").read_bytes()
+    report = import_download(course, download, submitted)
+    lines = "\n".join(report.lines())
+    assert report.imported == [f"jsmith/{A}/{A}.ipynb <- smithjane_LATE_12345_67890_00_tiny-1.ipynb"]
+    assert (submitted / "jsmith" / A / f"{A}.ipynb").read_text() == notebook
+    assert not (submitted / "jsmith" / A / "timestamp.txt").exists()
+    assert (submitted / "ok" / A / f"{A}.ipynb").read_bytes() == ok_before and report.kept
+    assert "'mallory' matches no student on the roster" in lines and "absent_1_2_notes.txt" in lines
+    assert "00_tiny.ipynb: not a Canvas file name" in lines and "LATE" in lines and "jsmith/00_tiny" in lines
+    with zipfile.ZipFile(tmp_path / "download.zip", "w") as archive:  # the same as a .zip: all there already
+        for name, text in files.items():
+            archive.writestr(f"sub/{name}", text)
+    again = import_download(course, tmp_path / "download.zip", submitted)
+    assert again.imported == [] and again.unchanged == [f"jsmith/{A}/{A}.ipynb <- smithjane_LATE_12345_67890_00_tiny-1.ipynb"]
+
+
+def test_extensions_live_in_the_gradebook(tiny):
+    from autograder.deadlines import extend, show
+    from autograder.gradebook import GradebookError
+    course = tiny["course"]
+    line = extend(course, A, "absent", days=2)
+    assert "due 2026-01-08 12:00:00 UTC" in line
+    assert any("absent: extension 2 days" in text for text in show(course, A))
+    rows = grade(None, tiny["root"] / "graded-after-extension", None, LIMITS, course=course)
+    assert next(r for r in rows if r.student == "absent" and r.task == "TOTAL").note == "no submission"
+    with pytest.raises(GradebookError, match="not on the roster"):
+        extend(course, A, "nobody", days=1)

@@ -1,0 +1,66 @@
+"""The students' JupyterHub image holds the student edition only (jupyterhub/: Dockerfile.student runs
+install-student.sh), and a student's home gets the course on the first start, with exercises arriving through
+nbgrader's exchange into release/, where the landing page and the progress check look for them."""
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from traitlets.config.loader import PyFileConfigLoader
+
+from autograder.student_edition import LEAK, build
+
+REPO = Path(__file__).resolve().parent.parent
+HUB = REPO / "jupyterhub"
+
+
+@pytest.fixture(scope="module")
+def image(tmp_path_factory):
+    """The files install-student.sh lays out in an image (the pip install is skipped: SKIP_PIP=1)."""
+    root = tmp_path_factory.mktemp("hub")
+    tarball = build(root / "student-edition", tar=True)
+    subprocess.run(["bash", str(HUB / "install-student.sh"), str(tarball), str(root / "image")], check=True,
+                   env={**os.environ, "SKIP_PIP": "1"}, capture_output=True)
+    return root / "image"
+
+
+def test_the_image_holds_the_student_edition_and_nothing_of_the_instructors(image):
+    course = image / "opt" / "course"
+    assert {"index.ipynb", "notebooks", "utils", "release", "Makefile"} <= {p.name for p in course.iterdir()}
+    assert not any((course / name).exists() for name in ("source", "autograder", "reference", "tests", "bench"))
+    assert not list((course / "release").iterdir()), "exercises come through the exchange, not the image"
+    for path in image.rglob("*"):
+        if path.is_file():
+            assert not LEAK.search(path.read_bytes().decode("utf-8", errors="replace")), path
+
+
+def test_the_dockerfile_copies_only_the_edition_and_the_hub_scripts():
+    copies = [line for line in (HUB / "Dockerfile.student").read_text().splitlines() if line.startswith(("COPY", "ADD"))]
+    assert copies == ["COPY student-edition.tar.gz install-student.sh start-course.sh nbgrader_config_student.py /tmp/course/"]
+
+
+def test_a_students_first_start_copies_the_course_and_later_starts_keep_their_work(image, tmp_path):
+    env = {**os.environ, "COURSE": str(image / "opt" / "course"), "COURSE_HOME": str(tmp_path)}
+    script = image / "usr" / "local" / "bin" / "before-notebook.d" / "start-course.sh"
+    subprocess.run(["bash", str(script)], env=env, check=True)
+    assert (tmp_path / "index.ipynb").exists() and (tmp_path / "release").is_dir()
+    (tmp_path / "notebooks" / "01_floats.ipynb").write_text("my notes")
+    subprocess.run(["bash", str(script)], env=env, check=True)
+    assert (tmp_path / "notebooks" / "01_floats.ipynb").read_text() == "my notes"
+
+
+def test_fetched_exercises_land_where_the_landing_page_and_the_progress_check_look(image, tmp_path):
+    student = PyFileConfigLoader("nbgrader_config.py", path=str(image / "etc" / "jupyter")).load_config()
+    instructor = PyFileConfigLoader("nbgrader_config_hub.py", path=str(REPO)).load_config()
+    assert student.CourseDirectory.course_id == instructor.CourseDirectory.course_id
+    assert student.Exchange.root == instructor.Exchange.root
+    assert student.Exchange.assignment_dir == "release" and student.Exchange.path_includes_course is False
+    # nbgrader's fetch puts an assignment at <assignment_dir>/<assignment>/, relative to the server's root (home)
+    fetched = tmp_path / student.Exchange.assignment_dir / "01_floats"
+    fetched.mkdir(parents=True)
+    (fetched / "01_floats.ipynb").write_bytes((REPO / "release" / "01_floats" / "01_floats.ipynb").read_bytes())
+    assert "release/01_floats/01_floats.ipynb" in (REPO / "index.ipynb").read_text()
+    check = subprocess.run([sys.executable, "-m", "utils.progress_check", "01_floats"], cwd=tmp_path,
+                           capture_output=True, text=True, timeout=300)
+    assert check.returncode == 0 and "not attempted" in check.stdout, check.stdout + check.stderr

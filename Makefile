@@ -82,7 +82,7 @@ test-gpu: $(STAMP) chromium
 
 # Two pytest workers, each taking whole test files (a file's shared fixtures, such as the graded class, run once).
 test-units:
-	$(BIN)/python -m pytest -q -rs -n 2 --dist loadfile tests
+	$(BIN)/python -m pytest -q -rs -n 2 --dist loadfile --durations=15 tests
 
 NBVAL := $(BIN)/python -m pytest -q --nbval --sanitize-with tests/nbval_sanitize.cfg notebooks source index.ipynb
 test-notebooks:

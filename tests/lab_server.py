@@ -25,8 +25,11 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def get(url: str) -> tuple[int, bytes]:
-    with urllib.request.urlopen(url, timeout=5) as response:
+def get(url: str, timeout: float = 60) -> tuple[int, bytes]:
+    """GET `url`: (HTTP status, body). The timeout is generous because `make test` runs this beside the notebooks
+    on two loaded cores, where a first request that does real work (Formgrader making its gradebook) can take
+    tens of seconds; a server that does not answer still fails the test."""
+    with urllib.request.urlopen(url, timeout=timeout) as response:
         return response.status, response.read()
 
 
@@ -66,7 +69,7 @@ def start_lab(scratch: Path, root: Path | None = None, extra_args: str = "", tim
     deadline = time.monotonic() + timeout
     while True:
         try:
-            status, page = get(lab.url("/lab"))
+            status, page = get(lab.url("/lab"), timeout=5)
             if status == 200 and b"JupyterLab" in page:
                 return lab
         except OSError:

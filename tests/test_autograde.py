@@ -32,10 +32,15 @@ ARTIFACTS = Path(os.environ.get("PYTEST_ARTIFACTS", REPO / "test-artifacts")) / 
 # A fork loop is only safe to run where the process limit binds: in a user namespace, or as a non-root user.
 FORKS_CONTAINED = "user namespace" in sandbox.probe(sandbox.load_limits()) or os.geteuid() != 0
 FAULTS = {k: v for k, v in submissions.FAULTS.items() if k != "forks" or FORKS_CONTAINED}
-# A fault (a loop, a memory bomb, an exit, a segfault) is contained by the sandbox and executor whatever notebook it is
-# in, so two assignments show it: the first, and the last (the heaviest hidden tests). Tricks and honest edits depend
-# on each exercise's checks and run on every assignment.
-FAULT_ASSIGNMENTS = [ASSIGNMENTS[0], ASSIGNMENTS[-1]]
+# What depends on each exercise's own checks runs on every assignment: the solution, a variant solution, the comparison
+# tricks, a blank and a half-done notebook, a wrong first task. What the grader contains or undoes whatever the
+# exercise (a loop, a memory bomb, an exit, a segfault; deleted, duplicated or edited test cells, changed metadata,
+# noise, floods of output, snooping) runs on two: the first assignment, and the last (the heaviest hidden tests).
+FIRST_AND_LAST = [ASSIGNMENTS[0], ASSIGNMENTS[-1]]
+PER_EXERCISE_TRICKS = {k: v for k, v in submissions.TRICKS.items() if k != "testsedited"}
+STRUCTURAL_TRICKS = {"testsedited": submissions.TRICKS["testsedited"]}
+PER_EXERCISE_HONEST = {k: submissions.HONEST_EDITS[k] for k in ("solved", "variant")}
+STRUCTURAL_HONEST = {k: v for k, v in submissions.HONEST_EDITS.items() if k not in PER_EXERCISE_HONEST}
 
 
 def digest(folder: Path) -> dict[str, str]:
@@ -74,7 +79,8 @@ def graded(tmp_path_factory):
     listener = socket.create_server(("127.0.0.1", 0))
     pwned = Path("/tmp") / f"pwned-{secrets.token_hex(4)}"
     for a in ASSIGNMENTS:
-        makers = {**submissions.TRICKS, **submissions.HONEST_EDITS, **(FAULTS if a in FAULT_ASSIGNMENTS else {}),
+        structural = {**STRUCTURAL_TRICKS, **STRUCTURAL_HONEST, **FAULTS} if a in FIRST_AND_LAST else {}
+        makers = {**PER_EXERCISE_TRICKS, **PER_EXERCISE_HONEST, **structural,
                   "firsterror": submissions.first_task_error, "blank": submissions.release_notebooks,
                   "half": submissions.half_done}
         for student, maker in makers.items():
@@ -85,8 +91,9 @@ def graded(tmp_path_factory):
                         str(root / "source" / a / f"{names[0]}.ipynb"), str(root / "gradebook.db")]
         targets = [str(submitted / "solved" / a / f"{names[0]}.ipynb"), str(out / "grades.csv"), str(root / "gradebook.db"),
                    str(out / "results" / "alwaysequal" / f"{a}.json"), str(REPO / "source" / a / "pwned.txt"), str(pwned)]
-        submissions.write_submission(submitted, "snooper", a, submissions.snooper(
-            a, secret_files, targets, listener.getsockname()[1], os.getpid()))
+        if a in FIRST_AND_LAST:
+            submissions.write_submission(submitted, "snooper", a, submissions.snooper(
+                a, secret_files, targets, listener.getsockname()[1], os.getpid()))
         broken = submissions.write_submission(submitted, "notjson", a, submissions.solved(a))
         for nb in broken.glob("*.ipynb"):
             nb.write_text('{"cells": [ this is not json')
@@ -135,17 +142,35 @@ def lost(graded, student, assignment) -> str:
     return f"{tasks}\n  failed cells: " + "\n  ".join(errors)
 
 
-@pytest.mark.parametrize("student", sorted(submissions.HONEST_EDITS) + ["snooper"])
-@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+@pytest.mark.parametrize("student, assignment",
+                         [(s, a) for a in ASSIGNMENTS for s in PER_EXERCISE_HONEST]
+                         + [(s, a) for a in FIRST_AND_LAST for s in sorted(STRUCTURAL_HONEST) + ["snooper"]])
 def test_solutions_score_full_marks_whatever_else_the_notebook_does(graded, student, assignment):
     """Solved notebooks, also with warnings, deleted/duplicated test cells, inflated points, floods of output."""
     assert score(graded, student, assignment) == sum(submissions.task_points(assignment)), lost(graded, student, assignment)
 
 
-@pytest.mark.parametrize("student", sorted(submissions.TRICKS) + ["blank"])
-@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+@pytest.mark.parametrize("student, assignment",
+                         [(s, a) for a in ASSIGNMENTS for s in sorted(PER_EXERCISE_TRICKS) + ["blank"]]
+                         + [(s, a) for a in FIRST_AND_LAST for s in STRUCTURAL_TRICKS])
 def test_tricks_and_blank_notebooks_score_zero(graded, student, assignment):
     assert score(graded, student, assignment) == 0
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_blank_notebooks_fail_in_the_visible_tests(graded, assignment):
+    """A visible test that passes on the untouched stubs could not tell a student anything: on the blank notebook
+    every graded cell must fail on a line above its hidden tests, which is what the student's Validate button runs.
+    (tests/test_release.py runs nbgrader's Validator itself on one release notebook.)"""
+    result = json.loads(graded["results"][graded["out"] / "results" / "blank" / f"{assignment}.json"])
+    tests = [c for nb in result["notebooks"].values() for c in nb["cells"] if c["kind"] == "test"]
+    assert len(tests) == len(submissions.task_points(assignment))
+    for cell in tests:
+        lines = cell["visible_code"].splitlines()
+        hidden_at = next(i for i, line in enumerate(lines, 1) if line.strip() == "# (hidden tests ran here)")
+        assert hidden_at == len(lines), f"{cell['grade_id']}: visible checks after the hidden ones"
+        assert not cell["ok"] and cell["line"] is not None and cell["line"] < hidden_at, \
+            f"{cell['grade_id']} did not fail in its visible tests: line {cell['line']}, {cell['error'][-300:]}"
 
 
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
@@ -155,7 +180,7 @@ def test_half_done_scores_its_half(graded, assignment):
 
 
 @pytest.mark.parametrize("student", sorted(FAULTS))
-@pytest.mark.parametrize("assignment", FAULT_ASSIGNMENTS)
+@pytest.mark.parametrize("assignment", FIRST_AND_LAST)
 def test_a_fault_costs_only_the_cell_it_is_in(graded, student, assignment):
     """An infinite loop, a memory bomb, a fork loop, os._exit, sys.exit or a segfault in the first answer
     scores exactly like an ordinary error there: the other tasks are still graded."""
@@ -214,7 +239,9 @@ def test_flagged_code_is_noted_for_the_instructor(graded):
 
 
 def test_output_floods_are_cut(graded):
-    for path in (graded["out"] / "feedback" / "flood").rglob("*.html"):
+    pages = list((graded["out"] / "feedback" / "flood").rglob("*.html"))
+    assert len(pages) >= len(FIRST_AND_LAST)
+    for path in pages:
         assert path.stat().st_size < 2_000_000
         assert "more characters of output dropped" in path.read_text()
 
@@ -223,7 +250,7 @@ def test_csv_has_one_row_per_source_task_and_a_total(graded):
     for row in graded["rows"]:
         assert set(row) == {"student", "assignment", "task", "title", "score", "max_score", "late_penalty", "note"}
     for a in ASSIGNMENTS:
-        for student in ("solved", "duplicated", "metadata", "half"):
+        for student in ("solved", "half") + (("duplicated", "metadata") if a in FIRST_AND_LAST else ()):
             rows = [r for r in graded["rows"] if r["student"] == student and r["assignment"] == a]
             assert [r["task"] for r in rows][-1] == "TOTAL"
             assert len(rows) - 1 == len(submissions.task_points(a)) >= 4
@@ -261,9 +288,9 @@ def test_rerun_reuses_results_and_resume_regrades_only_what_is_missing(graded):
 
 
 def test_parallel_and_serial_runs_give_identical_grades(graded, tmp_path):
-    """A few students re-graded from scratch one at a time, on three assignments: the same rows as the parallel run."""
+    """A few students re-graded from scratch one at a time, on two assignments: the same rows as the parallel run."""
     subset = tmp_path / "submitted"
-    some = [ASSIGNMENTS[0], ASSIGNMENTS[len(ASSIGNMENTS) // 2], ASSIGNMENTS[-1]]
+    some = FIRST_AND_LAST
     for student in ("solved", "half", "alwaysequal", "firsterror"):
         for a in some:
             source = graded["submitted"] / student / a

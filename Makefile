@@ -53,10 +53,11 @@ lab: $(STAMP)
 	cd "$(LAB_ROOT)" && PATH="$(ABS_BIN):$$PATH" "$(ABS_BIN)/jupyter" lab --ServerApp.root_dir=. \
 		--LabApp.default_url=/lab/tree/index.ipynb $(ROOT_FLAG) $(LAB_ARGS)
 
-# The unit tests and the notebooks (nbval, then nbval as on another CPU) run side by side, one on each of two cores;
-# each part's output is printed together when it ends.
+# The unit tests and the notebooks run side by side, one part on each of two cores: tests/ (but test_variants.py) on
+# two workers; nbval of the lectures, then the checks as on another CPU (test-other-cpu). Each part's output is
+# printed together when it ends.
 test: $(STAMP) chromium
-	$(MAKE) --no-print-directory -j2 --output-sync=target test-units test-all-notebooks
+	$(MAKE) --no-print-directory -j2 --output-sync=target test-units test-all-notebooks UNIT_ARGS=--ignore=tests/test_variants.py
 
 test-all-notebooks:
 	$(MAKE) --no-print-directory test-notebooks
@@ -80,9 +81,11 @@ test-gpu: $(STAMP) chromium
 	$(BIN)/python -c "import torch; print('CUDA', torch.version.cuda, 'on', torch.cuda.get_device_name(), 'with torch', torch.__version__)"
 	$(MAKE) --no-print-directory -j2 --output-sync=target test-units test-gpu-notebooks
 
-# Two pytest workers, each taking whole test files (a file's shared fixtures, such as the graded class, run once).
+# Two pytest workers, each taking whole test files (a file's shared fixtures, such as the graded class, run once),
+# the longest first (tests/conftest.py).
+UNIT_ARGS ?=
 test-units:
-	$(BIN)/python -m pytest -q -rs -n 2 --dist loadfile --durations=15 tests
+	$(BIN)/python -m pytest -q -rs -n 2 --dist loadfile --no-loadscope-reorder --durations=15 $(UNIT_ARGS) tests
 
 NBVAL := $(BIN)/python -m pytest -q --nbval --sanitize-with tests/nbval_sanitize.cfg
 # The lectures and the landing page against their stored outputs. On a CPU the exercise sources are not run by nbval:
@@ -97,10 +100,12 @@ test-gpu-notebooks:
 
 # The lectures and the landing page once more on "another CPU": torch's generic kernels instead of this CPU's vector
 # units, and oneDNN without native bf16, so that a stored output depending on one machine's low bits fails here, not
-# on a student's laptop. (tests/test_variants.py grades the exercise sources' solutions under the same settings.)
+# on a student's laptop. Then tests/test_variants.py grades the exercise sources' solutions and the variant solutions
+# under the same settings (it sets them for the grader itself; `make test` runs it here, not among the unit tests).
 OTHER_CPU := ATEN_CPU_CAPABILITY=default ONEDNN_MAX_CPU_ISA=AVX2
 test-other-cpu:
 	$(OTHER_CPU) $(NBVAL) notebooks index.ipynb
+	$(BIN)/python -m pytest -q tests/test_variants.py
 
 release: $(STAMP)
 	$(BIN)/python -m autograder.release $(ASSIGNMENTS)

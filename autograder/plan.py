@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 HIDDEN = re.compile(r"^[ \t]*### BEGIN HIDDEN TESTS[\s\S]*?^[ \t]*### END HIDDEN TESTS[ \t]*$\n?", re.MULTILINE)
+HIDDEN_PLACEHOLDER = "# (hidden tests ran here)"  # what feedback shows where the hidden tests were
 MAX_NOTEBOOK_BYTES = 20 * 2**20
 
 # Constructs with no business in an exercise answer that could reach into the grader's own process.
@@ -49,7 +50,7 @@ class Cell:
     @property
     def visible_code(self) -> str:
         """The code a student may see in feedback: hidden tests replaced by one comment line."""
-        return HIDDEN.sub("# (hidden tests ran here)\n", self.code)
+        return HIDDEN.sub(HIDDEN_PLACEHOLDER + "\n", self.code)
 
 
 @dataclass

@@ -20,6 +20,7 @@ import pytest
 import torch
 
 from autograder import sandbox
+from autograder.plan import HIDDEN_PLACEHOLDER
 from autograder.course import assignments
 from tests import submissions
 
@@ -167,7 +168,7 @@ def test_blank_notebooks_fail_in_the_visible_tests(graded, assignment):
     assert len(tests) == len(submissions.task_points(assignment))
     for cell in tests:
         lines = cell["visible_code"].splitlines()
-        hidden_at = next(i for i, line in enumerate(lines, 1) if line.strip() == "# (hidden tests ran here)")
+        hidden_at = next(i for i, line in enumerate(lines, 1) if line.strip() == HIDDEN_PLACEHOLDER)
         assert hidden_at == len(lines), f"{cell['grade_id']}: visible checks after the hidden ones"
         assert not cell["ok"] and cell["line"] is not None and cell["line"] < hidden_at, \
             f"{cell['grade_id']} did not fail in its visible tests: line {cell['line']}, {cell['error'][-300:]}"

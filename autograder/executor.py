@@ -1,7 +1,9 @@
 """Runs a notebook's cells inside the sandbox, one request at a time, and guards the tests' tools.
 
-The process reads one JSON request per line ({"id", "kind", "code"}) and answers one JSON line
-({"id", "ok", "output", "error", "restored", "tampered"}). It runs cells with IPython, as a notebook would.
+The process reads one JSON request per line ({"id", "kind", "code", "cases"}) and answers one JSON line
+({"id", "ok", "output", "error", "restored", "tampered", "line", "handed"}). It runs cells with IPython, as a
+notebook would. A test cell's hidden tests get their cases from the request and leave the student's results in
+`handed` (utils/handin.py); what they are compared with never enters this process.
 
 The guard: after the locked set-up cell has run, it records every attribute of the modules and classes the
 tests rely on (torch, numpy, math, builtins, the course's `utils`, `torch.Tensor`, ...), the modules in
@@ -139,6 +141,8 @@ def serve(requests: io.TextIOBase, replies: io.TextIOBase, output_chars: int) ->
     config.HistoryManager.enabled = False
     shell = InteractiveShell.instance(config=config)
     shell.showtraceback = lambda *args, **kwargs: None  # errors are reported in the reply instead
+    from utils.handin import CHANNEL
+    CHANNEL.begin({})  # from here on, hidden_cases() and hand_in() talk to the grader, never to `reference`
     guard = None
     serving_pid = os.getpid()
     real_stdout, real_stderr = sys.stdout, sys.stderr
@@ -149,6 +153,7 @@ def serve(requests: io.TextIOBase, replies: io.TextIOBase, output_chars: int) ->
             restored = guard.differences(fix=True)
             reset_torch_state()
         out = CappedText(output_chars)
+        CHANNEL.begin(request.get("cases") or {} if request["kind"] == "test" else {})
         sys.stdout = sys.stderr = out  # stderr joins stdout: warnings are shown, never scored
         try:
             result = shell.run_cell(request["code"], store_history=False, silent=False)
@@ -157,6 +162,7 @@ def serve(requests: io.TextIOBase, replies: io.TextIOBase, output_chars: int) ->
             error = raised
         finally:
             sys.stdout, sys.stderr = real_stdout, real_stderr
+        handed = CHANNEL.end()
         builtins_ok = isinstance(builtins.__dict__.get("print"), type(len))
         if request["kind"] == "setup" and error is None and guard is None:
             guard = Guard(shell.user_ns)
@@ -164,7 +170,8 @@ def serve(requests: io.TextIOBase, replies: io.TextIOBase, output_chars: int) ->
             tampered = guard.differences(fix=True)
         reply = {"id": request["id"], "ok": error is None and not tampered and builtins_ok, "output": out.value(),
                  "error": _error_text(error) if error is not None else "", "restored": restored, "tampered": tampered,
-                 "line": _line_in_cell(error, request["code"]) if error is not None and error.__traceback__ else None}
+                 "line": _line_in_cell(error, request["code"]) if error is not None and error.__traceback__ else None,
+                 "handed": {k: v for k, v in handed.items() if type(k) is str and type(v) is str}}
         if os.getpid() != serving_pid:  # a process the cell forked got here: only the original answers
             os._exit(0)
         replies.write(json.dumps(reply) + "\n")

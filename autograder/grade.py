@@ -37,10 +37,11 @@ import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
-from autograder import autograded, feedback, gradebook, sandbox
+from autograder import autograded, checker, feedback, gradebook, sandbox
+from autograder.checker import CourseError
 from autograder.course import CONFIG_NAME, REPO_ROOT, Course
 from autograder.gradebook import TOTAL, GradebookError, Row
-from autograder.plan import NotANotebook, make_plan, read_notebook
+from autograder.plan import NotANotebook, make_plan, read_notebook, source_cells
 from autograder.runner import readable_paths, run_plan
 
 SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@+-]{0,99}$")
@@ -125,9 +126,16 @@ def _digest(paths: list[Path], extra: str = "") -> str:
 
 
 def grader_digest(limits: sandbox.Limits) -> str:
-    """Changes whenever the grader, the course's utils or the limits change: results made before are stale."""
-    code = sorted((REPO_ROOT / "autograder").glob("*.py")) + sorted((REPO_ROOT / "utils").glob("*.py"))
-    return _digest(code, repr(limits))
+    """Changes whenever anything a graded run depends on changes, so that results made before are stale: the grader,
+    the course's `utils/` (what notebooks import), the instructor's `reference/` (the hidden tests' cases, expected
+    results and checks), the limits, and the versions of Python, torch and nbgrader."""
+    import importlib.metadata
+    import platform
+    import torch
+    code = [p for folder in ("autograder", "utils", "reference") for p in sorted((REPO_ROOT / folder).glob("*.py"))]
+    code.append(REPO_ROOT / "autograder" / "limits.toml")
+    versions = f"python {platform.python_version()} torch {torch.__version__} nbgrader {importlib.metadata.version('nbgrader')}"
+    return _digest(code, f"{limits!r} {versions}")
 
 
 def job_key(course: Course, assignment: str, folder: Path, grader: str) -> str:
@@ -137,10 +145,31 @@ def job_key(course: Course, assignment: str, folder: Path, grader: str) -> str:
     return _digest(source + submitted, grader)
 
 
+def check_hidden(plan, results: list[dict]) -> tuple[list[dict], list[str]]:
+    """The results with every hidden test's verdict applied (a test cell that ran cleanly fails when the results its
+    hidden tests handed in are wrong), and the grader's own faults, if any (checker.py: never the student's)."""
+    pending = [(index, key) for index, cell in enumerate(plan.cells) for key in cell.hidden_keys
+               if results[index].get("ok")]
+    handed = [(key, results[index].get("handed", {}).get(key)) for index, key in pending]
+    faults = []
+    results = [{k: v for k, v in r.items() if k != "handed"} for r in results]
+    for (index, key), verdict in zip(pending, checker.verdicts(handed)):
+        if verdict["ok"] or not results[index]["ok"]:
+            continue
+        cell = plan.cells[index]
+        # A wrong result fails on the hidden tests' first line (feedback shows it as a hidden failure, with its hint);
+        # the grader's own fault is shown as what it is.
+        line = None if verdict["fault"] else cell.hidden_lines.start
+        results[index] = {**results[index], "ok": False, "error": verdict["error"], "line": line}
+        if verdict["fault"]:
+            faults.append(f"{plan.notebook}, {cell.grade_id}: {verdict['error']}")
+    return results, faults
+
+
 def grade_submission(job: Job, course: Course, limits: sandbox.Limits, readable: list[Path], work_root: Path,
-                     stubs: dict) -> dict:
+                     stubs: dict, cases: dict[str, str]) -> dict:
     """Run every notebook of one submission; the result that goes to results/<student>/<assignment>.json."""
-    notebooks, problems = {}, []
+    notebooks, problems, faults = {}, [], []
     for name in course.notebooks(job.assignment):
         path = job.folder / f"{name}.ipynb"
         source = json.loads((course.source / job.assignment / f"{name}.ipynb").read_text())
@@ -161,8 +190,9 @@ def grade_submission(job: Job, course: Course, limits: sandbox.Limits, readable:
         shutil.rmtree(workdir, ignore_errors=True)
         workdir.mkdir(parents=True)
         if runnable:
-            results = [feedback.for_students(cell, result, limits.feedback)
-                       for cell, result in zip(plan.cells, run_plan(plan, limits, workdir, readable))]
+            results, own_faults = check_hidden(plan, run_plan(plan, limits, workdir, readable, cases))
+            faults += own_faults
+            results = [feedback.for_students(cell, result, limits.feedback) for cell, result in zip(plan.cells, results)]
         else:
             results = [{"ok": False, "output": "", "error": "not run", "restored": [], "tampered": []} for _ in plan.cells]
         shutil.rmtree(workdir, ignore_errors=True)
@@ -174,7 +204,7 @@ def grade_submission(job: Job, course: Course, limits: sandbox.Limits, readable:
             record["grades"] = {gid: 0.0 for gid in record["grades"]}
         notebooks[name] = {"cells": cells, "flags": plan.flags, "ran": bool(runnable), "problem": problem, **record}
     return {"key": job.key, "student": job.student, "assignment": job.assignment, "problems": problems,
-            "notebooks": notebooks}
+            "notebooks": notebooks, "grader_errors": faults}
 
 
 def _write_atomically(path: Path, text: str) -> None:
@@ -185,7 +215,7 @@ def _write_atomically(path: Path, text: str) -> None:
 
 
 def run_jobs(jobs: list[Job], course: Course, limits: sandbox.Limits, readable: list[Path], out: Path,
-             stubs: dict) -> None:
+             stubs: dict, cases: dict[str, str]) -> None:
     """Grade `jobs` with up to `limits.workers` at once, each in a forked grader process of its own."""
     workers = limits.workers or os.cpu_count() or 1
     running: dict[int, Job] = {}
@@ -195,7 +225,8 @@ def run_jobs(jobs: list[Job], course: Course, limits: sandbox.Limits, readable: 
         job = running.pop(pid)
         if os.waitstatus_to_exitcode(status) != 0 and not result_path(out, job).exists():
             error = {"key": job.key, "student": job.student, "assignment": job.assignment, "notebooks": {},
-                     "problems": ["the grader failed on this submission; an instructor will look at it"]}
+                     "problems": [], "grader_errors": ["the grader failed on this submission (its traceback is in "
+                                                       "the grader's output); an instructor will look at it"]}
             _write_atomically(result_path(out, job), json.dumps(error))
 
     for job in jobs:
@@ -205,7 +236,7 @@ def run_jobs(jobs: list[Job], course: Course, limits: sandbox.Limits, readable: 
         if pid == 0:
             code = 0
             try:
-                result = grade_submission(job, course, limits, readable, out / "work", stubs)
+                result = grade_submission(job, course, limits, readable, out / "work", stubs, cases)
                 _write_atomically(result_path(out, job), json.dumps(result))
             except BaseException:
                 traceback.print_exc()
@@ -318,7 +349,7 @@ def plan_jobs(course: Course, found: list, names: list[str], on_roster: set[str]
         job = Job(student, assignment, folder, job_key(course, assignment, folder, grader))
         jobs.append(job)
         path = result_path(out, job)
-        if fresh or not path.exists() or json.loads(path.read_text()).get("key") != job.key:
+        if fresh or not path.exists() or not reusable(json.loads(path.read_text()), job.key):
             path.unlink(missing_ok=True)
             todo.append(job)
     if newcomers:
@@ -328,15 +359,32 @@ def plan_jobs(course: Course, found: list, names: list[str], on_roster: set[str]
     return jobs, todo, extra_rows
 
 
+def reusable(result: dict, key: str) -> bool:
+    """An earlier result counts again only when everything it depended on is unchanged and the grader did not fail."""
+    return result.get("key") == key and "grader_errors" in result and not result["grader_errors"]
+
+
+def hidden_keys(course: Course, names: list[str]) -> list[str]:
+    """The keys of every hidden test in the source notebooks of these assignments."""
+    return list(dict.fromkeys(key for a in names for nb in course.notebooks(a)
+                              for cell in source_cells(json.loads((course.source / a / f"{nb}.ipynb").read_text()))
+                              for key in cell.hidden_keys))
+
+
 def record(course: Course, jobs: list[Job], results: list[dict], create: bool, summary: list[str]) -> dict:
     """Write the run into the gradebook (one transaction) and then autograded/; return the CSV notes
     {(student, assignment, grade_id or TOTAL): text}. On GradebookError nothing is written anywhere."""
     autograded_root = course.folder("autograded")
     staging = autograded_root / f".staging-{os.getpid()}"
     shutil.rmtree(staging, ignore_errors=True)
-    graded, notes = [], {}
+    graded, notes, staged = [], {}, []
     try:
         for job, result in zip(jobs, results):
+            if result.get("grader_errors"):  # never the student's fault, never scored: the gradebook keeps what it had
+                summary += [f"NOT GRADED, the grader's fault (not the student's): {job.student}/{job.assignment}: {e}"
+                            for e in result["grader_errors"]]
+                notes[(job.student, job.assignment, TOTAL)] = "not graded: the grader failed; an instructor will look at it"
+                continue
             timestamp, missing = read_timestamp(job.folder)
             overall, per_cell = submission_notes(result)
             if missing:
@@ -351,8 +399,9 @@ def record(course: Course, jobs: list[Job], results: list[dict], create: bool, s
                                            {n: {"grades": nb.get("grades", {}), "comments": nb.get("comments", {})}
                                             for n, nb in result["notebooks"].items()}))
             _stage_autograded(result, job.folder, staging / job.student / job.assignment)
+            staged.append(job)
         summary += gradebook.write(course, graded, create)
-        for job in jobs:
+        for job in staged:
             _install(staging / job.student / job.assignment, course.folder("autograded", job.student, job.assignment))
     finally:
         shutil.rmtree(staging, ignore_errors=True)
@@ -397,9 +446,11 @@ def grade(submitted: Path | None, out: Path, names: list[str] | None = None, lim
         summary.append(f"recorded in the gradebook from source/ (nbgrader generate_assignment): {', '.join(synced)}")
     jobs, todo, extra_rows = plan_jobs(course, found, names, on_roster, create, grader_digest(limits), out, fresh,
                                        summary)
+    # The hidden tests' cases, made in a trusted child process (checker.py): the grader never imports `reference`.
+    cases = checker.cases_for(hidden_keys(course, names)) if todo else {}
     # 3. Run the notebooks (forked, sandboxed workers); each result is a file, so a stopped run resumes.
     private = [submitted, out, course.root, autograded_root]
-    run_jobs(todo, course, limits, readable_paths(REPO_ROOT, private), out, stubs)
+    run_jobs(todo, course, limits, readable_paths(REPO_ROOT, private), out, stubs, cases)
     shutil.rmtree(out / "work", ignore_errors=True)
     ran = time.monotonic()
     summary.insert(0, f"graded {len(todo)} submission(s) in {ran - started:.1f} s "
@@ -487,12 +538,20 @@ def main() -> None:
     except (GradebookError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         raise SystemExit(2)
+    except CourseError as error:
+        print(f"error: the course's hidden tests are broken; nobody was graded.\n{error}", file=sys.stderr)
+        raise SystemExit(2)
     for r in rows:
         if r.task in (TOTAL, "-"):
             print(f"{r.student:20s} {r.assignment:24s} {r.score:g} / {r.max_score:g}"
                   f"{f'  (late penalty {r.late_penalty:g})' if r.late_penalty else ''}{f'  {r.note}' if r.note else ''}")
     print(f"Wrote the gradebook ({course.db_url}), {course.folder('autograded')}/, {args.out / 'grades.csv'} "
           f"and {args.out / 'summary.txt'}")
+    failed = [r for r in rows if r.task == TOTAL and r.note.startswith("not graded: the grader failed")]
+    if failed:
+        print(f"error: the grader failed on {len(failed)} submission(s), which were not graded (summary.txt says why)",
+              file=sys.stderr)
+        raise SystemExit(3)
 
 
 if __name__ == "__main__":

@@ -14,6 +14,8 @@ from pathlib import Path
 
 HIDDEN = re.compile(r"^[ \t]*### BEGIN HIDDEN TESTS[\s\S]*?^[ \t]*### END HIDDEN TESTS[ \t]*$\n?", re.MULTILINE)
 HIDDEN_PLACEHOLDER = "# (hidden tests ran here)"  # what feedback shows where the hidden tests were
+# A hidden test names its key literally: hidden_cases("models_optimizers.largest_model") (utils/handin.py).
+HIDDEN_KEY = re.compile(r"""\b(?:hidden_cases|hand_in)\(\s*["']([a-z][a-z0-9_]*\.[A-Za-z_]\w*)["']""")
 MAX_NOTEBOOK_BYTES = 20 * 2**20
 
 # Constructs with no business in an exercise answer that could reach into the grader's own process.
@@ -23,6 +25,8 @@ SUSPICIOUS = {
     "os.write": r"\bos\s*\.\s*(write|dup2?|fdopen|kill|killpg)\b", "ipython hooks": r"get_ipython\s*\(\s*\)\s*\.\s*(events|set_custom_exc|run_cell)",
     "signals": r"\bsignal\s*\.\s*(signal|alarm|setitimer)", "subprocess": r"\bsubprocess\b|os\s*\.\s*(system|popen|exec)",
     "the instructor's references": r"\b(from|import)\s+reference\b|\breference\s*\.\s*\w+\s*\.|[/\\]reference[/\\]",
+    "imports by a computed name": r"\bimport_module\b|__import__|\bfind_spec\b|\bmeta_path\b|\bspec_from_file_location\b",
+    "the grader's channel": r"\bCHANNEL\b|\bhidden_cases\b|\bhand_in\b|utils\s*\.\s*handin",
 }
 
 
@@ -46,6 +50,12 @@ class Cell:
     def failed_in_hidden_tests(self, result: dict) -> bool:
         """True when this test cell failed on a line of its hidden tests."""
         return self.kind == "test" and not result.get("ok") and result.get("line") in self.hidden_lines
+
+    @property
+    def hidden_keys(self) -> list[str]:
+        """The keys of the hidden tests this cell hands results in for (utils/handin.py), in order, once each."""
+        match = HIDDEN.search(self.code) if self.kind == "test" else None
+        return list(dict.fromkeys(HIDDEN_KEY.findall(match.group(0)))) if match else []
 
     @property
     def visible_code(self) -> str:

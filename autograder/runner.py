@@ -23,6 +23,7 @@ from pathlib import Path
 
 from autograder import executor, sandbox
 from autograder.plan import Plan
+from utils.handin import HANDIN_LIMIT_BYTES
 
 
 STARTUP_ERROR = ".startup-error.txt"
@@ -30,6 +31,13 @@ STARTUP_ERROR = ".startup-error.txt"
 # CPU kernels (read lazily, after the environment is cleared), so a grading run can reproduce another CPU
 # (tests/test_variants.py grades under ATEN_CPU_CAPABILITY=default ONEDNN_MAX_CPU_ISA=AVX2).
 KEPT_ENVIRONMENT = ("PATH", "LANG", "LC_ALL", "TZ", "ATEN_CPU_CAPABILITY", "ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA")
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    """os.write until every byte is written (a request with cases can be larger than a pipe's buffer)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
 
 
 class Died(Exception):
@@ -58,11 +66,13 @@ class NotebookProcess:
             self.kill()
             raise Died("the notebook process could not be started")
 
-    def run(self, kind: str, code: str, seconds: float) -> dict:
-        """Run one cell; its reply, or Died if the process dies, times out or answers out of turn."""
+    def run(self, kind: str, code: str, seconds: float, cases: dict[str, str] | None = None) -> dict:
+        """Run one cell (a test cell with the encoded cases of its hidden tests); its reply, or Died if the process
+        dies, times out or answers out of turn."""
         request_id = secrets.token_hex(8)
+        request = json.dumps({"id": request_id, "kind": kind, "code": code, "cases": cases or {}}) + "\n"
         try:
-            os.write(self.request_w, (json.dumps({"id": request_id, "kind": kind, "code": code}) + "\n").encode())
+            _write_all(self.request_w, request.encode())
         except OSError:
             raise Died("the notebook process had already exited") from None
         deadline = time.monotonic() + seconds
@@ -76,7 +86,7 @@ class NotebookProcess:
                 if not chunk:
                     raise Died(self._exit_reason())
                 self.buffer += chunk
-                if len(self.buffer) > 4 * self.limits.output_chars + (1 << 20):
+                if len(self.buffer) > 4 * self.limits.output_chars + 2 * HANDIN_LIMIT_BYTES + (1 << 20):
                     raise Died("the notebook process flooded the grader's channel")
         line, _, self.buffer = self.buffer.partition(b"\n")
         try:
@@ -175,9 +185,11 @@ def _become_notebook(limits, workdir, readable, request_r, reply_w) -> None:
             os._exit(71)
 
 
-def run_plan(plan: Plan, limits: sandbox.Limits, workdir: Path, readable: list[Path]) -> list[dict]:
-    """Every cell's result, in order: {"ok", "output", "error", "restored", "tampered", "seconds"} (a cell that
-    never ran has no "seconds")."""
+def run_plan(plan: Plan, limits: sandbox.Limits, workdir: Path, readable: list[Path],
+             cases: dict[str, str] | None = None) -> list[dict]:
+    """Every cell's result, in order: {"ok", "output", "error", "restored", "tampered", "handed", "seconds"} (a cell
+    that never ran has no "seconds"). `cases`: the encoded cases of the hidden tests (key -> JSON text)."""
+    cases = cases or {}
     results: list[dict | None] = [None] * len(plan.cells)
     crashed: set[int] = set()
     deadline = time.monotonic() + limits.notebook_seconds
@@ -194,7 +206,8 @@ def run_plan(plan: Plan, limits: sandbox.Limits, workdir: Path, readable: list[P
                     raise Died(f"the notebook ran past its {limits.notebook_seconds:g} s limit")
                 started = time.monotonic()
                 try:
-                    results[index] = process.run(cell.kind, cell.code, min(limits.cell_seconds, left))
+                    results[index] = process.run(cell.kind, cell.code, min(limits.cell_seconds, left),
+                                                 {key: cases[key] for key in cell.hidden_keys if key in cases})
                 except Died as died:
                     results[index] = {"ok": False, "output": "", "error": str(died), "restored": [], "tampered": [],
                                       "seconds": round(time.monotonic() - started, 3)}
@@ -214,8 +227,8 @@ def run_plan(plan: Plan, limits: sandbox.Limits, workdir: Path, readable: list[P
 
 
 def readable_paths(repo: Path, private: list[Path]) -> list[Path]:
-    """What a notebook may read: Python, system libraries, /proc, /sys, /dev, /etc, the course's `utils/` and `reference/`;
-    never the repository itself (its `source/` holds the hidden tests) or anything under `private`."""
+    """What a notebook may read: Python, system libraries, /proc, /sys, /dev, /etc and the course's `utils/`; never the
+    repository itself (its `source/` holds the hidden tests, its `reference/` the answers) or anything under `private`."""
     candidates = {Path(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix)}
     candidates |= {Path(p) for p in sys.path if p}
     candidates |= {Path(p) for p in ("/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/etc", "/proc", "/sys", "/dev", "/opt")}
@@ -230,5 +243,4 @@ def readable_paths(repo: Path, private: list[Path]) -> list[Path]:
             continue
         allowed.add(path)
     allowed.add((repo / "utils").resolve())
-    allowed.add((repo / "reference").resolve())  # the hidden tests import the instructor's references from here
     return sorted(allowed)

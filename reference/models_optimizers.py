@@ -24,3 +24,124 @@ def largest_model(num_gpus: int, bytes_per_gpu: int, optimizer: str, param_dtype
     per_param = 2 * param_dtype.itemsize + 4 * master_weights + 4 * STATE_TENSORS[optimizer]
     free_per_gpu = max(0, bytes_per_gpu - reserved_bytes_per_gpu)
     return num_gpus * free_per_gpu // per_param
+
+
+# ---- hidden tests (reference/hidden.py): cases, expected results, checks -----------------------------------------
+import dataclasses
+import random
+
+from reference.hidden import HiddenTest
+from utils.grading import check_int, check_type
+from utils.optimizers import Case, compare_optimizer_run, optimizer_after_steps, reference_runs
+
+
+def _optimizer_test(torch_cls: type, cases: list[Case], state_names: set[str], task: str) -> HiddenTest:
+    """An optimizer task: the student's class runs every case; torch.optim's class (and, below float64, its float64
+    run of the same problem) is what each run is compared with."""
+    def check(case_dicts, references, results):
+        check_type(results, list, f"{task}: the runs handed in")
+        check_int(len(results), len(case_dicts), f"{task}: how many runs were handed in")
+        for case, reference, observed in zip(case_dicts, references, results):
+            compare_optimizer_run(observed, Case(**case), reference, state_names, task)
+    return HiddenTest(cases=lambda: [dataclasses.asdict(case) for case in cases],
+                      expected=lambda case_dicts: reference_runs(torch_cls, [Case(**c) for c in case_dicts]),
+                      check=check)
+
+
+def _momentum_cases() -> list[Case]:
+    cases = []
+    for dtype, seed in [(torch.float64, 1), (torch.float32, 2)]:
+        cases += [Case(dict(lr=0.05, momentum=0.9), dtype=dtype, seed=seed),
+                  Case(dict(lr=0.1, momentum=0.5, nesterov=True), dtype=dtype, seed=seed + 10),
+                  Case(dict(lr=0.02, momentum=0.99, weight_decay=0.1), dtype=dtype, seed=seed + 20),
+                  Case(dict(lr=0.05, momentum=0.8, weight_decay=0.05, nesterov=True), dtype=dtype, seed=seed + 30),
+                  Case(dict(lr=0.05, momentum=0.9), groups=({"lr": 0.01, "momentum": 0.5}, {"nesterov": True}),
+                       dtype=dtype, seed=seed + 40),
+                  Case(dict(lr=0.03, momentum=0.7), groups=({"weight_decay": 0.2}, {"lr": 0.1}), dtype=dtype,
+                       seed=seed + 50),
+                  Case(dict(lr=0.04, momentum=0.6), dtype=dtype, seed=seed + 60, as_iterator=True)]
+    return cases
+
+
+def _adagrad_cases() -> list[Case]:
+    cases = []
+    for dtype, seed in [(torch.float64, 3), (torch.float32, 4)]:
+        cases += [Case(dict(lr=0.1), dtype=dtype, seed=seed),
+                  Case(dict(lr=0.5, eps=0.1), dtype=dtype, seed=seed + 10),
+                  Case(dict(lr=0.2, initial_accumulator_value=0.5), dtype=dtype, seed=seed + 20),
+                  Case(dict(lr=0.3, eps=1e-3, initial_accumulator_value=2.0), dtype=dtype, seed=seed + 30),
+                  Case(dict(lr=0.1, initial_accumulator_value=1.0), groups=({"lr": 0.05}, {"eps": 1e-3}),
+                       dtype=dtype, seed=seed + 40),
+                  Case(dict(lr=0.2, eps=0.01), dtype=dtype, seed=seed + 50, as_iterator=True)]
+    return cases
+
+
+def _adamw_cases() -> list[Case]:
+    cases = []
+    for dtype, seed in [(torch.float64, 5), (torch.float32, 6)]:
+        cases += [Case(dict(lr=0.05), dtype=dtype, seed=seed),
+                  Case(dict(lr=0.1, betas=(0.8, 0.9), eps=0.1, weight_decay=0.3), dtype=dtype, seed=seed + 10),
+                  Case(dict(lr=0.01, weight_decay=0.0), dtype=dtype, seed=seed + 20),
+                  Case(dict(lr=0.05, betas=(0.0, 0.99), weight_decay=0.5), dtype=dtype, seed=seed + 30),
+                  Case(dict(lr=0.2, betas=(0.95, 0.5), eps=1e-3), dtype=dtype, seed=seed + 40, steps=40),
+                  Case(dict(lr=0.05), groups=({"lr": 0.01, "weight_decay": 0.5}, {"betas": (0.5, 0.9)}),
+                       dtype=dtype, seed=seed + 50),
+                  Case(dict(lr=0.02, eps=0.05), groups=({"eps": 1e-8}, {"weight_decay": 0.0}), dtype=dtype,
+                       seed=seed + 60),
+                  Case(dict(lr=0.03, weight_decay=0.2), dtype=dtype, seed=seed + 70, as_iterator=True)]
+    return cases
+
+
+def _state_bytes_cases() -> list[dict]:
+    """Recipes for `utils.optimizers.optimizer_after_steps`: many optimizers, models, dtypes, after 0 to 2 steps."""
+    rng = random.Random(11)
+    cases = []
+    for name in ("SGD", "SGD(momentum=0.9)", "Adagrad", "RMSprop(centered, momentum)", "RMSprop", "Adam",
+                 "Adam(amsgrad)", "AdamW", "Adadelta", "Rprop", "NAdam"):
+        for dtype in (torch.float32, torch.float64, torch.bfloat16):
+            shapes = [(rng.randint(1, 9), rng.randint(1, 9)) for _ in range(rng.randint(1, 4))] + [(rng.randint(1, 7),)]
+            cases.append(dict(name=name, dtype=dtype, shapes=shapes, last_trainable=rng.random() < 0.5,
+                              steps=rng.randint(0, 1), seed=rng.randint(0, 10**6)))
+    return cases
+
+
+def _check_ints(task: str, describe) -> callable:
+    """A check for a task whose results are one int per case, equal to the expected one."""
+    def check(cases, expected, results):
+        check_type(results, list, f"{task}: the results handed in")
+        check_int(len(results), len(cases), f"{task}: how many results were handed in")
+        for case, want, got in zip(cases, expected, results):
+            check_int(got, want, describe(case))
+    return check
+
+
+def _largest_model_cases() -> list[tuple]:
+    rng = random.Random(5)
+    cases = []
+    optimizers = ["sgd", "momentum", "adagrad", "rmsprop", "adam", "adamw"]
+    dtypes = [torch.float32, torch.bfloat16, torch.float16, torch.float64]
+    for _ in range(300):
+        num_gpus = rng.choice([1, 2, 8, 64, 1024, rng.randint(1, 5000)])
+        bytes_per_gpu = rng.choice([80 * 10**9, 141 * 10**9, 40 * 10**9, 24 * 2**30, 16 * 2**30,
+                                    rng.randint(10**9, 2 * 10**11)])
+        reserved = rng.choice([0, 0, 10**10, rng.randint(0, bytes_per_gpu), bytes_per_gpu,
+                               bytes_per_gpu + rng.randint(1, 10**10)])
+        cases.append((num_gpus, bytes_per_gpu, rng.choice(optimizers), rng.choice(dtypes), rng.random() < 0.5, reserved))
+    return cases
+
+
+HIDDEN_TESTS = {
+    "MomentumSGD": _optimizer_test(torch.optim.SGD, _momentum_cases(), {"momentum_buffer"}, "MomentumSGD"),
+    "AdaGrad": _optimizer_test(torch.optim.Adagrad, _adagrad_cases(), {"sum"}, "AdaGrad"),
+    "AdamW": _optimizer_test(torch.optim.AdamW, _adamw_cases(), {"exp_avg", "exp_avg_sq"}, "AdamW"),
+    "state_bytes": HiddenTest(
+        cases=_state_bytes_cases,
+        expected=lambda cases: [state_bytes(optimizer_after_steps(**recipe)) for recipe in cases],
+        check=_check_ints("state_bytes", lambda r: f"state_bytes for {r['name']}, {r['dtype']}, shapes {r['shapes']}, "
+                                                   f"after {r['steps']} step(s)")),
+    "largest_model": HiddenTest(
+        cases=_largest_model_cases,
+        expected=lambda cases: [largest_model(*args) for args in cases],
+        check=_check_ints("largest_model", lambda a: f"largest_model({a[0]}, {a[1]}, {a[2]!r}, {a[3]}, "
+                                                     f"master_weights={a[4]}, reserved_bytes_per_gpu={a[5]})")),
+}

@@ -297,13 +297,27 @@ def reference_runs(torch_cls: type, cases: list[Case]) -> list[Reference]:
             for case in cases]
 
 
-def check_optimizer_matches(cls: type, cases: list[Case], references: list[Run], state_names: set[str],
-                            task: str) -> None:
-    """Run `cls` on every case and check it against torch.optim's run of the same case, with hints: the parameters
+def observe_optimizer(cls: type, case: Case, task: str) -> dict:
+    """Run `cls` on `case` and return what the comparison looks at, as plain data (a hidden test hands this to the
+    grader): the parameters after every step, whether the parameter without a gradient got state, and each used
+    parameter's state keys and state tensors (those with at least one dimension). Checks first that the optimizer is
+    the exercise's own class (`check_own_optimizer`)."""
+    run = run_optimizer(case.maker(cls), case.steps, case.seed, case.dtype)
+    check_own_optimizer(run.optimizer, cls, task)
+    states = [run.optimizer.state.get(p, {}) for p in run.params[:-1]]
+    return {"trajectory": run.trajectory.detach().clone(),
+            "unused_has_state": bool(run.optimizer.state.get(run.params[-1])),
+            "state_keys": [sorted(str(name) for name in state) for state in states],
+            "state": [{str(name): value.detach().clone() for name, value in state.items()
+                       if torch.is_tensor(value) and value.dim() > 0} for state in states]}
+
+
+def compare_optimizer_run(observed: object, case: Case, reference: Reference, state_names: set[str], task: str) -> None:
+    """Check what `observe_optimizer` gave for `case` against torch.optim's run of it, with hints: the parameters
     after every step, that a parameter without a gradient is left alone (no change, no state), the names, shapes,
     dtypes and values of the per-parameter state tensors (besides them only a 'step' entry is allowed), and their
     total bytes."""
-    from utils.grading import check_as_accurate_as_torch, check_int, check_tensor
+    from utils.grading import check_as_accurate_as_torch, check_int, check_tensor, check_type
 
     def check_close(value, torch_value, exact_value, what, hint):
         if exact_value is None:
@@ -311,36 +325,48 @@ def check_optimizer_matches(cls: type, cases: list[Case], references: list[Run],
         else:
             check_as_accurate_as_torch(value, torch_value, exact_value, what, hint)
 
+    label = f"{task} with {case.hyper}" + (f", groups {case.groups}" if case.groups else "") + f", {case.dtype}"
+    check_type(observed, dict, f"{label}: what the run handed in")
+    used = reference.run.params[:-1]
+    exact = reference.exact
+    trajectory = observed.get("trajectory")
+    check_tensor(trajectory, reference.run.trajectory, f"{label}: all parameters after every step", atol=float("inf"))
+    for k in range(case.steps):
+        check_close(trajectory[k], reference.run.trajectory[k], exact and exact.trajectory[k],
+                    f"{label}: all parameters after step {k + 1}",
+                    "torch.optim does this differently; compare your update with the formula "
+                    "(and read each hyperparameter from the parameter's group).")
+    if observed.get("unused_has_state") is not False:
+        raise AssertionError(f"{label}: a parameter whose .grad is None has state\n"
+                             f"Hint: skip parameters without a gradient; create state only when updating.")
+    keys, states = observed.get("state_keys"), observed.get("state")
+    check_type(keys, list, f"{label}: state keys")
+    check_type(states, list, f"{label}: state tensors")
+    check_int(len(states), len(used), f"{label}: parameters with state")
+    check_int(len(keys), len(used), f"{label}: parameters with state")
+    state_bytes = 0
+    exact_params = exact.params[:-1] if exact else [None] * len(used)
+    for p_reference, p_exact, names, tensors in zip(used, exact_params, keys, states):
+        check_type(tensors, dict, f"{label}: state tensors")
+        if set(tensors) != state_names or not isinstance(names, list) or set(names) - state_names - {"step"}:
+            raise AssertionError(f"{label}: the state of a {tuple(p_reference.shape)} parameter holds {names}\n"
+                                 f"Hint: keep exactly {sorted(state_names)} (and, if you need it, 'step').")
+        for name in sorted(state_names):
+            check_close(tensors[name], reference.run.optimizer.state[p_reference][name],
+                        exact and exact.optimizer.state[p_exact][name],
+                        f"{label}: state['{name}'] after {case.steps} steps",
+                        "create it like the parameter (torch.zeros_like(p), or p.grad.clone()).")
+            state_bytes += tensors[name].numel() * tensors[name].element_size()
+    used_bytes = sum(p.numel() * p.element_size() for p in used)
+    check_int(state_bytes, len(state_names) * used_bytes, f"{label}: bytes of the state tensors",
+              hint=f"{len(state_names)} tensor(s) the size of each parameter that got a gradient.")
+
+
+def check_optimizer_matches(cls: type, cases: list[Case], references: list[Reference], state_names: set[str],
+                            task: str) -> None:
+    """Run `cls` on every case and check it against torch.optim's run of the same case (`compare_optimizer_run`)."""
     for case, reference in zip(cases, references, strict=True):
-        run = run_optimizer(case.maker(cls), case.steps, case.seed, case.dtype)
-        label = f"{task} with {case.hyper}" + (f", groups {case.groups}" if case.groups else "") + f", {case.dtype}"
-        check_own_optimizer(run.optimizer, cls, task)
-        exact = reference.exact
-        for k in range(case.steps):
-            check_close(run.trajectory[k], reference.run.trajectory[k], exact and exact.trajectory[k],
-                        f"{label}: all parameters after step {k + 1}",
-                        "torch.optim does this differently; compare your update with the formula "
-                        "(and read each hyperparameter from the parameter's group).")
-        if run.optimizer.state.get(run.params[-1]):
-            raise AssertionError(f"{label}: a parameter whose .grad is None has state\n"
-                                 f"Hint: skip parameters without a gradient; create state only when updating.")
-        state_bytes = 0
-        exact_params = exact.params[:-1] if exact else [None] * (len(run.params) - 1)
-        for p, p_reference, p_exact in zip(run.params[:-1], reference.run.params[:-1], exact_params):
-            state = run.optimizer.state.get(p, {})
-            tensors = {name: value for name, value in state.items() if torch.is_tensor(value) and value.dim() > 0}
-            if set(tensors) != state_names or set(state) - state_names - {"step"}:
-                raise AssertionError(f"{label}: the state of a {tuple(p.shape)} parameter holds {sorted(state)}\n"
-                                     f"Hint: keep exactly {sorted(state_names)} (and, if you need it, 'step').")
-            for name in sorted(state_names):
-                check_close(tensors[name], reference.run.optimizer.state[p_reference][name],
-                            exact and exact.optimizer.state[p_exact][name],
-                            f"{label}: state['{name}'] after {case.steps} steps",
-                            "create it like the parameter (torch.zeros_like(p), or p.grad.clone()).")
-                state_bytes += tensors[name].numel() * tensors[name].element_size()
-        used_bytes = sum(p.numel() * p.element_size() for p in run.params[:-1])
-        check_int(state_bytes, len(state_names) * used_bytes, f"{label}: bytes of the state tensors",
-                  hint=f"{len(state_names)} tensor(s) the size of each parameter that got a gradient.")
+        compare_optimizer_run(observe_optimizer(cls, case, task), case, reference, state_names, task)
 
 
 # Names lecture 7's first cell still imports (utils/retired.py explains why); the lecture runs torch.optim's classes.
@@ -349,3 +375,35 @@ AdaGrad = retired("AdaGrad", "exercise 7, task 2")
 Adam = retired("Adam", "exercise 7, task 3 (as AdamW)")
 AdamW = retired("AdamW", "exercise 7, task 3")
 adam_update = retired("adam_update", "exercise 7, task 3 (AdamW)")
+
+
+# torch.optim optimizers by the names exercise 7's state_bytes cases use.
+OPTIMIZER_MAKERS: dict[str, Callable[[list[nn.Parameter]], Optimizer]] = {
+    "SGD": lambda ps: torch.optim.SGD(ps, lr=0.1),
+    "SGD(momentum=0.9)": lambda ps: torch.optim.SGD(ps, lr=0.1, momentum=0.9),
+    "Adagrad": lambda ps: torch.optim.Adagrad(ps),
+    "RMSprop(centered, momentum)": lambda ps: torch.optim.RMSprop(ps, centered=True, momentum=0.9),
+    "RMSprop": lambda ps: torch.optim.RMSprop(ps),
+    "Adam": lambda ps: torch.optim.Adam(ps),
+    "Adam(amsgrad)": lambda ps: torch.optim.Adam(ps, amsgrad=True),
+    "AdamW": lambda ps: torch.optim.AdamW(ps),
+    "Adadelta": lambda ps: torch.optim.Adadelta(ps),
+    "Rprop": lambda ps: torch.optim.Rprop(ps),
+    "NAdam": lambda ps: torch.optim.NAdam(ps),
+}
+
+
+def optimizer_after_steps(name: str, dtype: torch.dtype, shapes: list, last_trainable: bool, steps: int,
+                          seed: int) -> Optimizer:
+    """The torch.optim optimizer `name` (OPTIMIZER_MAKERS) over seeded parameters of `shapes` in `dtype` (the last one
+    trainable or not), after `steps` steps with seeded gradients: the same optimizer wherever it is built."""
+    generator = torch.Generator().manual_seed(seed)
+    params = [nn.Parameter(torch.randn(tuple(shape), generator=generator, dtype=dtype)) for shape in shapes]
+    params[-1].requires_grad_(last_trainable)
+    trainable = [p for p in params if p.requires_grad]
+    optimizer = OPTIMIZER_MAKERS[name](trainable)
+    for _ in range(steps):
+        for p in trainable:
+            p.grad = torch.randn(p.shape, generator=generator, dtype=dtype)
+        optimizer.step()
+    return optimizer

@@ -1,0 +1,63 @@
+"""The trusted half of every hidden test: its cases, its expected results and its check, by key.
+
+A key is "<module>.<test>": `reference/<module>.py` holds `HIDDEN_TESTS = {"<test>": HiddenTest(...)}` beside the
+instructor's answers it compares against. The notebook's hidden section (see utils/handin.py) only calls the
+student's code on `cases()` and hands the results in; `expected()` and `check()` run in a trusted process, so the
+student's process never holds an expected value, a reference function or its source.
+
+Every function here memoises per process: the grader's checker computes each test's cases and expected results once
+per run, however many students it checks.
+"""
+from __future__ import annotations
+
+import importlib
+import re
+from dataclasses import dataclass
+from typing import Callable
+
+KEY = re.compile(r"^([a-z][a-z0-9_]*)\.([A-Za-z_][A-Za-z0-9_]*)$")
+
+
+@dataclass(frozen=True)
+class HiddenTest:
+    """cases() -> the inputs (no answers in them: they are sent to the student's process);
+    expected(cases) -> what a correct solution gives (never leaves the trusted process);
+    check(cases, expected, results) -> None, or AssertionError with a message and a `Hint:` line."""
+    cases: Callable[[], object]
+    expected: Callable[[object], object]
+    check: Callable[[object, object, object], None]
+
+
+_cases: dict[str, object] = {}
+_expected: dict[str, object] = {}
+
+
+def hidden_test(key: str) -> HiddenTest:
+    """The HiddenTest registered under `key`; KeyError naming the key when there is none."""
+    match = KEY.match(key)
+    if not match:
+        raise KeyError(f"{key!r} is not a hidden test key (<module>.<test>)")
+    module = importlib.import_module(f"reference.{match.group(1)}")
+    tests = getattr(module, "HIDDEN_TESTS", {})
+    if match.group(2) not in tests:
+        raise KeyError(f"reference/{match.group(1)}.py registers no hidden test {match.group(2)!r}")
+    return tests[match.group(2)]
+
+
+def cases(key: str) -> object:
+    """The inputs of hidden test `key` (what the student's code is called with)."""
+    if key not in _cases:
+        _cases[key] = hidden_test(key).cases()
+    return _cases[key]
+
+
+def expected(key: str) -> object:
+    """What a correct solution gives on `cases(key)`."""
+    if key not in _expected:
+        _expected[key] = hidden_test(key).expected(cases(key))
+    return _expected[key]
+
+
+def check(key: str, results: object) -> None:
+    """AssertionError (with a hint) unless `results` are what a correct solution gives on the cases of `key`."""
+    hidden_test(key).check(cases(key), expected(key), results)

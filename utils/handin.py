@@ -1,0 +1,160 @@
+"""How a hidden test hands a student's results to the grader: the plumbing only, no answers and no checks.
+
+A hidden test (the part of a test cell between `### BEGIN HIDDEN TESTS` and `### END HIDDEN TESTS`) does two
+things with the student's code and nothing else:
+
+    cases = hidden_cases("models_optimizers.largest_model")      # the inputs, made by the instructor's code
+    hand_in("models_optimizers.largest_model", [largest_model(*case) for case in cases])
+
+Under the grader the notebook runs in a sandboxed process that cannot read the instructor's references
+(`reference/`): the grader computes the cases in a trusted process and sends them with the test cell; the results
+handed in go back to it as data, and a trusted process compares them with the expected results, which never enter
+the student's process. Anywhere else (an instructor running `source/` in JupyterLab, nbval, plain nbgrader), both
+calls ask `reference.hidden` in this process and `hand_in` checks at once, raising the same AssertionError.
+
+Values cross the boundary as JSON that keeps exact types: None, bool, int, float (bit-exact, nan and inf
+included), str, tuple, list, dict with str keys, torch.dtype and torch.Tensor (dtype, shape, device and bytes).
+Anything else is handed in as its type's name, so a check sees "expected a float, got float64" rather than a value
+that pretends to be one. Decoding only ever builds those types: nothing from a sandbox is unpickled or run.
+"""
+from __future__ import annotations
+
+import base64
+import json
+import math
+
+import torch
+
+HANDIN_LIMIT_BYTES = 8 * 2**20  # the most a hidden test may hand in (JSON text); more fails the test
+
+
+class Channel:
+    """The grader's side of one test cell, set by the notebook process before the cell runs (see
+    autograder/executor.py). `active` is False outside the grader."""
+
+    def __init__(self) -> None:
+        self.active = False
+        self.cases: dict[str, str] = {}    # key -> encoded cases, for this cell only
+        self.handed: dict[str, str] = {}   # key -> encoded results, read by the grader after the cell
+
+    def begin(self, cases: dict[str, str]) -> None:
+        self.active, self.cases, self.handed = True, dict(cases), {}
+
+    def end(self) -> dict[str, str]:
+        handed, self.cases, self.handed = self.handed, {}, {}
+        return handed
+
+
+CHANNEL = Channel()
+
+
+def hidden_cases(key: str) -> object:
+    """The inputs of hidden test `key` ("<reference module>.<test>"), as Python values (tensors on the CPU)."""
+    if CHANNEL.active:
+        if key not in CHANNEL.cases:
+            raise LookupError(f"the grader sent no cases for hidden test {key!r}")
+        return decode(CHANNEL.cases[key])
+    from reference import hidden  # an instructor's own run: the references are right here
+    return decode(encode(hidden.cases(key)))
+
+
+def hand_in(key: str, results: object) -> None:
+    """Give the student's results for hidden test `key` to the grader (outside the grader: check them here)."""
+    text = encode(results)
+    if len(text) > HANDIN_LIMIT_BYTES:
+        raise ValueError(f"the results handed in for {key!r} are {len(text):,} bytes of JSON; the limit is "
+                         f"{HANDIN_LIMIT_BYTES:,}")
+    if CHANNEL.active:
+        CHANNEL.handed[key] = text
+        return
+    from reference import hidden
+    hidden.check(key, decode(text))
+
+
+# ---- encoding ------------------------------------------------------------------------------------------------
+def _tensor_bytes(t: torch.Tensor) -> bytes:
+    flat = t.detach().to("cpu").contiguous().reshape(-1)
+    return flat.view(torch.uint8).numpy().tobytes() if flat.numel() else b""
+
+
+def _to_json(value: object) -> object:
+    kind = type(value)  # exact types only: a subclass of float is not a float here
+    if value is None or kind is bool or kind is int or kind is str:
+        return value
+    if kind is float:
+        return {"float": float.hex(value)}
+    if kind is tuple:
+        return {"tuple": [_to_json(v) for v in value]}
+    if kind is list:
+        return [_to_json(v) for v in value]
+    if kind is dict and all(type(k) is str for k in value):
+        return {"dict": {k: _to_json(v) for k, v in value.items()}}
+    if kind is torch.dtype:
+        return {"dtype": str(value).removeprefix("torch.")}
+    if kind is torch.Tensor or kind is torch.nn.Parameter:
+        data = _tensor_bytes(value)
+        return {"tensor": {"dtype": str(value.dtype).removeprefix("torch."), "shape": list(value.shape),
+                           "device": str(value.device), "parameter": kind is torch.nn.Parameter,
+                           "requires_grad": bool(value.requires_grad), "data": base64.b64encode(data).decode()}}
+    return {"other": f"{kind.__module__}.{kind.__qualname__}" if kind.__module__ != "builtins" else kind.__qualname__}
+
+
+def encode(value: object) -> str:
+    """`value` as JSON text that keeps its exact type (see the module docstring)."""
+    return json.dumps(_to_json(value), allow_nan=False)
+
+
+class Other:
+    """A handed-in value of a type the channel does not carry: only its type's name came through."""
+
+    def __init__(self, type_name: str) -> None:
+        self.type_name = type_name
+
+    def __repr__(self) -> str:
+        return f"<a {self.type_name}>"
+
+
+def _dtype(name: object) -> torch.dtype:
+    dtype = getattr(torch, name, None) if isinstance(name, str) else None
+    if not isinstance(dtype, torch.dtype):
+        raise ValueError(f"not a torch dtype: {name!r}")
+    return dtype
+
+
+def _tensor(spec: dict) -> torch.Tensor:
+    dtype, shape = _dtype(spec["dtype"]), [int(n) for n in spec["shape"]]
+    data = base64.b64decode(spec["data"])
+    if math.prod(shape) * torch.empty(0, dtype=dtype).element_size() != len(data):
+        raise ValueError("a tensor's bytes do not match its shape and dtype")
+    tensor = torch.frombuffer(bytearray(data), dtype=dtype).reshape(shape) if data else torch.empty(shape, dtype=dtype)
+    if spec.get("parameter"):
+        return torch.nn.Parameter(tensor, requires_grad=bool(spec.get("requires_grad")))
+    return tensor.requires_grad_(bool(spec.get("requires_grad")) and dtype.is_floating_point)
+
+
+def _from_json(value: object) -> object:
+    if value is None or type(value) in (bool, int, str):
+        return value
+    if type(value) is list:
+        return [_from_json(v) for v in value]
+    if type(value) is dict and len(value) == 1:
+        (tag, inner), = value.items()
+        if tag == "float" and type(inner) is str:
+            return float.fromhex(inner)
+        if tag == "tuple" and type(inner) is list:
+            return tuple(_from_json(v) for v in inner)
+        if tag == "dict" and type(inner) is dict:
+            return {k: _from_json(v) for k, v in inner.items()}
+        if tag == "dtype":
+            return _dtype(inner)
+        if tag == "tensor" and type(inner) is dict:
+            return _tensor(inner)
+        if tag == "other" and type(inner) is str:
+            return Other(inner[:200])
+    raise ValueError(f"not an encoded value: {str(value)[:80]!r}")
+
+
+def decode(text: str) -> object:
+    """The value `encode` wrote, with tensors on the CPU (a hidden test that cares about the device hands in
+    `str(tensor.device)` too). ValueError for anything else."""
+    return _from_json(json.loads(text))

@@ -71,10 +71,22 @@ def _in_child(work, seconds: float) -> object:
     return reply["ok"]
 
 
+def _references():
+    """`reference.hidden`, imported from this checkout: one installed from another checkout (an editable install of
+    another clone, say) would grade with answers that are not the course's."""
+    from pathlib import Path
+    from reference import hidden
+    here = Path(__file__).resolve().parent.parent / "reference"
+    if Path(hidden.__file__).resolve().parent != here:
+        raise CourseError(f"the references were imported from {Path(hidden.__file__).parent}, not from this "
+                          f"checkout's {here}: install the course from the checkout you grade with (make install)")
+    return hidden
+
+
 def cases_for(keys: list[str], seconds: float = 600) -> dict[str, str]:
     """{key: the encoded cases of that hidden test}; CourseError naming the key if one cannot be made."""
     def work() -> dict[str, str]:
-        from reference import hidden
+        hidden = _references()
         from utils.handin import encode
         made = {}
         for key in keys:
@@ -89,7 +101,7 @@ def cases_for(keys: list[str], seconds: float = 600) -> dict[str, str]:
 def verdicts(handed: list[tuple[str, str | None]], seconds: float = 600) -> list[dict]:
     """One verdict per (key, encoded results or None when nothing was handed in), in order."""
     def work() -> list[dict]:
-        from reference import hidden
+        hidden = _references()
         from utils.handin import decode
         out = []
         for key, text in handed:

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from autograder import autograded, checker, feedback, gradebook, sandbox
+from autograder import plan as plan_module
 from autograder.checker import CourseError
 from autograder.course import CONFIG_NAME, REPO_ROOT, Course
 from autograder.gradebook import TOTAL, GradebookError, Row
@@ -359,6 +360,65 @@ def plan_jobs(course: Course, found: list, names: list[str], on_roster: set[str]
     return jobs, todo, extra_rows
 
 
+def self_check_cache() -> Path:
+    """Where passed self-checks are remembered (by a digest of everything they depended on)."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "cs336-primitives" / "self-check"
+
+
+def self_check(course: Course, names: list[str], limits: sandbox.Limits, readable: list[Path], stubs: dict,
+               cases: dict[str, str], grader: str, work: Path) -> list[str]:
+    """Grade the instructor's own solutions (source/) and an empty submission of each assignment exactly as a
+    student's, before anyone's: CourseError naming the task and the error if a solution falls short of full marks
+    or an empty notebook earns a point (a test that cannot fail). Returns the assignments checked (a check passed
+    before, with the same source, references, grader, limits and versions, is remembered and not run again)."""
+    cache = self_check_cache()
+    todo = []
+    for assignment in names:
+        files = [course.source / assignment / f"{n}.ipynb" for n in course.notebooks(assignment)]
+        key = _digest(files, f"{grader} {assignment}")
+        if not (cache / key).exists():
+            todo.append((assignment, key))
+    jobs = []
+    for assignment, key in todo:
+        for who in ("solution", "blank"):
+            folder = work / "submitted" / who / assignment
+            folder.mkdir(parents=True, exist_ok=True)
+            for name in course.notebooks(assignment):
+                notebook = json.loads((course.source / assignment / f"{name}.ipynb").read_text())
+                if who == "blank":
+                    for cell in notebook["cells"]:
+                        if plan_module.nbgrader_meta(cell).get("solution"):
+                            cell["source"] = ""
+                (folder / f"{name}.ipynb").write_text(json.dumps(notebook))
+            jobs.append(Job(who, assignment, folder, key))
+    run_jobs(jobs, course, limits, readable, work, stubs, cases)
+    for job in jobs:
+        result = json.loads(result_path(work, job).read_text())
+        if result.get("grader_errors"):
+            raise CourseError(f"{job.assignment}: grading the instructor's {job.student} failed: "
+                              f"{'; '.join(result['grader_errors'])}")
+        for name, notebook in result["notebooks"].items():
+            for cell in notebook["cells"]:
+                if cell["kind"] != "test":
+                    continue
+                if job.student == "solution" and not cell["ok"]:
+                    raise CourseError(f"{job.assignment}: the instructor's solution fails {cell['grade_id']} in "
+                                      f"{name}.ipynb: {cell.get('error_full') or cell['error']}")
+                if job.student == "blank" and cell["ok"]:
+                    raise CourseError(f"{job.assignment}: an empty submission passes {cell['grade_id']} in "
+                                      f"{name}.ipynb: a test that cannot fail")
+    cache.mkdir(parents=True, exist_ok=True)
+    for assignment, key in todo:
+        (cache / key).write_text(f"{assignment}: the solution earns every point, an empty notebook none\n")
+    return [assignment for assignment, _ in todo]
+
+
+def counted_assignments(course: Course, known: list[str], found: list[tuple[str, str, Path]]) -> list[str]:
+    """The assignments a run without --assignment grades: submitted by someone, given a due date, or released."""
+    handed_out = {a for _, a, _ in found} | gradebook.scheduled(course) | gradebook.released(course)
+    return [a for a in known if a in handed_out]
+
+
 def reusable(result: dict, key: str) -> bool:
     """An earlier result counts again only when everything it depended on is unchanged and the grader did not fail."""
     return result.get("key") == key and "grader_errors" in result and not result["grader_errors"]
@@ -397,10 +457,16 @@ def record(course: Course, jobs: list[Job], results: list[dict], create: bool, s
                         if n.startswith(("flagged for review", "tests failed because"))]
             graded.append(gradebook.Graded(job.student, job.assignment, timestamp,
                                            {n: {"grades": nb.get("grades", {}), "comments": nb.get("comments", {})}
-                                            for n, nb in result["notebooks"].items()}))
+                                            for n, nb in result["notebooks"].items()},
+                                           {n: ", ".join(nb["flags"]) for n, nb in result["notebooks"].items()
+                                            if nb.get("flags")}))
             _stage_autograded(result, job.folder, staging / job.student / job.assignment)
             staged.append(job)
-        summary += gradebook.write(course, graded, create)
+        lines, resubmitted = gradebook.write(course, graded, create)
+        summary += lines
+        for student, assignment in resubmitted:
+            total = (student, assignment, TOTAL)
+            notes[total] = "; ".join(filter(None, [gradebook.REGRADED_AFTER_HAND_GRADE, notes.get(total, "")]))
         for job in staged:
             _install(staging / job.student / job.assignment, course.folder("autograded", job.student, job.assignment))
     finally:
@@ -422,20 +488,23 @@ def grade(submitted: Path | None, out: Path, names: list[str] | None = None, lim
             raise ValueError(f"{what} must not contain one another ({a}, {b})")
     limits = limits or sandbox.load_limits()
     known = course.assignments()
-    names = names or known
-    unknown_names = [n for n in names if n not in known]
+    unknown_names = [n for n in names or [] if n not in known]
     if unknown_names:
         raise ValueError(f"no such assignment in {course.source}: {', '.join(unknown_names)}")
     summary: list[str] = []
     started = time.monotonic()
-    # 1. The gradebook first: a locked or unreadable one stops the run before any notebook runs. Recording new or
-    #    changed assignments in it (nbgrader's generate_assignment) goes on while the grader imports torch.
+    # 1. The gradebook first: a locked or unreadable one stops the run before any notebook runs.
     on_roster = set(gradebook.roster(course))
-    finish_sync = gradebook.start_sync(course, names)
-    create = bool(course.config.Autograde.get("create_student", True))
-    # 2. The submissions of this run (a shard takes every N-th student of the roster and the submitters).
     found, skipped = find_submissions(submitted)
     summary += [f"skipped {line}" for line in skipped]
+    # 2. Only released work counts: the assignments named, else those someone submitted, given a due date or
+    #    released through the exchange. An assignment never handed out gets no "no submission" zeros.
+    names = names or counted_assignments(course, known, found)
+    # Recording new or changed assignments in the gradebook (nbgrader's generate_assignment) goes on while the
+    # grader imports torch.
+    finish_sync = gradebook.start_sync(course, names)
+    create = bool(course.config.Autograde.get("create_student", True))
+    # 3. The submissions of this run (a shard takes every N-th student of the roster and the submitters).
     index, count = shard
     everyone = sorted(on_roster | {s for s, _, _ in found})
     mine = set(everyone[index - 1::count])
@@ -448,20 +517,26 @@ def grade(submitted: Path | None, out: Path, names: list[str] | None = None, lim
                                        summary)
     # The hidden tests' cases, made in a trusted child process (checker.py): the grader never imports `reference`.
     cases = checker.cases_for(hidden_keys(course, names)) if todo else {}
-    # 3. Run the notebooks (forked, sandboxed workers); each result is a file, so a stopped run resumes.
-    private = [submitted, out, course.root, autograded_root]
-    run_jobs(todo, course, limits, readable_paths(REPO_ROOT, private), out, stubs, cases)
+    private = [submitted, out, course.root, autograded_root, self_check_cache()]
+    readable = readable_paths(REPO_ROOT, private)
+    # 4. The grader checks itself first: the instructor's solutions earn every point, empty notebooks none.
+    checked = self_check(course, sorted({job.assignment for job in todo}), limits, readable, stubs, cases,
+                         grader_digest(limits), out / "work" / "self-check") if todo else []
+    if checked:
+        summary.append(f"self-check passed (solutions full marks, empty notebooks 0): {', '.join(checked)}")
+    # 5. Run the notebooks (forked, sandboxed workers); each result is a file, so a stopped run resumes.
+    run_jobs(todo, course, limits, readable, out, stubs, cases)
     shutil.rmtree(out / "work", ignore_errors=True)
     ran = time.monotonic()
     summary.insert(0, f"graded {len(todo)} submission(s) in {ran - started:.1f} s "
                       f"({len(jobs) - len(todo)} unchanged, reused)")
-    # 4. One transaction into the gradebook; autograded notebooks staged, and put in place only once it is written.
+    # 6. One transaction into the gradebook; autograded notebooks staged, and put in place only once it is written.
     results = [json.loads(result_path(out, job).read_text()) for job in jobs]
     notes = record(course, jobs, results, create, summary)
     summary.insert(1, f"recorded {len(jobs)} submission(s) in the gradebook and autograded/ in {time.monotonic() - ran:.1f} s")
     titles = {(a, c["grade_id"]): c["title"] for a in names for nb in course.notebooks(a)
               for c in autograded.graded_cells(json.loads((course.source / a / f"{nb}.ipynb").read_text()))}
-    # 5. grades.csv from the gradebook (manual scores and penalties included), feedback pages, the summary.
+    # 7. grades.csv from the gradebook (manual scores and penalties included), feedback pages, the summary.
     students = sorted((on_roster | {j.student for j in jobs}) & mine)
     rows = gradebook.rows(course, students, names, {(j.student, j.assignment) for j in jobs}, titles, notes)
     rows += extra_rows

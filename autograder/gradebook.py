@@ -232,6 +232,28 @@ def roster(course: Course) -> list[str]:
         gradebook.close()
 
 
+def scheduled(course: Course) -> set[str]:
+    """Assignments the gradebook gives a due date (`nbgrader db assignment add NAME --duedate=...`)."""
+    from sqlalchemy.exc import SQLAlchemyError
+    gradebook = open_gradebook(course)
+    try:
+        return {a.name for a in gradebook.assignments if a.duedate is not None}
+    except SQLAlchemyError as error:
+        raise GradebookError(explain(error, course.db_url)) from None
+    finally:
+        gradebook.close()
+
+
+def released(course: Course) -> set[str]:
+    """Assignments released to students through nbgrader's exchange (`nbgrader release_assignment`)."""
+    root = course.config.Exchange.get("root", "/srv/nbgrader/exchange")
+    outbound = Path(root) / course.course_id / "outbound"
+    try:
+        return {p.name for p in outbound.iterdir() if p.is_dir()}
+    except OSError:
+        return set()
+
+
 # ---- one run, written at once --------------------------------------------------------------------------------
 
 @dataclass
@@ -242,10 +264,19 @@ class Graded:
     assignment: str
     timestamp: datetime.datetime | None
     notebooks: dict[str, dict] = field(default_factory=dict)
+    flagged: dict[str, str] = field(default_factory=dict)  # notebook name -> why the grader wants a person to look
 
 
-def write(course: Course, graded: list[Graded], create_students: bool = True) -> list[str]:
-    """Write `graded` into the gradebook in one transaction; return a line for each late submission.
+REGRADED_AFTER_HAND_GRADE = "resubmitted after a hand grade: the manual scores stay, and wait for review in formgrader"
+
+
+def write(course: Course, graded: list[Graded], create_students: bool = True) -> tuple[list[str], set[tuple[str, str]]]:
+    """Write `graded` into the gradebook in one transaction; return a line for each late or flagged submission, and
+    the (student, assignment) pairs resubmitted after a person graded them by hand.
+
+    Flags reach formgrader as nbgrader's own `flagged` mark on the notebook (the flag icon in Manage Submissions):
+    the grader's "flagged for review", and every notebook resubmitted under a manual score. The grader only ever
+    sets the mark; a person clears it in formgrader.
 
     Per graded cell only `auto_score` and `needs_manual_grade` change: a cell waits for a person when it has no
     automatic score and no manual one yet, or when the automatic score or the submission's time changed under a
@@ -254,7 +285,7 @@ def write(course: Course, graded: list[Graded], create_students: bool = True) ->
     """
     from nbgrader.api import MissingEntry
     plugin = course.late_plugin()
-    late = []
+    late, resubmitted = [], set()
     gradebook = open_gradebook(course)
     try:
         with one_transaction(gradebook):
@@ -274,6 +305,11 @@ def write(course: Course, graded: list[Graded], create_students: bool = True) ->
                     moved = False
                 for notebook in submission.notebooks:
                     record = item.notebooks.get(notebook.name, {"grades": {}, "comments": {}})
+                    if moved and any(grade.manual_score is not None for grade in notebook.grades):
+                        resubmitted.add((item.student, item.assignment))
+                        notebook.flagged = True
+                    if item.flagged.get(notebook.name):
+                        notebook.flagged = True
                     for grade in notebook.grades:
                         auto = record["grades"].get(grade.name)
                         changed = moved or grade.auto_score != auto
@@ -301,7 +337,8 @@ def write(course: Course, graded: list[Graded], create_students: bool = True) ->
                                 f"-> late penalty {submission.late_submission_penalty or 0:g} points")
     finally:
         gradebook.close()
-    return late
+    late += [f"{student} {assignment}: {REGRADED_AFTER_HAND_GRADE}" for student, assignment in sorted(resubmitted)]
+    return late, resubmitted
 
 
 # ---- reading it back -----------------------------------------------------------------------------------------

@@ -200,6 +200,94 @@ def tamper_during_call(assignment: str) -> dict[str, nbformat.NotebookNode]:
                  "\n    import utils.grading\n    utils.grading._fail = lambda *args, **kwargs: None\n    return 0\n")
 
 
+# Issue #24: reach the instructor's answers from inside the notebook process, by every route we know. Anything that
+# works prints "LEAK: ..." (into the student's own feedback) and is used to answer. Under the grader, `reference/` is
+# unreadable and no expected value or reference function is ever in this process, so every route finds nothing.
+THIEF = r'''
+import gc as _gc, importlib as _importlib, importlib.util as _util, inspect as _inspect, os as _os, sys as _sys
+_REF = "ref" + "erence"
+def _leak(route, what):
+    print("LEAK:", route, str(what)[:300])
+def _modules():
+    found = []
+    for _name in (_REF, _REF + ".hidden", _REF + ".models_optimizers", _REF + ".accounting", _REF + ".floats"):
+        try:
+            found.append(_importlib.import_module(_name))
+            _leak("import by a computed name", _name)
+        except BaseException:
+            pass
+    try:
+        _spec = _util.find_spec(_REF)
+        for _path in list(_spec.submodule_search_locations or []) + [_spec.origin]:
+            for _file in sorted(_os.listdir(_path)) if _os.path.isdir(_path) else [_path]:
+                try:
+                    _leak("find_spec, then the file", open(_os.path.join(_path, _file) if _os.path.isdir(_path) else _file).read())
+                except BaseException:
+                    pass
+    except BaseException:
+        pass
+    for _finder in list(_sys.meta_path):
+        try:
+            _spec = _finder.find_spec(_REF, None)
+            if _spec is not None and _spec.loader is not None:
+                _leak("sys.meta_path, then the source", _spec.loader.get_source(_REF))
+        except BaseException:
+            pass
+    found += [m for n, m in list(_sys.modules.items()) if n.startswith(_REF)]
+    for _path in (_os.getcwd(), _os.path.dirname(_os.getcwd()), "/work", "/tmp"):
+        try:
+            for _root, _dirs, _files in _os.walk(_path):
+                for _file in _files:
+                    if _root.rstrip("/").endswith(_REF) or _file.endswith(".ipynb"):
+                        try:
+                            _leak("a file under the course", open(_os.path.join(_root, _file)).read())
+                        except BaseException:
+                            pass
+        except BaseException:
+            pass
+    return found
+_MODULES = _modules()
+def _steal(name, arguments):
+    for _module in _MODULES:
+        if callable(getattr(_module, name, None)):
+            _leak("a reference function", name)
+            try:
+                print("LEAK: its source", _inspect.getsource(getattr(_module, name)))
+            except BaseException:
+                pass
+            return getattr(_module, name)(**arguments)
+    for _object in _gc.get_objects():
+        try:
+            if callable(_object) and str(getattr(_object, "__module__", "")).startswith(_REF):
+                _leak("gc.get_objects", _object)
+                if getattr(_object, "__name__", "") == name:
+                    return _object(**arguments)
+        except BaseException:
+            pass
+    _frame = _inspect.currentframe().f_back
+    while _frame is not None:
+        for _local in ("want", "expected", "expected_value", "references", "reference"):
+            if _local in _frame.f_locals and not _local.startswith("_"):
+                _leak("the test's stack frames", _local)
+                return _frame.f_locals[_local]
+        _frame = _frame.f_back
+    return None
+'''
+
+
+def answer_thief(assignment: str) -> dict[str, nbformat.NotebookNode]:
+    """Every answer asks THIEF for the instructor's answer (computed imports, find_spec, sys.meta_path, sys.modules,
+    gc.get_objects, the test's stack frames, files under the course); what it finds, it prints and returns."""
+    def body(solution: str) -> str:
+        header = _function_header(solution)
+        name = re.match(r"\s*(?:def|class)\s+(\w+)", header.split("\n")[0] if header.strip().startswith(("def", "class"))
+                        else next(line for line in header.split("\n") if line.strip().startswith(("def", "class"))))
+        if header.lstrip().startswith("class"):  # a class: whatever constructing it gives
+            return THIEF + header + f"\n    def __new__(cls, *args, **kwargs):\n        return _steal({name.group(1)!r}, kwargs)\n"
+        return THIEF + header + f"\n    return _steal({name.group(1)!r}, dict(locals()))\n"
+    return _fill(assignment, lambda i, g, solution: body(solution))
+
+
 def _edit_cells(notebooks: dict[str, nbformat.NotebookNode], edit) -> dict[str, nbformat.NotebookNode]:
     edited = {}
     for name, nb in notebooks.items():
@@ -309,7 +397,7 @@ def task_points(assignment: str) -> list[float]:
 
 # student name -> maker, for the makers that need only the assignment name
 TRICKS = {"alwaysequal": always_equal, "patcher": patched_comparisons, "shadowed": shadowed_tools,
-          "duringcall": tamper_during_call, "testsedited": tests_edited}          # must score 0
+          "duringcall": tamper_during_call, "thief": answer_thief, "testsedited": tests_edited}  # must score 0
 HONEST_EDITS = {"solved": solved, "variant": variant, "noisy": noisy, "testsdeleted": tests_deleted, "metadata": metadata_changed,
                 "duplicated": duplicated, "flood": output_flood}                      # must score full marks
 FAULTS = {"loop": infinite_loop, "memory": memory_bomb, "forks": fork_loop, "osexit": hard_exit,

@@ -234,9 +234,26 @@ def test_snooping_finds_nothing_and_changes_nothing(graded):
     assert digest(graded["submitted"]) == graded["before"], "a submitted file was changed"
 
 
+def test_no_feedback_page_shows_a_line_of_the_references(graded):
+    """The answer thief (and everyone else) cannot print the instructor's references into their own feedback."""
+    lines = {line.strip() for path in (REPO / "reference").glob("*.py") for line in path.read_text().splitlines()
+             if len(line.strip()) >= 40 and not line.strip().startswith(("#", '"""'))}
+    pages = list((graded["out"] / "feedback").rglob("*.html"))
+    assert len(pages) >= len(ASSIGNMENTS) * 5
+    for page in pages:
+        text = page.read_text()
+        assert not [line for line in lines if line in text], page
+
+
 def test_flagged_code_is_noted_for_the_instructor(graded):
     assert "flagged for review" in graded["notes"][("segfault", ASSIGNMENTS[0])]  # it uses ctypes
     assert "flagged for review" not in graded["notes"][("solved", ASSIGNMENTS[0])]
+    from nbgrader.api import Gradebook  # and formgrader shows nbgrader's own flag on the notebook
+    with Gradebook(f"sqlite:///{graded['root'] / 'gradebook.db'}", "cs336-primitives") as gb:
+        flagged = {(s.student.id, a) for a in ASSIGNMENTS for s in gb.find_assignment(a).submissions
+                   if any(nb.flagged for nb in s.notebooks)}
+    assert {("segfault", ASSIGNMENTS[0])} | {("thief", a) for a in ASSIGNMENTS} <= flagged
+    assert not {("solved", a) for a in ASSIGNMENTS} & flagged
 
 
 def test_output_floods_are_cut(graded):

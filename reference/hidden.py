@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable
 
 KEY = re.compile(r"^([a-z][a-z0-9_]*)\.([A-Za-z_][A-Za-z0-9_]*)$")
@@ -38,6 +39,8 @@ def hidden_test(key: str) -> HiddenTest:
     if not match:
         raise KeyError(f"{key!r} is not a hidden test key (<module>.<test>)")
     module = importlib.import_module(f"reference.{match.group(1)}")
+    if Path(module.__file__).resolve().parent != Path(__file__).resolve().parent:  # an editable install elsewhere
+        raise ImportError(f"reference.{match.group(1)} came from {module.__file__}, not from {Path(__file__).parent}")
     tests = getattr(module, "HIDDEN_TESTS", {})
     if match.group(2) not in tests:
         raise KeyError(f"reference/{match.group(1)}.py registers no hidden test {match.group(2)!r}")

@@ -164,8 +164,14 @@ def test_a_regrade_keeps_manual_scores_and_flags_changed_work(tiny, tmp_path):
         gb.db.commit()
     folder = tiny["root"] / "submitted" / "late" / A
     (folder / "timestamp.txt").write_text("2026-01-06 11:00:00.000000 UTC")  # a new, on-time submission
-    grade(None, tmp_path / "graded", None, LIMITS, fresh=True, course=course)
+    rows = grade(None, tmp_path / "graded", None, LIMITS, fresh=True, course=course)
+    summary = (tmp_path / "graded" / "summary.txt").read_text()
+    assert f"late {A}: resubmitted after a hand grade" in summary and f"ok {A}: resubmitted" not in summary
+    totals = {r.student: r.note for r in rows if r.task == "TOTAL"}
+    assert "resubmitted after a hand grade" in totals["late"] and "resubmitted" not in totals["ok"]
     with Gradebook(course.db_url, course.course_id) as gb:
+        assert gb.find_submission_notebook(A, A, "late").flagged  # formgrader shows nbgrader's flag
+        assert not gb.find_submission_notebook(A, A, "ok").flagged
         ok = gb.find_grade("explain", A, A, "ok")
         assert (ok.manual_score, ok.needs_manual_grade) == (3.0, False)
         assert gb.find_grade("test_double", A, A, "ok").extra_credit == 1.0

@@ -27,6 +27,8 @@ class HiddenTest:
     cases: Callable[[], object]
     expected: Callable[[object], object]
     check: Callable[[object, object, object], None]
+    varies: str = ""  # what the hidden cases vary beyond the visible ones ("the ZeRO stage and the GPU count"):
+                      # the hint a failure gets when its check gives none of its own
 
 
 _cases: dict[str, object] = {}
@@ -63,4 +65,11 @@ def expected(key: str) -> object:
 
 def check(key: str, results: object) -> None:
     """AssertionError (with a hint) unless `results` are what a correct solution gives on the cases of `key`."""
-    hidden_test(key).check(cases(key), expected(key), results)
+    test = hidden_test(key)
+    try:
+        test.check(cases(key), expected(key), results)
+    except AssertionError as error:
+        if test.varies and "\nHint:" not in f"\n{error}":
+            raise AssertionError(f"{error}\nHint: your code passes the visible tests but not every hidden case; "
+                                 f"they vary {test.varies}.") from None
+        raise

@@ -45,7 +45,8 @@ def _optimizer_test(torch_cls: type, cases: list[Case], state_names: set[str], t
             compare_optimizer_run(observed, Case(**case), reference, state_names, task)
     return HiddenTest(cases=lambda: [dataclasses.asdict(case) for case in cases],
                       expected=lambda case_dicts: reference_runs(torch_cls, [Case(**c) for c in case_dicts]),
-                      check=check)
+                      check=check, varies="the hyperparameters, param groups (each with its own settings), float32 "
+                                          "and float64, and parameters passed as a one-shot iterator")
 
 
 def _momentum_cases() -> list[Case]:
@@ -138,10 +139,14 @@ HIDDEN_TESTS = {
         cases=_state_bytes_cases,
         expected=lambda cases: [state_bytes(optimizer_after_steps(**recipe)) for recipe in cases],
         check=_check_ints("state_bytes", lambda r: f"state_bytes for {r['name']}, {r['dtype']}, shapes {r['shapes']}, "
-                                                   f"after {r['steps']} step(s)")),
+                                                   f"after {r['steps']} step(s)"),
+        varies="the optimizer (eleven of torch.optim's, some with 0-dim state), the dtype, frozen parameters and "
+               "whether a step was taken"),
     "largest_model": HiddenTest(
         cases=_largest_model_cases,
         expected=lambda cases: [largest_model(*args) for args in cases],
         check=_check_ints("largest_model", lambda a: f"largest_model({a[0]}, {a[1]}, {a[2]!r}, {a[3]}, "
-                                                     f"master_weights={a[4]}, reserved_bytes_per_gpu={a[5]})")),
+                                                     f"master_weights={a[4]}, reserved_bytes_per_gpu={a[5]})"),
+        varies="the GPU count, the memory per GPU, every optimizer, fp16/bf16/fp64 parameters, master weights and "
+               "reserves up to and beyond the whole card"),
 }

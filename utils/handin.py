@@ -1,16 +1,16 @@
 """How a hidden test hands a student's results to the grader: the plumbing only, no answers and no checks.
 
-A hidden test (the part of a test cell between `### BEGIN HIDDEN TESTS` and `### END HIDDEN TESTS`) does two
-things with the student's code and nothing else:
+A hidden test (the instructor-only part at the end of a graded test cell, which students never see) does two things
+with the student's code and nothing else:
 
     cases = hidden_cases("models_optimizers.largest_model")      # the inputs, made by the instructor's code
     hand_in("models_optimizers.largest_model", [largest_model(*case) for case in cases])
 
-Under the grader the notebook runs in a sandboxed process that cannot read the instructor's references
-(`reference/`): the grader computes the cases in a trusted process and sends them with the test cell; the results
-handed in go back to it as data, and a trusted process compares them with the expected results, which never enter
-the student's process. Anywhere else (an instructor running `source/` in JupyterLab, nbval, plain nbgrader), both
-calls ask `reference.hidden` in this process and `hand_in` checks at once, raising the same AssertionError.
+Under the grader the notebook runs in a sandboxed process that cannot read the instructor's references: the grader
+computes the cases in a trusted process and sends them with the test cell; the results handed in go back to it as
+data, and a trusted process compares them with the expected results, which never enter the student's process. In an
+instructor's own run of the exercise (JupyterLab, nbval, plain nbgrader), both calls ask the references in this
+process and `hand_in` checks at once, raising the same AssertionError.
 
 Values cross the boundary as JSON that keeps exact types: None, bool, int, float (bit-exact, nan and inf
 included), str, tuple, list, dict with str keys, torch.dtype and torch.Tensor (dtype, shape, device and bytes).
@@ -29,8 +29,8 @@ HANDIN_LIMIT_BYTES = 8 * 2**20  # the most a hidden test may hand in (JSON text)
 
 
 class Channel:
-    """The grader's side of one test cell, set by the notebook process before the cell runs (see
-    autograder/executor.py). `active` is False outside the grader."""
+    """The grader's side of one test cell, set by the notebook process before the cell runs. `active` is False
+    outside the grader."""
 
     def __init__(self) -> None:
         self.active = False

@@ -43,7 +43,7 @@ from autograder.checker import CourseError
 from autograder.course import CONFIG_NAME, REPO_ROOT, Course
 from autograder.gradebook import TOTAL, GradebookError, Row
 from autograder.plan import NotANotebook, make_plan, read_notebook, source_cells
-from autograder.runner import readable_paths, run_plan
+from autograder.runner import KEPT_ENVIRONMENT, readable_paths, run_plan
 
 SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@+-]{0,99}$")
 CSV_COLUMNS = ("student", "assignment", "task", "title", "score", "max_score", "late_penalty", "note")
@@ -129,14 +129,15 @@ def _digest(paths: list[Path], extra: str = "") -> str:
 def grader_digest(limits: sandbox.Limits) -> str:
     """Changes whenever anything a graded run depends on changes, so that results made before are stale: the grader,
     the course's `utils/` (what notebooks import), the instructor's `reference/` (the hidden tests' cases, expected
-    results and checks), the limits, and the versions of Python, torch and nbgrader."""
+    results and checks), the limits, the versions of Python, torch and nbgrader, and the CPU dispatch variables."""
     import importlib.metadata
     import platform
     import torch
     code = [p for folder in ("autograder", "utils", "reference") for p in sorted((REPO_ROOT / folder).glob("*.py"))]
     code.append(REPO_ROOT / "autograder" / "limits.toml")
     versions = f"python {platform.python_version()} torch {torch.__version__} nbgrader {importlib.metadata.version('nbgrader')}"
-    return _digest(code, f"{limits!r} {versions}")
+    dispatch = {name: os.environ.get(name, "") for name in KEPT_ENVIRONMENT if name not in ("PATH", "LANG", "LC_ALL", "TZ")}
+    return _digest(code, f"{limits!r} {versions} {dispatch}")  # the CPU kernels a notebook's numbers come from too
 
 
 def job_key(course: Course, assignment: str, folder: Path, grader: str) -> str:

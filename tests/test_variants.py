@@ -20,7 +20,7 @@ from tests import submissions
 REPO = Path(__file__).resolve().parent.parent
 ASSIGNMENTS = assignments()
 SECOND_DISPATCH = {"ATEN_CPU_CAPABILITY": "default", "ONEDNN_MAX_CPU_ISA": "AVX2"}
-STUDENTS = {"solved": submissions.solved, "variant": submissions.variant}
+STUDENTS = {"variant": submissions.variant}  # the instructor's solutions: the grader's own self-check grades them
 PROBE = ("import os, torch\n"
          "print('dispatch:', torch.backends.cpu.get_cpu_capability(), os.environ.get('ONEDNN_MAX_CPU_ISA'))\n")
 
@@ -33,15 +33,19 @@ def graded(tmp_path_factory):
     submitted, out = root / "submitted", root / "graded"
     for assignment in ASSIGNMENTS:
         for student, maker in STUDENTS.items():
-            notebooks = maker(assignment)
-            if (student, assignment) == ("solved", ASSIGNMENTS[0]):
-                first_answer = next(cell for nb in notebooks.values() for cell in nb.cells
-                                    if cell.metadata.get("nbgrader", {}).get("solution"))
-                first_answer.source = PROBE + first_answer.source
-            submissions.write_submission(submitted, student, assignment, notebooks)
+            submissions.write_submission(submitted, student, assignment, maker(assignment))
+    notebooks = submissions.solved(ASSIGNMENTS[0])
+    first_answer = next(cell for nb in notebooks.values() for cell in nb.cells
+                        if cell.metadata.get("nbgrader", {}).get("solution"))
+    first_answer.source = PROBE + first_answer.source
+    submissions.write_submission(submitted, "solved", ASSIGNMENTS[0], notebooks)
+    cache = tmp_path_factory.mktemp("cache")  # a self-check passed before must not count: it runs here, now
     run = subprocess.run([sys.executable, "-m", "autograder.grade", str(submitted), "--course", str(root), "--out", str(out)],
-                         cwd=REPO, env={**os.environ, **SECOND_DISPATCH}, capture_output=True, text=True, timeout=1200)
+                         cwd=REPO, env={**os.environ, **SECOND_DISPATCH, "XDG_CACHE_HOME": str(cache)},
+                         capture_output=True, text=True, timeout=1200)
     assert run.returncode == 0, run.stdout + run.stderr
+    assert f"self-check passed (solutions full marks, empty notebooks 0): {', '.join(ASSIGNMENTS)}" in run.stderr, \
+        run.stderr[-3000:]
     with open(out / "grades.csv") as f:
         rows = list(csv.DictReader(f))
     return dict(rows=rows, out=out)

@@ -1,0 +1,61 @@
+"""Every hidden test in source/ is written the trusted way (issue #24; README, "Grading safely"): it calls the
+student's code on `hidden_cases(KEY)` and hands the results in with `hand_in(KEY, ...)`, and never touches the
+instructor's references, whose `HIDDEN_TESTS[KEY]` computes the expected results and checks them elsewhere."""
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from autograder.plan import HIDDEN, source_cells
+from reference import hidden
+from utils.handin import decode, encode
+
+REPO = Path(__file__).resolve().parent.parent
+SOURCES = sorted((REPO / "source").glob("*/*.ipynb"))
+TEST_CELLS = [(path, cell) for path in SOURCES for cell in source_cells(json.loads(path.read_text()))
+              if cell.kind == "test" and HIDDEN.search(cell.code)]
+
+
+@pytest.mark.parametrize("path, cell", TEST_CELLS, ids=[f"{p.parent.name}-{c.grade_id}" for p, c in TEST_CELLS])
+def test_hidden_sections_hand_results_in_and_never_name_the_references(path, cell):
+    section = HIDDEN.search(cell.code).group(0)
+    assert cell.hidden_keys, f"{cell.grade_id}: its hidden section calls hidden_cases/hand_in with no literal key"
+    assert not re.search(r"\breference\b", section), f"{cell.grade_id}: the hidden section names `reference`"
+    for key in cell.hidden_keys:
+        assert f'hidden_cases("{key}")' in section and f'hand_in("{key}"' in section, key
+        hidden.hidden_test(key)  # registered in reference/<module>.py
+
+
+def test_every_registered_hidden_test_is_used_exactly_once():
+    import importlib
+    used = [key for _, cell in TEST_CELLS for key in cell.hidden_keys]
+    assert len(used) == len(set(used)), "a hidden test key is used by two cells"
+    registered = {f"{path.stem}.{name}" for path in sorted((REPO / "reference").glob("*.py"))
+                  for name in getattr(importlib.import_module(f"reference.{path.stem}"), "HIDDEN_TESTS", {})}
+    assert registered == set(used), (sorted(registered - set(used)), sorted(set(used) - registered))
+
+
+def test_values_cross_the_boundary_with_their_exact_types():
+    import math
+    import numpy
+    import torch
+    values = [None, True, 3, 2.5, -0.0, math.inf, math.nan, "s", (1, (2.0,)), [1, [2]], {"a": (1,)}, torch.bfloat16,
+              torch.arange(6, dtype=torch.float16).reshape(2, 3), torch.empty(0, 3), torch.nn.Parameter(torch.ones(2))]
+    back = decode(encode(values))
+    for value, got in zip(values, back):
+        assert type(got) is type(value), (value, got)
+        if isinstance(value, torch.Tensor):
+            assert got.dtype == value.dtype and got.shape == value.shape and torch.equal(got, value)
+        elif isinstance(value, float) and math.isnan(value):
+            assert math.isnan(got)
+        elif isinstance(value, float):
+            assert math.copysign(1, got) == math.copysign(1, value) and got == value
+        else:
+            assert got == value
+    impostors = decode(encode([numpy.float64(1.0), 1 + 0j, object()]))
+    assert [repr(v) for v in impostors] == ["<a numpy.float64>", "<a complex>", "<a object>"]
+    for bad in ('{"float": 3}', '{"tensor": {"dtype": "float32", "shape": [2], "data": ""}}', '{"x": 1}',
+                '{"dtype": "Tensor"}', "[" * 100_000 + "]" * 100_000):
+        with pytest.raises((ValueError, RecursionError)):
+            decode(bad)

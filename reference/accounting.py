@@ -1,10 +1,11 @@
 """Exercise 10 (accounting a training run): GPT-2 on the meta device for torch to count, and the answers.
 
-The hidden tests of tasks 1 and 2 ask torch: they build `gpt2(shape)` on the meta device (shapes only: no memory, no
-arithmetic) and count its parameters (`counted_params`) and, with `FlopCounterMode`, the FLOPs of one training step
-(`counted_training_flops_per_token`). Counting a large model that way takes a while, so tasks 3 and 4 compare with
-the same counts written out (`param_count`, `training_flops_per_token`), which tests/test_accounting_reference.py
-checks against torch's. `shape` is anything with the fields of the exercise's `GPT2Shape`.
+torch is the oracle of tasks 1 and 2: `gpt2(shape)` builds the model on the meta device (shapes only: no memory, no
+arithmetic), `counted_params` counts its parameters and `counted_training_flops_per_token` the FLOPs of one training
+step with `FlopCounterMode`. Counting a large model that way takes a while (about 20 ms per block), so the hidden
+tests compare with the same counts written out (`param_count`, `training_flops_per_token`), which
+tests/test_accounting_reference.py checks equal torch's on every hidden case. `shape` is anything with the fields of
+the exercise's `GPT2Shape`. The hidden tests themselves (HIDDEN_TESTS) are at the bottom.
 """
 from __future__ import annotations
 
@@ -82,3 +83,227 @@ def training_days(shape, tokens: float, num_gpus: int, device_name: str, mfu: fl
     if peak is None:
         return None
     return training_flops_per_token(shape) * tokens / (num_gpus * peak * mfu * SECONDS_PER_DAY)
+
+
+# ---- hidden tests (reference/hidden.py): cases, expected results, checks -----------------------------------------
+# A case's shape travels as a tuple of GPT2Shape's six fields; the notebook makes GPT2Shape(*fields) of it. Tasks 3 and
+# 4 also send the values of tasks 1 and 2 their shapes need (written out above, equal to torch's counts), so the
+# student's later function runs with correct earlier answers (utils.grading.known_answers) and never a function.
+import random
+from collections import namedtuple
+
+from reference.hidden import HiddenTest
+from utils.grading import check_int, check_float, check_type
+
+GPT2Shape = namedtuple("GPT2Shape", "vocab_size context_length d_model num_layers num_heads d_ff")  # repr as the exercise's
+GPT2_SMALL, GPT2_MEDIUM = GPT2Shape(50257, 1024, 768, 12, 12, 3072), GPT2Shape(50257, 1024, 1024, 24, 16, 4096)
+GPT2_LARGE, GPT2_XL = GPT2Shape(50257, 1024, 1280, 36, 20, 5120), GPT2Shape(50257, 1024, 1600, 48, 25, 6400)
+ONES = GPT2Shape(1, 1, 1, 1, 1, 1)
+DEVICES = ["NVIDIA H100 80GB HBM3", "NVIDIA H100 PCIe", "NVIDIA A100-SXM4-80GB", "NVIDIA A100-SXM4-40GB", "NVIDIA H200",
+           "NVIDIA B200", "NVIDIA L4", "NVIDIA GeForce RTX 4090", "Tesla T4", "Tesla V100-SXM2-16GB", "NVIDIA A10G",
+           "cpu", "Apple M2"]
+BAD_STAGES = [-1, 4, 5, 10]
+
+
+def _describe(shape: GPT2Shape) -> str:
+    """What a shape varies, for a hint."""
+    v, s, d, layers, h, f = shape
+    return (f"this case has {layers} block{'s' * (layers != 1)}, d_model = {d} in {h} head{'s' * (h != 1)} of "
+            f"{d // h}, d_ff = {f} ({'4 x d_model' if f == 4 * d else 'not 4 x d_model'}), V = {v:,}, s = {s:,}")
+
+
+def _diagnosis(got: object, mistakes: dict[str, int]) -> str:
+    """The first known mistake whose count equals the student's, as a sentence, or ''."""
+    for mistake, count in mistakes.items():
+        if type(got) is int and got == count:
+            return f"; your count equals the model's {mistake}"
+    return ""
+
+
+def _check_list(results: object, cases: list, task: str) -> None:
+    check_type(results, list, f"{task}: the results handed in")
+    check_int(len(results), len(cases), f"{task}: how many results were handed in")
+
+
+# Task 1: the shapes of the old in-sandbox test (seed 10), then two deeper ones, so that "any depth" means 1 to 128
+# blocks as in tasks 3 and 4. Expected: the count written out, which tests/test_accounting_reference.py checks equals
+# torch's count of the meta-device model (counted_params) on every one of these shapes. Not torch's count itself here:
+# the grader computes the expected results in a fresh trusted process for every submission (autograder/checker.py
+# `verdicts`), and torch's counts of all the cases of tasks 1 and 2 take about 9 s.
+def _param_count_cases() -> list[tuple]:
+    rng = random.Random(10)
+    shapes = [GPT2_SMALL, GPT2_MEDIUM, GPT2_LARGE, GPT2_XL, ONES, GPT2Shape(2, 3, 4, 1, 4, 1)]
+    for _ in range(100):
+        num_heads = rng.choice([1, 2, 3, 4, 8, 12, 16, 25, rng.randint(1, 32)])
+        d_model = num_heads * rng.randint(1, 128)
+        shapes.append(GPT2Shape(rng.randint(1, 100_000), rng.choice([1, 1024, rng.randint(1, 32768)]), d_model,
+                                rng.randint(1, 48) if rng.random() < 0.1 else rng.randint(1, 3), num_heads,
+                                rng.choice([4 * d_model, rng.randint(1, 16384)])))
+    deeper = random.Random(11)
+    for num_layers in (96, 128):
+        num_heads = deeper.randint(1, 32)
+        d_model = num_heads * deeper.randint(1, 64)
+        shapes.append(GPT2Shape(deeper.randint(1, 100_000), deeper.randint(1, 8192), d_model, num_layers, num_heads,
+                                deeper.choice([4 * d_model, deeper.randint(1, 16384)])))
+    assert any(shape.num_layers > 40 for shape in shapes) and any(shape.d_ff != 4 * shape.d_model for shape in shapes)
+    return [tuple(shape) for shape in shapes]
+
+
+def _param_count_mistakes(shape: GPT2Shape) -> dict[str, int]:
+    v, s, d, layers, h, f = shape
+    right = param_count(shape)
+    return {"without the position embedding (s x d)": right - s * d,
+            "without the biases of the Linears": right - layers * (3 * d + d + f + d),
+            "with a head of its own (V x d more): GPT-2's head is tied": right + v * d,
+            "without the LayerNorms' biases": right - (2 * layers + 1) * d,
+            "without the final LayerNorm": right - 2 * d,
+            "with d_ff = 4 x d_model: use shape.d_ff": param_count(shape._replace(d_ff=4 * d))}
+
+
+def _check_param_count(cases, expected, results) -> None:
+    _check_list(results, cases, "param_count")
+    for fields, want, got in zip(cases, expected, results):
+        shape = GPT2Shape(*fields)
+        mistakes = _param_count_mistakes(shape)
+        check_int(got, want, f"param_count({shape})", hint=_describe(shape) + _diagnosis(got, mistakes) + ".")
+
+
+# Task 2: the shapes of the old in-sandbox test (seed 20; it had FlopCounterMode count them in every graded notebook),
+# then GPT-2 small to XL and a model of 128 blocks. Expected: the count written out, which
+# tests/test_accounting_reference.py checks equals FlopCounterMode's count of a training step of the meta-device model
+# on a batch of 1 to 3 sequences (the batch drawn here) on every one of these shapes (about 20 ms per block; see task 1).
+def _flops_shapes_and_batches() -> tuple[list[tuple], list[int]]:
+    rng = random.Random(20)
+    shapes = [ONES, GPT2Shape(3, 5, 4, 2, 2, 7)]
+    for num_layers in (1, 1, 1, 1, 1, 2, 2, 3):
+        num_heads = rng.choice([1, 2, 3, 4, 8, 12, rng.randint(1, 16)])
+        d_model = num_heads * rng.randint(1, 128)
+        shapes.append(GPT2Shape(rng.randint(1, 100_000), rng.randint(1, 8192), d_model, num_layers, num_heads,
+                                rng.choice([4 * d_model, rng.randint(1, 16384)])))
+    batches = [rng.randint(1, 3) for _ in shapes]
+    deeper = random.Random(21)
+    shapes += [GPT2_SMALL, GPT2_MEDIUM, GPT2_LARGE, GPT2_XL, GPT2Shape(deeper.randint(1, 100_000), deeper.randint(1, 4096),
+                                                                      64 * 3, 128, 3, deeper.randint(1, 16384))]
+    batches += [deeper.randint(1, 3) for _ in range(5)]
+    return [tuple(shape) for shape in shapes], batches
+
+
+def _flops_mistakes(shape: GPT2Shape) -> dict[str, int]:
+    v, s, d, layers, h, f = shape
+    right = training_flops_per_token(shape)
+    return {"as 6 x parameters: count the matmuls instead (attention's two, the tied head; no embeddings, biases or "
+            "LayerNorms)": 6 * param_count(shape),
+            "without attention's two matmuls (q k^T and weights @ v)": right - 12 * layers * s * d,
+            "with attention over half the s x s square: masking saves nothing": right - 6 * layers * s * d,
+            "without the tied head's matmul (V x d)": right - 6 * v * d,
+            "of the forward alone: the backward costs twice the forward": right // 3,
+            "with a backward as cheap as the forward: it costs twice the forward": 2 * right // 3,
+            "with d_ff = 4 x d_model: use shape.d_ff": training_flops_per_token(shape._replace(d_ff=4 * d))}
+
+
+def _check_flops(cases, expected, results) -> None:
+    _check_list(results, cases, "training_flops_per_token")
+    for fields, want, got in zip(cases, expected, results):
+        shape = GPT2Shape(*fields)
+        mistakes = _flops_mistakes(shape)
+        check_int(got, want, f"training_flops_per_token({shape})", hint=_describe(shape) + _diagnosis(got, mistakes) + ".")
+
+
+# Task 3: the instructor's answer with task 1's count written out (tests/test_accounting_reference.py checks it
+# against torch's). The cases of the old in-sandbox test (seed 30), every ZeRO stage on 1 and other numbers of GPUs.
+def _memory_cases() -> dict:
+    rng = random.Random(30)
+    shapes = [GPT2_SMALL, GPT2_MEDIUM, GPT2_LARGE, GPT2_XL, ONES]
+    for _ in range(40):
+        num_heads = rng.randint(1, 64)
+        d_model = num_heads * rng.randint(1, 256)
+        shapes.append(GPT2Shape(rng.randint(1, 256_000), rng.randint(1, 32768), d_model, rng.randint(1, 128), num_heads,
+                                rng.choice([4 * d_model, rng.randint(1, 65536)])))
+    calls = [(tuple(shape), num_gpus, stage) for shape in shapes
+             for num_gpus in (1, rng.choice([2, 8, 64, 512, 1024, 4096]), rng.randint(1, 4096)) for stage in (0, 1, 2, 3)]
+    return {"calls": calls, "param_count": [(tuple(shape), param_count(shape)) for shape in dict.fromkeys(shapes)],
+            "bad_stages": BAD_STAGES}
+
+
+STAGE_HINTS = {0: "stage 0 copies all 16 bytes per parameter onto every GPU, however many there are",
+               1: "stage 1: bf16 weights and gradients (2 + 2 bytes per parameter) on every GPU, the 12 bytes of fp32 "
+                  "optimizer state split over the {n} GPU(s)",
+               2: "stage 2: bf16 weights (2 bytes per parameter) on every GPU, gradients and optimizer state "
+                  "(2 + 12 bytes) split over the {n} GPU(s)",
+               3: "stage 3: all 16 bytes per parameter split over the {n} GPU(s)"}
+
+
+def _check_memory(cases, expected, results) -> None:
+    check_type(results, dict, "memory_per_gpu: the results handed in")
+    check_type(results.get("memory"), list, "memory_per_gpu: the results handed in")
+    check_int(len(results["memory"]), len(cases["calls"]), "memory_per_gpu: how many results were handed in")
+    for (fields, num_gpus, stage), want, got in zip(cases["calls"], expected, results["memory"]):
+        shape = GPT2Shape(*fields)
+        check_float(got, want, f"memory_per_gpu({shape}, {num_gpus}, {stage})", rel_tol=1e-12,
+                    hint=STAGE_HINTS[stage].format(n=num_gpus) + f", with P = param_count(shape) = {param_count(shape):,} "
+                         "(your function gets the correct count here); return a float.")
+    refused = results.get("refused")
+    check_type(refused, list, "memory_per_gpu: the results handed in")
+    check_int(len(refused), len(cases["bad_stages"]), "memory_per_gpu: how many results were handed in")
+    for stage, raised in zip(cases["bad_stages"], refused):
+        if raised is not True:
+            raise AssertionError(f"memory_per_gpu(GPT2_SMALL, 8, {stage}): expected a ValueError\n"
+                                 "Hint: ZeRO has stages 0 to 3 only; raise ValueError for any other stage.")
+
+
+# Task 4: the instructor's answer with task 2's count written out (checked against FlopCounterMode's by
+# tests/test_accounting_reference.py). The cases of the old in-sandbox test (seed 40): devices with and without a
+# known bf16 peak, GPU counts, MFUs and token counts (int or float).
+def _days_cases() -> dict:
+    rng = random.Random(40)
+    calls = [(GPT2_SMALL, 9e9, 8, "NVIDIA H100 80GB HBM3", 0.4), (GPT2_XL, 300e9, 1024, "NVIDIA A100-SXM4-80GB", 0.5),
+             (GPT2_SMALL, 10**9, 1, "cpu", 0.5), (GPT2_SMALL, 10**9, 1, "Tesla T4", 0.5), (ONES, 1, 1, "NVIDIA H200", 1.0)]
+    for _ in range(200):
+        num_heads = rng.randint(1, 64)
+        d_model = num_heads * rng.randint(1, 256)
+        shape = GPT2Shape(rng.randint(1, 256_000), rng.randint(1, 32768), d_model, rng.randint(1, 128), num_heads,
+                          rng.choice([4 * d_model, rng.randint(1, 65536)]))
+        tokens = rng.choice([rng.randint(1, 10**13), 10 ** rng.uniform(6, 14)])
+        calls.append((shape, tokens, rng.choice([1, 8, 1024, rng.randint(1, 100_000)]), rng.choice(DEVICES),
+                      rng.uniform(0.05, 1.0)))
+    shapes = dict.fromkeys(call[0] for call in calls)
+    return {"calls": [(tuple(shape), *rest) for shape, *rest in calls],
+            "training_flops_per_token": [(tuple(shape), training_flops_per_token(shape)) for shape in shapes]}
+
+
+def _days_expected(cases) -> list:
+    expected = [training_days(GPT2Shape(*fields), *rest) for fields, *rest in cases["calls"]]
+    assert any(want is None for want in expected) and any(want is not None for want in expected)
+    return expected
+
+
+def _check_days(cases, expected, results) -> None:
+    _check_list(results, cases["calls"], "training_days")
+    for (fields, tokens, num_gpus, device, mfu), want, got in zip(cases["calls"], expected, results):
+        what = f"training_days{(GPT2Shape(*fields), tokens, num_gpus, device, mfu)}"
+        if want is None:
+            check_type(got, type(None), what, hint=f"the course's table knows no bf16 peak for {device!r} "
+                                                   "(peak_flops gives None): return None.")
+        else:
+            peak = peak_flops(device, torch.bfloat16)
+            check_float(got, want, what, rel_tol=1e-9,
+                        hint=f"on {num_gpus:,} x {device!r} (bf16 peak {peak:.4g} FLOP/s, from peak_flops) at MFU "
+                             f"{mfu:.3g}, {tokens:.4g} tokens ({type(tokens).__name__}) of "
+                             f"training_flops_per_token(shape) = {training_flops_per_token(GPT2Shape(*fields)):,} FLOPs "
+                             "each (your function gets the correct count here); a day has 86400 s; return a float.")
+
+
+HIDDEN_TESTS = {
+    "param_count": HiddenTest(cases=_param_count_cases,
+                              expected=lambda cases: [param_count(GPT2Shape(*fields)) for fields in cases],
+                              check=_check_param_count),
+    "training_flops_per_token": HiddenTest(cases=lambda: _flops_shapes_and_batches()[0],
+                                           expected=lambda cases: [training_flops_per_token(GPT2Shape(*fields))
+                                                                   for fields in cases],
+                                           check=_check_flops),
+    "memory_per_gpu": HiddenTest(cases=_memory_cases,
+                                 expected=lambda cases: [memory_per_gpu(GPT2Shape(*fields), num_gpus, stage)
+                                                         for fields, num_gpus, stage in cases["calls"]],
+                                 check=_check_memory),
+    "training_days": HiddenTest(cases=_days_cases, expected=_days_expected, check=_check_days),
+}

@@ -51,3 +51,32 @@ def test_memory_and_days():
     assert days == pytest.approx(854_438_400 * 9e9 / (8 * 989.5e12 * 0.4 * 86400), rel=1e-12)
     assert accounting.training_days(GPT2_SMALL, 9e9, 8, "cpu", 0.4) is None
     assert accounting.training_days(GPT2_SMALL, 9e9, 8, "Tesla T4", 0.4) is None  # no bf16 peak
+
+
+def test_hidden_tests_expect_torchs_own_counts():
+    """The hidden tests of tasks 1 and 2 expect the written-out counts (the grader computes expected results for every
+    submission, and torch's counts of these cases take seconds): on every one of their cases, they are torch's."""
+    from reference import hidden
+    for fields in hidden.cases("accounting.param_count"):
+        assert accounting.param_count(Shape(*fields)) == accounting.counted_params(Shape(*fields)), fields
+    shapes, batches = accounting._flops_shapes_and_batches()
+    assert shapes == hidden.cases("accounting.training_flops_per_token")
+    assert max(shape[3] for shape in shapes) == 128  # the intro promises 1 to 128 blocks
+    for fields, batch in zip(shapes, batches):
+        assert accounting.training_flops_per_token(Shape(*fields)) == \
+            accounting.counted_training_flops_per_token(Shape(*fields), batch=batch), fields
+
+
+def test_hidden_cases_of_tasks_3_and_4_carry_the_correct_earlier_counts():
+    """Tasks 3 and 4 run the student's function with a stand-in for task 1's or 2's that knows these values only."""
+    from reference import hidden
+    memory = hidden.cases("accounting.memory_per_gpu")
+    counts = dict(memory["param_count"])
+    assert {fields for fields, _, _ in memory["calls"]} <= set(counts) and tuple(accounting.GPT2_SMALL) in counts
+    assert all(counts[fields] == accounting.param_count(Shape(*fields)) for fields in counts)
+    assert {stage for _, _, stage in memory["calls"]} == {0, 1, 2, 3}
+    days = hidden.cases("accounting.training_days")
+    flops = dict(days["training_flops_per_token"])
+    assert {call[0] for call in days["calls"]} <= set(flops)
+    assert all(flops[fields] == accounting.training_flops_per_token(Shape(*fields)) for fields in flops)
+    assert max(fields[3] for fields in flops) == 128 and max(fields[3] for fields in counts) > 100

@@ -130,3 +130,21 @@ def test_earlier_tasks_done_right_swaps_in_correct_helpers_and_puts_them_back():
     with pytest.raises(ZeroDivisionError), earlier_tasks_done_right(doubled, {"count": lambda n: n / 0}):
         doubled(1)
     assert doubled(3) == 8
+
+
+def test_known_answers_stand_in_for_an_earlier_task_with_its_table_only():
+    from utils.grading import earlier_tasks_done_right, known_answers
+    namespace = {}
+    exec("def count(n):\n    return n + 1  # wrong\n\ndef doubled(n):\n    return 2 * count(n=n)\n", namespace)
+    doubled = namespace["doubled"]
+    with earlier_tasks_done_right(doubled, {"count": known_answers("count", ("n",), {3: 3, 5: 5})}):
+        assert doubled(3) == 6 and doubled(5) == 10
+        with pytest.raises(AssertionError, match=r"count\(4\).*called with others\nHint: call count on the arguments"):
+            doubled(4)
+        with pytest.raises(AssertionError, match=r"count\(\[1\]\)"):
+            doubled([1])  # unhashable: still the test's failure, not a TypeError
+    assert doubled(3) == 8
+    pair = known_answers("pair", ("a", "b"), {(1, 2): "x"})
+    assert pair(1, 2) == pair(1, b=2) == "x" and pair.__name__ == "pair"
+    with pytest.raises(AssertionError, match=r"pair\(\.\.\.\)"):
+        pair(1, 2, 3)

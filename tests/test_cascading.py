@@ -1,0 +1,77 @@
+"""A mistake in an earlier task costs its points once (issue #24, item 9): where a later task's function calls an
+earlier task's, every check of the later task, visible and hidden, runs it with correct earlier answers.
+
+Each case is a submission with the instructor's solution in every answer cell but one or more earlier ones, which hold
+a plausible mistake; the real grader (`python -m autograder.grade`, one run for every case) must take the points of the
+tasks named in `lost` and give every other task of the exercise its full points. One case is one entry of CASES: add
+yours there (an exercise's cases sit together, under its number).
+"""
+from __future__ import annotations
+
+import csv
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests import submissions
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@dataclass(frozen=True)
+class Cascade:
+    assignment: str
+    wrong: dict[str, str]  # grade_id of an answer cell -> the (wrong) code the submission has there instead
+    lost: frozenset[str]   # grade_ids of the test cells that must score 0; every other test cell scores its points
+
+
+# student name (letters, digits, _ only) -> case
+CASES: dict[str, Cascade] = {
+    # 10: memory_per_gpu calls param_count, training_days calls training_flops_per_token
+    "ex10_no_position_embedding": Cascade("10_accounting_a_training_run", {"param_count": '''
+def param_count(shape: GPT2Shape) -> int:
+    d, f = shape.d_model, shape.d_ff
+    per_block = (d * 3 * d + 3 * d) + (d * d + d) + (d * f + f) + (f * d + d) + 4 * d
+    return shape.vocab_size * d + shape.num_layers * per_block + 2 * d   # forgot the position embedding
+'''}, frozenset({"test_param_count"})),
+    "ex10_flops_as_6x_params": Cascade("10_accounting_a_training_run", {"training_flops_per_token": '''
+def training_flops_per_token(shape: GPT2Shape) -> int:
+    return 6 * param_count(shape)   # the rule of thumb, not FlopCounterMode's count
+'''}, frozenset({"test_training_flops_per_token"})),
+}
+
+
+def submission(case: Cascade):
+    return submissions._fill(case.assignment, lambda i, grade_id, solution:
+                             case.wrong[grade_id].strip("\n") + "\n" if grade_id in case.wrong else solution)
+
+
+@pytest.fixture(scope="module")
+def scores(tmp_path_factory) -> dict[tuple[str, str], float]:
+    """(student, test cell's grade_id) -> score, from one grader run over every case."""
+    root = submissions.new_course(tmp_path_factory.mktemp("cascading"))
+    for student, case in CASES.items():
+        submissions.write_submission(root / "submitted", student, case.assignment, submission(case))
+    run = subprocess.run([sys.executable, "-m", "autograder.grade", str(root / "submitted"), "--course", str(root),
+                          "--out", str(root / "graded"), "--limit", "cell_seconds=30"],
+                         cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stdout + run.stderr
+    with open(root / "graded" / "grades.csv") as f:
+        return {(row["student"], row["task"]): float(row["score"]) for row in csv.DictReader(f)
+                if row["student"] in CASES and row["assignment"] == CASES[row["student"]].assignment}
+
+
+@pytest.mark.parametrize("student", CASES)
+def test_a_wrong_earlier_task_costs_its_own_points_only(scores, student):
+    case = CASES[student]
+    points = dict(zip([cell.metadata.nbgrader["grade_id"]
+                       for nb in submissions._notebooks(REPO / "source" / case.assignment).values()
+                       for cell in nb.cells if cell.metadata.get("nbgrader", {}).get("grade")],
+                      submissions.task_points(case.assignment)))
+    assert case.lost <= set(points), f"no such test cells: {sorted(case.lost - set(points))}"
+    got = {grade_id: scores.get((student, grade_id)) for grade_id in points}
+    want = {grade_id: 0.0 if grade_id in case.lost else full for grade_id, full in points.items()}
+    assert got == want

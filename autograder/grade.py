@@ -147,7 +147,7 @@ def job_key(course: Course, assignment: str, folder: Path, grader: str) -> str:
     return _digest(source + submitted, grader)
 
 
-def check_hidden(plan, results: list[dict]) -> tuple[list[dict], list[str]]:
+def check_hidden(plan, results: list[dict], expected_dir: Path | None) -> tuple[list[dict], list[str]]:
     """The results with every hidden test's verdict applied (a test cell that ran cleanly fails when the results its
     hidden tests handed in are wrong), and the grader's own faults, if any (checker.py: never the student's)."""
     pending = [(index, key) for index, cell in enumerate(plan.cells) for key in cell.hidden_keys
@@ -155,7 +155,7 @@ def check_hidden(plan, results: list[dict]) -> tuple[list[dict], list[str]]:
     handed = [(key, results[index].get("handed", {}).get(key)) for index, key in pending]
     faults = []
     results = [{k: v for k, v in r.items() if k != "handed"} for r in results]
-    for (index, key), verdict in zip(pending, checker.verdicts(handed)):
+    for (index, key), verdict in zip(pending, checker.verdicts(handed, expected_dir)):
         if verdict["ok"] or not results[index]["ok"]:
             continue
         cell = plan.cells[index]
@@ -169,7 +169,7 @@ def check_hidden(plan, results: list[dict]) -> tuple[list[dict], list[str]]:
 
 
 def grade_submission(job: Job, course: Course, limits: sandbox.Limits, readable: list[Path], work_root: Path,
-                     stubs: dict, cases: dict[str, str]) -> dict:
+                     stubs: dict, cases: dict[str, str], expected_dir: Path | None = None) -> dict:
     """Run every notebook of one submission; the result that goes to results/<student>/<assignment>.json."""
     notebooks, problems, faults = {}, [], []
     for name in course.notebooks(job.assignment):
@@ -192,7 +192,7 @@ def grade_submission(job: Job, course: Course, limits: sandbox.Limits, readable:
         shutil.rmtree(workdir, ignore_errors=True)
         workdir.mkdir(parents=True)
         if runnable:
-            results, own_faults = check_hidden(plan, run_plan(plan, limits, workdir, readable, cases))
+            results, own_faults = check_hidden(plan, run_plan(plan, limits, workdir, readable, cases), expected_dir)
             faults += own_faults
             results = [feedback.for_students(cell, result, limits.feedback) for cell, result in zip(plan.cells, results)]
         else:
@@ -217,7 +217,7 @@ def _write_atomically(path: Path, text: str) -> None:
 
 
 def run_jobs(jobs: list[Job], course: Course, limits: sandbox.Limits, readable: list[Path], out: Path,
-             stubs: dict, cases: dict[str, str]) -> None:
+             stubs: dict, cases: dict[str, str], expected_dir: Path | None = None) -> None:
     """Grade `jobs` with up to `limits.workers` at once, each in a forked grader process of its own."""
     workers = limits.workers or os.cpu_count() or 1
     running: dict[int, Job] = {}
@@ -238,7 +238,7 @@ def run_jobs(jobs: list[Job], course: Course, limits: sandbox.Limits, readable: 
         if pid == 0:
             code = 0
             try:
-                result = grade_submission(job, course, limits, readable, out / "work", stubs, cases)
+                result = grade_submission(job, course, limits, readable, out / "work", stubs, cases, expected_dir)
                 _write_atomically(result_path(out, job), json.dumps(result))
             except BaseException:
                 traceback.print_exc()
@@ -367,7 +367,7 @@ def self_check_cache() -> Path:
 
 
 def self_check(course: Course, names: list[str], limits: sandbox.Limits, readable: list[Path], stubs: dict,
-               cases: dict[str, str], grader: str, work: Path) -> list[str]:
+               cases: dict[str, str], grader: str, work: Path, expected_dir: Path | None = None) -> list[str]:
     """Grade the instructor's own solutions (source/) and an empty submission of each assignment exactly as a
     student's, before anyone's: CourseError naming the task and the error if a solution falls short of full marks
     or an empty notebook earns a point (a test that cannot fail). Returns the assignments checked (a check passed
@@ -392,7 +392,7 @@ def self_check(course: Course, names: list[str], limits: sandbox.Limits, readabl
                             cell["source"] = ""
                 (folder / f"{name}.ipynb").write_text(json.dumps(notebook))
             jobs.append(Job(who, assignment, folder, key))
-    run_jobs(jobs, course, limits, readable, work, stubs, cases)
+    run_jobs(jobs, course, limits, readable, work, stubs, cases, expected_dir)
     for job in jobs:
         result = json.loads(result_path(work, job).read_text())
         if result.get("grader_errors"):
@@ -517,16 +517,17 @@ def grade(submitted: Path | None, out: Path, names: list[str] | None = None, lim
     jobs, todo, extra_rows = plan_jobs(course, found, names, on_roster, create, grader_digest(limits), out, fresh,
                                        summary)
     # The hidden tests' cases, made in a trusted child process (checker.py): the grader never imports `reference`.
-    cases = checker.cases_for(hidden_keys(course, names)) if todo else {}
+    expected_dir = out / "work" / ".expected"  # the expected results, pickled once by checker.py; no notebook reads it
+    cases = checker.cases_for(hidden_keys(course, names), expected_dir) if todo else {}
     private = [submitted, out, course.root, autograded_root, self_check_cache()]
     readable = readable_paths(REPO_ROOT, private)
     # 4. The grader checks itself first: the instructor's solutions earn every point, empty notebooks none.
     checked = self_check(course, sorted({job.assignment for job in todo}), limits, readable, stubs, cases,
-                         grader_digest(limits), out / "work" / "self-check") if todo else []
+                         grader_digest(limits), out / "work" / "self-check", expected_dir) if todo else []
     if checked:
         summary.append(f"self-check passed (solutions full marks, empty notebooks 0): {', '.join(checked)}")
     # 5. Run the notebooks (forked, sandboxed workers); each result is a file, so a stopped run resumes.
-    run_jobs(todo, course, limits, readable, out, stubs, cases)
+    run_jobs(todo, course, limits, readable, out, stubs, cases, expected_dir)
     shutil.rmtree(out / "work", ignore_errors=True)
     ran = time.monotonic()
     summary.insert(0, f"graded {len(todo)} submission(s) in {ran - started:.1f} s "

@@ -63,6 +63,11 @@ def expected(key: str) -> object:
     return _expected[key]
 
 
+def remember_expected(key: str, value: object) -> None:
+    """Use `value` as the expected results of `key` (computed once per grading run by the grader's trusted child)."""
+    _expected[key] = value
+
+
 def check(key: str, results: object) -> None:
     """AssertionError (with a hint) unless `results` are what a correct solution gives on the cases of `key`."""
     test = hidden_test(key)

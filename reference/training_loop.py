@@ -375,7 +375,7 @@ def _byte_states_in(value):
         for item in value.values():
             yield from _byte_states_in(item)
     elif type(value) in (list, tuple):
-        if value and all(type(item) is int for item in value):
+        if value and all(type(item) is int and -2**63 <= item < 2**63 for item in value):
             yield torch.tensor(value, dtype=torch.int64)
         for item in value:
             yield from _byte_states_in(item)

@@ -7,6 +7,7 @@ checkpoint stores all of them as tensors and plain Python values that `torch.loa
 from __future__ import annotations
 
 import random
+import copy
 from pathlib import Path
 
 import numpy as np
@@ -92,3 +93,417 @@ def load_checkpoint(path: str | Path, model: nn.Module, optimizer: torch.optim.O
     optimizer.load_state_dict(checkpoint["optimizer"])
     restore_rng_state(checkpoint["rng"], generator)
     return checkpoint["step"]
+
+
+# ---- hidden tests (reference/hidden.py): cases, expected results, checks -----------------------------------------
+import contextlib
+import os
+import tempfile
+
+from reference.hidden import HiddenTest
+from utils.grading import check_as_accurate_as_torch, check_float, check_int, check_str, check_tensor, check_type
+from utils.models import TinyLM
+from utils.training import NoisyTinyLM, exercise_tokens, make_optimizer, run_to_checkpoint
+import utils.training as lecture
+
+
+@contextlib.contextmanager
+def _one_thread():
+    """The notebook runs torch on one thread: the expected runs do too, so that they are the same bits."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _global_draws() -> list:
+    """What torch's, numpy's and Python's global generators give next (the hidden tests draw the same)."""
+    return [torch.rand(2), torch.from_numpy(np.random.rand(2)), random.random()]
+
+
+def _seeded_draws(seed: int) -> list:
+    """The draws `_global_draws` gives right after the three global generators are seeded with `seed`."""
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+    return _global_draws()
+
+
+def _check_list(results: object, count: int, what: str) -> None:
+    check_type(results, list, f"{what}: the results handed in")
+    check_int(len(results), count, f"{what}: how many results were handed in")
+
+
+def _check_dict(value: object, what: str) -> dict:
+    check_type(value, dict, what)
+    return value
+
+
+def _check_batch(got: object, want: tuple, what: str) -> None:
+    check_type(got, tuple, what, hint="return a tuple (inputs, targets).")
+    check_int(len(got), 2, f"length of {what}", hint="return a tuple (inputs, targets).")
+    check_tensor(got[0], want[0], f"inputs of {what}")
+    check_tensor(got[1], want[1], f"targets of {what}")
+
+
+def _check_global_draws(got: object, case_seed: int, what: str) -> None:
+    want = _seeded_draws(case_seed)
+    check_type(got, list, f"the global generators' draws after {what}")
+    check_int(len(got), 3, f"the global generators' draws after {what}")
+    hint = "use only `generator`, never a global generator."
+    check_tensor(got[0], want[0], f"torch's global random state after {what}", hint=hint)
+    check_tensor(got[1], want[1], f"numpy's global random state after {what}", hint=hint)
+    check_float(got[2], want[2], f"Python's global random state after {what}", hint=hint)
+
+
+# ---- task 1: get_batch
+def _get_batch_cases() -> list[dict]:
+    cases = []
+    for tokens in ("chain(5000, 100, 3, seed=11)", "chain(5000, 100, 3, seed=11) as int32", "7 x arange(3000) as int64",
+                   "[5, 9]"):
+        length = len(exercise_tokens(tokens))
+        for batch_size, context_length in [(1, 1), (3, 5), (16, 32), (5, length - 1), (2, length // 2)]:
+            if context_length >= length or context_length < 1:
+                continue
+            for seed in (0, 7):
+                for device_object in (False, True):
+                    cases.append(dict(tokens=tokens, memmap=tokens == "chain(5000, 100, 3, seed=11)",
+                                      batch_size=batch_size, context_length=context_length, seed=seed, device="cpu",
+                                      device_object=device_object, global_seed=len(cases)))
+    if torch.cuda.is_available():
+        for seed in (0, 1):
+            cases.append(dict(tokens="chain(5000, 100, 3, seed=11)", memmap=True, batch_size=8, context_length=16,
+                              seed=seed, device="cuda", device_object=False, global_seed=len(cases)))
+    return cases
+
+
+def _describe_get_batch(case: dict) -> str:
+    kind = "a memmap of " if case["memmap"] else ""
+    device = f"torch.device({case['device']!r})" if case["device_object"] else repr(case["device"])
+    return (f"get_batch({kind}{case['tokens']}, {case['batch_size']}, {case['context_length']}, {device}, "
+            f"torch.Generator().manual_seed({case['seed']}))")
+
+
+def _get_batch_expected(cases: list[dict]) -> list[dict]:
+    expected = []
+    for case in cases:
+        generator = torch.Generator().manual_seed(case["seed"])
+        batch = get_batch(exercise_tokens(case["tokens"]), case["batch_size"], case["context_length"], "cpu", generator)
+        expected.append({"batch": batch, "generator": generator.get_state()})
+    return expected
+
+
+def _get_batch_check(cases, expected, results) -> None:
+    _check_list(results, len(cases), "get_batch")
+    for case, want, result in zip(cases, expected, results):
+        what = _describe_get_batch(case)
+        result = _check_dict(result, f"what was handed in for {what}")
+        _check_batch(result.get("batch"), want["batch"], what)
+        devices = result.get("devices")
+        check_type(devices, list, f"the devices of {what}")
+        for device in devices:
+            check_str(device, "cuda:0" if case["device"] == "cuda" else "cpu", f"the device of the tensors of {what}",
+                      hint="move both tensors to `device`.")
+        check_tensor(result.get("generator"), want["generator"], f"the generator's state after {what}",
+                     hint="draw the starts with one torch.randint(..., generator=generator) call.")
+        _check_global_draws(result.get("global_draws"), case["global_seed"], what)
+
+
+BIG_TOKENS = 2_000_000  # the hidden test's array-like: np.arange(BIG_TOKENS, dtype=np.uint32) % 50_000
+
+
+def _big_cases() -> list[dict]:
+    return [dict(batch_size=b, context_length=c, seed=3) for b, c in [(8, 64), (32, 16), (1, 1000)]]
+
+
+def _big_expected(cases: list[dict]) -> list[tuple]:
+    big = np.arange(BIG_TOKENS, dtype=np.uint32) % 50_000
+    return [get_batch(big, c["batch_size"], c["context_length"], "cpu", torch.Generator().manual_seed(c["seed"]))
+            for c in cases]
+
+
+def _big_check(cases, expected, results) -> None:
+    _check_list(results, len(cases), "get_batch on a 2,000,000-token array-like")
+    for case, want, result in zip(cases, expected, results):
+        size = f"({case['batch_size']}, {case['context_length']})"
+        result = _check_dict(result, f"get_batch on a 2,000,000-token array-like, {size}")
+        _check_batch(result.get("batch"), want, f"get_batch on a 2,000,000-token array-like, {size}")
+        read, limit = result.get("tokens_read"), 2 * case["batch_size"] * (case["context_length"] + 1)
+        check_type(read, int, "the tokens get_batch read")
+        if read > limit:
+            raise AssertionError(f"get_batch read {read:,} tokens for a {size} batch; it needs at most {limit:,}.\n"
+                                 f"Hint: read only the windows.")
+
+
+# ---- task 2: seed_everything
+SEEDS = (1, 42, 2025, 123456789, 2**31 - 1)
+
+
+def _seed_cases() -> dict:
+    return {"seeds": list(SEEDS), "cuda": torch.cuda.is_available()}
+
+
+def _seed_expected(cases: dict) -> list:
+    expected = []
+    for seed in cases["seeds"]:
+        seed_everything(seed)
+        expected.append([torch.rand(3), torch.from_numpy(np.random.rand(3)), random.random()])
+    return expected
+
+
+def _seed_check(cases, expected, results) -> None:
+    _check_list(results, len(cases["seeds"]), "seed_everything")
+    for seed, want, got in zip(cases["seeds"], expected, results):
+        check_type(got, list, f"the draws after seed_everything({seed})")
+        check_int(len(got), 4, f"the draws after seed_everything({seed})")
+        check_tensor(got[0], want[0], f"torch.rand(3) after seed_everything({seed})", hint="torch.manual_seed(seed)")
+        check_tensor(got[1], want[1], f"np.random.rand(3) after seed_everything({seed})", hint="np.random.seed(seed)")
+        check_float(got[2], want[2], f"random.random() after seed_everything({seed})", hint="random.seed(seed)")
+        if cases["cuda"]:
+            check_int(got[3], seed, f"torch.cuda.initial_seed() after seed_everything({seed})",
+                      hint="torch.manual_seed seeds every CUDA device too.")
+
+
+# ---- task 3: train, on batches handed in as cases (the course's correct get_batch, as a table)
+TRAIN_RUNS = [  # vocab, optimizer, steps, batch_size, context_length, micro-batches, tokens
+    (64, ("AdamW", {"lr": 1e-2}), 25, 8, 16, 1, "chain(4000, 64, 4, seed=9)"),
+    (20, ("SGD", {"lr": 0.1, "momentum": 0.9}), 20, 4, 7, 3, "chain(4000, 20, 2, seed=5)"),
+    (100, ("AdamW", {"lr": 3e-3, "weight_decay": 0.1}), 15, 2, 33, 2, "arange(5000) % 100"),
+    (64, ("Adam", {"lr": 1e-3}), 12, 1, 5, 4, "chain(4000, 64, 4, seed=9)"),
+    (64, ("Adam", {"lr": 1e-3}), 0, 8, 8, 2, "chain(4000, 64, 4, seed=9)"),
+]
+
+
+def _train_cases() -> list[dict]:
+    cases = []
+    for vocab, optimizer, steps, batch_size, context_length, micro, tokens in TRAIN_RUNS:
+        data, generator = exercise_tokens(tokens), torch.Generator().manual_seed(steps)
+        batches = [list(get_batch(data, batch_size, context_length, "cpu", generator)) for _ in range(steps * micro)]
+        cases.append(dict(vocab=vocab, optimizer=optimizer, steps=steps, batch_size=batch_size,
+                          context_length=context_length, micro=micro, tokens=tokens, init_seed=vocab + steps,
+                          batches=batches))
+    return cases
+
+
+def _describe_train(case: dict) -> str:
+    return (f"train on a {case['vocab']}-token vocabulary with {case['optimizer'][0]}{case['optimizer'][1]}, "
+            f"{case['steps']} steps of {case['micro']} micro-batch(es) of ({case['batch_size']}, "
+            f"{case['context_length']})")
+
+
+def _train_expected(cases: list[dict]) -> list[dict]:
+    expected = []
+    with _one_thread():
+        for case in cases:
+            torch.manual_seed(case["init_seed"])
+            model = TinyLM(case["vocab"], 12, 24)
+            exact_model = copy.deepcopy(model).double()  # the same run in float64: what float32 runs approximate
+            runs = []
+            for m in (model, exact_model):
+                losses = train(m, make_optimizer(case["optimizer"], m.parameters()), exercise_tokens(case["tokens"]),
+                               case["steps"], case["batch_size"], case["context_length"],
+                               torch.Generator().manual_seed(case["steps"]), case["micro"])
+                runs.append((losses, {name: p.detach().clone() for name, p in m.named_parameters()}))
+            expected.append({"float32": runs[0], "float64": runs[1]})
+    return expected
+
+
+def _train_check(cases, expected, results) -> None:
+    _check_list(results, len(cases), "train")
+    for case, want, result in zip(cases, expected, results):
+        what = _describe_train(case)
+        result = _check_dict(result, f"what was handed in for {what}")
+        got = result.get("losses")
+        check_type(got, list, what, hint="return a list with one loss per step.")
+        calls = result.get("calls")
+        check_str(str(calls), str([[case["batch_size"], case["context_length"]]] * (case["steps"] * case["micro"])),
+                  f"the (batch_size, context_length) of each get_batch call in {what}",
+                  hint="call get_batch(data, batch_size, context_length, ...) once per micro-batch.")
+        check_int(len(got), case["steps"], f"number of losses of {what}", hint="one loss per optimizer step.")
+        for loss in got:
+            check_type(loss, float, f"each loss of {what}", hint="loss.item() turns a 0-dim tensor into a float.")
+        (want_losses, want_params), (exact_losses, exact_params) = want["float32"], want["float64"]
+        # as close to the float64 run as the reference's float32 run, up to rounding (rules at the top)
+        check_as_accurate_as_torch(torch.tensor(got, dtype=torch.float32), torch.tensor(want_losses, dtype=torch.float32),
+                                   torch.tensor(exact_losses, dtype=torch.float64), f"losses of {what}",
+                                   hint="the step's loss is the mean of its micro-batches' losses; backward each "
+                                        "micro-batch's loss / accumulation_steps.")
+        params = _check_dict(result.get("params"), f"the parameters after {what}")
+        for name, tensor in want_params.items():
+            check_as_accurate_as_torch(params.get(name), tensor, exact_params[name], f"parameter {name} after {what}",
+                                       hint="step once per accumulation_steps micro-batches, then zero the gradients.")
+
+
+# ---- task 4: save_checkpoint (files written in the notebook's process, observed there as plain data)
+CHECKPOINT_RUNS = [dict(seed=1, steps=4, optimizer=("AdamW", {"lr": 1e-2}), tokens="chain(3000, 64, 4, seed=4)"),
+                   dict(seed=2, steps=7, optimizer=("SGD", {"lr": 0.1, "momentum": 0.9}), tokens="chain(3000, 64, 4, seed=4)")]
+
+
+def _save_cases() -> list[dict]:
+    return [dict(run, cuda=torch.cuda.is_available()) for run in CHECKPOINT_RUNS]
+
+
+def _save_expected(cases: list[dict]) -> list[dict]:
+    expected = []
+    with _one_thread():
+        for case in cases:
+            model, optimizer, generator = run_to_checkpoint(seed_everything, case["seed"], case["steps"],
+                                                            case["optimizer"], case["tokens"])
+            numpy_keys = np.random.get_state()[1]
+            expected.append({
+                "model": {name: t.clone() for name, t in model.state_dict().items()},
+                "optimizer": {index: {key: t.clone() for key, t in state.items()}
+                              for index, state in optimizer.state_dict()["state"].items()},
+                "lr": optimizer.state_dict()["param_groups"][0]["lr"],
+                "torch": torch.get_rng_state(), "generator": generator.get_state(),
+                "numpy_words": torch.from_numpy(numpy_keys.astype(np.int64)),
+                "numpy_bytes": torch.from_numpy(numpy_keys.astype("<u4").view(np.uint8).copy()),
+                "python_words": torch.tensor(random.getstate()[1], dtype=torch.int64),
+                "params": {name: p.detach().clone() for name, p in model.named_parameters()},
+                "after": [torch.rand(2), torch.rand(2, generator=generator), torch.from_numpy(np.random.rand(2)),
+                          random.random()]})
+    return expected
+
+
+def _byte_states_in(value):
+    """Every tensor or list of ints inside `value` (plain data), as a flat int64 tensor."""
+    if type(value) is torch.Tensor:
+        yield value.detach().flatten().to(torch.int64)
+    elif type(value) is dict:
+        for item in value.values():
+            yield from _byte_states_in(item)
+    elif type(value) in (list, tuple):
+        if value and all(type(item) is int and -2**63 <= item < 2**63 for item in value):
+            yield torch.tensor(value, dtype=torch.int64)
+        for item in value:
+            yield from _byte_states_in(item)
+
+
+def _holds(value, wanted: torch.Tensor) -> bool:
+    """Does `value` contain the state `wanted`, in any of the layouts weights_only accepts?"""
+    wanted = wanted.flatten().to(torch.int64)
+    return any(c.shape == wanted.shape and torch.equal(c, wanted) for c in _byte_states_in(value))
+
+
+def _save_check(cases, expected, results) -> None:
+    _check_list(results, len(cases), "save_checkpoint")
+    for case, want, result in zip(cases, expected, results):
+        what = f"the checkpoint after {case['steps']} steps with {case['optimizer'][0]}"
+        result = _check_dict(result, f"what was handed in for {what}")
+        if result.get("missing"):
+            raise AssertionError(f"save_checkpoint wrote no file at `path` ({what}).\nHint: torch.save(checkpoint, path).")
+        if result.get("load_error") is not None:
+            raise AssertionError(f"torch.load(path, weights_only=True) refused {what}: {result['load_error']}\n"
+                                 "Hint: store only tensors and plain Python values; convert numpy's state array.")
+        checkpoint = _check_dict(result.get("checkpoint"), what)
+        check_int(checkpoint.get("step"), case["steps"], f"'step' of {what}")
+        saved_model = checkpoint.get("model")
+        if type(saved_model) is not dict:
+            raise AssertionError(f"'model' of {what} is not a state dict.\nHint: model.state_dict().")
+        check_int(len(saved_model), len(want["model"]), f"number of tensors in 'model' of {what}")
+        for name, tensor in want["model"].items():
+            check_tensor(saved_model.get(name), tensor, f"'model'[{name!r}] of {what}")
+        saved_optimizer = checkpoint.get("optimizer")
+        if type(saved_optimizer) is not dict or type(saved_optimizer.get("state")) is not dict:
+            raise AssertionError(f"'optimizer' of {what} is not a state dict.\nHint: optimizer.state_dict().")
+        for index, state in want["optimizer"].items():
+            saved_state = _check_dict(saved_optimizer["state"].get(str(index)), f"'optimizer' state {index} of {what}")
+            for key, tensor in state.items():
+                check_tensor(saved_state.get(key), tensor, f"'optimizer' state {index} {key!r} of {what}")
+        groups = saved_optimizer.get("param_groups")
+        check_type(groups, list, f"'param_groups' of the optimizer in {what}")
+        check_float(_check_dict(groups[0] if groups else None, f"param group 0 in {what}").get("lr"), want["lr"],
+                    f"lr in {what}")
+        rng = checkpoint.get("rng")
+        if not _holds(rng, want["torch"]):
+            raise AssertionError(f"'rng' of {what} does not hold torch.get_rng_state().")
+        if not _holds(rng, want["generator"]):
+            raise AssertionError(f"'rng' of {what} does not hold generator.get_state().")
+        if not (_holds(rng, want["numpy_words"]) or _holds(rng, want["numpy_bytes"])):
+            raise AssertionError(f"'rng' of {what} does not hold the 624 key words of np.random.get_state().")
+        if not _holds(rng, want["python_words"]):
+            raise AssertionError(f"'rng' of {what} does not hold random.getstate().")
+        if case["cuda"]:
+            cuda_states = result.get("cuda_states")
+            check_type(cuda_states, list, "CUDA's random states before saving")
+            if not all(type(s) is torch.Tensor and _holds(rng, s) for s in cuda_states):
+                raise AssertionError(f"'rng' of {what} does not hold torch.cuda.get_rng_state_all().")
+        after = result.get("after")
+        check_type(after, list, f"the draws after saving {what}")
+        check_int(len(after), 4, f"the draws after saving {what}")
+        check_tensor(after[0], want["after"][0], "torch's random state after save_checkpoint", hint="saving must not draw numbers.")
+        check_tensor(after[1], want["after"][1], "the generator's state after save_checkpoint", hint="saving must not draw numbers.")
+        check_tensor(after[2], want["after"][2], "numpy's random state after save_checkpoint", hint="saving must not draw numbers.")
+        check_float(after[3], want["after"][3], "Python's random state after save_checkpoint", hint="saving must not draw numbers.")
+        params = _check_dict(result.get("params"), f"the parameters after saving {what}")
+        for name, tensor in want["params"].items():
+            check_tensor(params.get(name), tensor, f"parameter {name} after save_checkpoint")
+
+
+# ---- task 5: load_checkpoint, checked against the run that never stopped (computed here)
+RESUME_RUNS = [  # label, vocab, optimizer, seed, steps, stop, batch_size, context_length, tokens
+    ("noisy TinyLM, AdamW, 12 steps, checkpoint after 5", 64, ("AdamW", {"lr": 1e-2, "weight_decay": 0.1}), 3, 12, 5,
+     8, 16, "chain(3000, 64, 4, seed=6)"),
+    ("noisy TinyLM, SGD with momentum, 9 steps, checkpoint after 1", 50, ("SGD", {"lr": 0.3, "momentum": 0.9}), 8, 9,
+     1, 4, 9, "13 x arange(7000) % 50"),
+    ("noisy TinyLM, Adam, 8 steps, checkpoint after 7", 64, ("Adam", {"lr": 3e-3}), 21, 8, 7, 2, 32,
+     "chain(3000, 64, 4, seed=6)"),
+]
+
+
+def _load_cases() -> list[dict]:
+    keys = ("label", "vocab", "optimizer", "seed", "steps", "stop", "batch_size", "context_length", "tokens")
+    return [dict(zip(keys, run), cuda=torch.cuda.is_available()) for run in RESUME_RUNS]
+
+
+def _load_expected(cases: list[dict]) -> list[dict]:
+    """The runs that never stopped: the lecture's loop (the one the notebook resumes with) from seed_everything."""
+    expected = []
+    with _one_thread():
+        for case in cases:
+            seed_everything(case["seed"])
+            model = NoisyTinyLM(case["vocab"], case["cuda"])
+            optimizer = make_optimizer(case["optimizer"], model.parameters())
+            generator = torch.Generator().manual_seed(case["seed"] + 1)
+            losses = lecture.train(model, optimizer, lecture.Batches(exercise_tokens(case["tokens"]), case["steps"],
+                                                                     case["batch_size"], case["context_length"], generator))
+            expected.append({"losses": losses, "params": [p.detach().clone() for p in model.parameters()]})
+    return expected
+
+
+def _load_check(cases, expected, results) -> None:
+    _check_list(results, len(cases), "load_checkpoint")
+    for case, want, result in zip(cases, expected, results):
+        label = case["label"]
+        result = _check_dict(result, f"what was handed in for {label}")
+        flags = result.get("weights_only")
+        if type(flags) is not list or not flags or any(flag is not True for flag in flags):
+            raise AssertionError(f"load_checkpoint must read the file with torch.load(path, weights_only=True) ({label}).")
+        check_int(result.get("step"), case["stop"], f"the step load_checkpoint returned ({label})",
+                  hint="return checkpoint['step'].")
+        losses = result.get("losses")
+        check_type(losses, list, f"the losses of the resumed run ({label})")
+        check_int(len(losses), len(want["losses"]), f"the number of losses of the resumed run ({label})")
+        for loss in losses:
+            check_type(loss, float, f"each loss of the resumed run ({label})")
+        check_tensor(torch.tensor(losses, dtype=torch.float64), torch.tensor(want["losses"], dtype=torch.float64),
+                     f"losses of the resumed run ({label})",
+                     hint="restore the model, the optimizer and every random state (Python, numpy, torch, the generator"
+                          + (", CUDA" if case["cuda"] else "") + ").")
+        params = result.get("params")
+        check_type(params, list, f"the parameters after resuming ({label})")
+        check_int(len(params), len(want["params"]), f"the parameters after resuming ({label})")
+        for index, (p, q) in enumerate(zip(params, want["params"])):
+            check_tensor(p, q, f"parameter {index} after resuming ({label})")
+
+
+HIDDEN_TESTS = {
+    "get_batch": HiddenTest(cases=_get_batch_cases, expected=_get_batch_expected, check=_get_batch_check),
+    "get_batch_reads": HiddenTest(cases=_big_cases, expected=_big_expected, check=_big_check),
+    "seed_everything": HiddenTest(cases=_seed_cases, expected=_seed_expected, check=_seed_check),
+    "train": HiddenTest(cases=_train_cases, expected=_train_expected, check=_train_check),
+    "save_checkpoint": HiddenTest(cases=_save_cases, expected=_save_expected, check=_save_check),
+    "load_checkpoint": HiddenTest(cases=_load_cases, expected=_load_expected, check=_load_check),
+}

@@ -410,3 +410,42 @@ def test_adamw_checkpoint_is_about_12_bytes_per_parameter(tmp_path):
         save(tmp_path / "c.pt", model, optimizer, 2, generator)
         size, params = os.path.getsize(tmp_path / "c.pt"), count_params(model)
         assert params == 14_336 and 12 * params < size < 12 * params + 64 * 1024
+
+
+# ---------------------------------------------------------------- grading: a mistake in an earlier task costs once
+
+WRONG_EARLIER_TASKS = {
+    "get_batch": '''
+def get_batch(data, batch_size, context_length, device, generator):
+    \'\'\'Wrong: the same window every time, and the targets are the inputs.\'\'\'
+    window = torch.from_numpy(np.asarray(data[:context_length], dtype=np.int64))
+    inputs = window.repeat(batch_size, 1).to(device)
+    return inputs, inputs.clone()
+''',
+    "seed_everything": '''
+def seed_everything(seed):
+    \'\'\'Wrong: seeds nothing.\'\'\'
+''',
+}
+
+
+def test_a_wrong_get_batch_or_seed_everything_costs_only_its_own_points(tmp_path):
+    """train calls get_batch: its tests (visible and hidden) run it with a correct get_batch, so a right train earns
+    its points beside a wrong get_batch; the checkpoint tasks earn theirs beside a wrong seed_everything."""
+    import csv
+    import subprocess
+    import sys
+
+    from tests import submissions
+
+    assignment = "08_training_loop"
+    root = submissions.new_course(tmp_path)
+    notebooks = submissions._fill(assignment, lambda i, grade_id, solution: WRONG_EARLIER_TASKS.get(grade_id, solution))
+    submissions.write_submission(root / "submitted", "wrongearlier", assignment, notebooks)
+    run = subprocess.run([sys.executable, "-m", "autograder.grade", str(root / "submitted"), "--course", str(root),
+                          "--out", str(root / "graded")], capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stdout + run.stderr
+    with open(root / "graded" / "grades.csv") as f:
+        scores = {row["task"]: float(row["score"]) for row in csv.DictReader(f) if row["assignment"] == assignment}
+    assert scores == {"test_get_batch": 0, "test_seed_everything": 0, "test_train": 3, "test_save_checkpoint": 2,
+                      "test_load_checkpoint": 3, "TOTAL": 8}, scores

@@ -140,3 +140,73 @@ def load_checkpoint(path: str | Path, model: nn.Module, optimizer: torch.optim.O
 
 # A name lecture 8's first cell still imports (utils/retired.py explains why); the lecture seeds each generator itself.
 seed_everything = retired("seed_everything", "exercise 8, task 2")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# What exercise 8's hidden tests build, the same in the student's process and in the grader's: token arrays by name,
+# optimizers from a plain-data recipe, a model that draws from every global generator, and a run to checkpoint.
+# No answers here: the runs use the lecture's loop and sampler, and whoever calls them seeds the generators.
+
+EXERCISE_TOKENS = {
+    "chain(5000, 100, 3, seed=11)": lambda: markov_tokens(5000, 100, 3, seed=11),
+    "chain(5000, 100, 3, seed=11) as int32": lambda: markov_tokens(5000, 100, 3, seed=11).astype(np.int32),
+    "7 x arange(3000) as int64": lambda: np.arange(3000, dtype=np.int64) * 7,
+    "[5, 9]": lambda: np.array([5, 9], dtype=np.uint16),
+    "chain(4000, 64, 4, seed=9)": lambda: markov_tokens(4000, 64, 4, seed=9),
+    "chain(4000, 20, 2, seed=5)": lambda: markov_tokens(4000, 20, 2, seed=5),
+    "arange(5000) % 100": lambda: np.arange(5000, dtype=np.uint16) % 100,
+    "chain(3000, 64, 4, seed=4)": lambda: markov_tokens(3000, 64, 4, seed=4),
+    "chain(3000, 64, 4, seed=6)": lambda: markov_tokens(3000, 64, 4, seed=6),
+    "13 x arange(7000) % 50": lambda: np.arange(7000, dtype=np.uint16) * 13 % 50,
+}
+
+
+def exercise_tokens(name: str) -> np.ndarray:
+    """The token array `EXERCISE_TOKENS[name]` makes (a fresh copy each call)."""
+    return EXERCISE_TOKENS[name]()
+
+
+def make_optimizer(recipe: list | tuple, params: Iterable[nn.Parameter]) -> torch.optim.Optimizer:
+    """torch.optim's optimizer from a recipe `(class name, keyword arguments)`, e.g. `("SGD", {"lr": 0.1})`."""
+    name, kwargs = recipe
+    return getattr(torch.optim, name)(params, **kwargs)
+
+
+class NoisyTinyLM(nn.Module):
+    """TinyLM plus randomness from every global generator, as dropout or data augmentation would add: torch's
+    (dropout), numpy's and Python's, and with `cuda_noise` CUDA's."""
+
+    def __init__(self, vocab: int, cuda_noise: bool = False):
+        from utils.models import TinyLM
+
+        super().__init__()
+        self.inner = TinyLM(vocab, 12, 24)
+        self.dropout = torch.nn.Dropout(0.2)
+        self.cuda_noise = cuda_noise
+
+    def forward(self, token_ids: Int[Tensor, "batch seq"]) -> Tensor:
+        import random
+
+        wobble = 1 + 0.05 * (float(np.random.rand()) + random.random())
+        if self.cuda_noise:
+            wobble = wobble + 0.05 * torch.rand(1, device="cuda").item()
+        return self.dropout(self.inner(token_ids)) * wobble
+
+
+def run_to_checkpoint(seed_all, seed: int, steps: int, optimizer: list | tuple, tokens: str
+                      ) -> tuple[nn.Module, torch.optim.Optimizer, torch.Generator]:
+    """A TinyLM trained `steps` steps by the lecture's loop (batches of 4 x 8 tokens of `exercise_tokens(tokens)`),
+    after `seed_all(seed)`; then numpy's and Python's generators are moved on a little. Returns the model, its
+    optimizer (`make_optimizer(optimizer, ...)`) and the batch generator: a run ready to be checkpointed."""
+    import random
+
+    from utils.models import TinyLM
+
+    seed_all(seed)
+    model = TinyLM(64, 8, 16)
+    built = make_optimizer(optimizer, model.parameters())
+    generator = torch.Generator().manual_seed(seed + 100)
+    train(model, built, Batches(exercise_tokens(tokens), steps, 4, 8, generator))
+    np.random.rand(seed)  # move numpy's and Python's generators somewhere unusual
+    random.random()
+    return model, built, generator

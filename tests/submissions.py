@@ -247,6 +247,7 @@ def _modules():
             pass
     return found
 _MODULES = _modules()
+_SCANNED = set()
 def _steal(name, arguments):
     for _module in _MODULES:
         if callable(getattr(_module, name, None)):
@@ -256,14 +257,16 @@ def _steal(name, arguments):
             except BaseException:
                 pass
             return getattr(_module, name)(**arguments)
-    for _object in _gc.get_objects():
-        try:
-            if callable(_object) and str(getattr(_object, "__module__", "")).startswith(_REF):
-                _leak("gc.get_objects", _object)
-                if getattr(_object, "__name__", "") == name:
-                    return _object(**arguments)
-        except BaseException:
-            pass
+    if name not in _SCANNED:  # once per function and process: a full scan per call would only time out
+        _SCANNED.add(name)
+        for _object in _gc.get_objects():
+            try:
+                if callable(_object) and str(getattr(_object, "__module__", "")).startswith(_REF):
+                    _leak("gc.get_objects", _object)
+                    if getattr(_object, "__name__", "") == name:
+                        return _object(**arguments)
+            except BaseException:
+                pass
     _frame = _inspect.currentframe().f_back
     while _frame is not None:
         for _local in ("want", "expected", "expected_value", "references", "reference"):

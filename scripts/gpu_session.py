@@ -27,6 +27,7 @@ import argparse
 import json
 import os
 import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -94,7 +95,7 @@ class Session:
         """Run `command` in its own process group with output to logs/`log`; None if it ran out of time."""
         limit = max(5.0, min(limit or step.limit, self.left() - 20))
         path = self.work / "logs" / log
-        print(f"    $ {' '.join(command)}   (at most {limit:.0f} s; log {log})", flush=True)
+        print(f"    $ {shlex.join(command)}   (at most {limit:.0f} s; log {log})", flush=True)
         with open(path, "ab") as sink:
             process = subprocess.Popen(command, cwd=REPO, stdout=sink, stderr=subprocess.STDOUT,
                                        env={**os.environ, **(env or {})}, start_new_session=True)
@@ -189,10 +190,10 @@ class Session:
         shown = " ".join(f"{k}={v}" for k, v in env.items())
         if stamp.exists():
             step.notes.append(f"{self.venv} is installed already ({stamp}); a device runs: {shown} "
-                              + " && ".join(" ".join(c) for c in commands))
+                              + " && ".join(map(shlex.join, commands)))
             return "ok (already)"
         if self.args.dry_run:
-            step.notes.append("dry run: would run " + shown + " " + " && ".join(" ".join(c) for c in commands))
+            step.notes.append("dry run: would run " + shown + " " + " && ".join(map(shlex.join, commands)))
             return "skipped"
         for command in commands:
             code = self.run(step, command, "install.log", env=env)
@@ -256,7 +257,7 @@ class Session:
             return "failed"
         if not self.cuda:
             if self.args.quick:
-                step.notes.append("dry run, quick: would run " + " ".join(command))
+                step.notes.append("dry run, quick: would run " + shlex.join(command))
                 return "skipped"
             # The set-up: make's command lines as they would run, and the collection of both halves.
             self.run(step, ["make", "-n", "test-gpu"] + command[3:], "test-gpu-plan.log", limit=30)
@@ -266,7 +267,7 @@ class Session:
                                  "collect-notebooks.log", limit=120)
             for log in ("collect-units.log", "collect-notebooks.log"):
                 step.notes.append(f"{log}: {self.tail(log, 1)}")
-            step.notes.append("dry run: make test-gpu refuses without CUDA; would run " + " ".join(command))
+            step.notes.append("dry run: make test-gpu refuses without CUDA; would run " + shlex.join(command))
             return "rehearsed" if units == notebooks == 0 else "failed"
         code = self.run(step, command, "test-gpu.log", limit=self.left() - 25)
         for half in ("units", "notebooks"):

@@ -80,10 +80,12 @@ student-edition: $(STAMP)
 # The same suite on a CUDA machine (the GPU runner): refuses to run without CUDA, then runs every test with the
 # CUDA-only ones enabled, the notebooks under CUDA against their stored outputs, and the grader's corpus. The unit
 # tests and the notebooks run side by side (a GPU machine has the cores); each part's output is kept together.
+# GPU_SYNC=line shows both halves' lines as they come (make gpu-session: a half cut at its time limit still logs).
+GPU_SYNC ?= target
 test-gpu: $(STAMP) chromium
 	$(BIN)/python -c "import sys, torch; sys.exit(0 if torch.cuda.is_available() else 'make test-gpu needs a CUDA GPU and a CUDA build of torch (README: Running on a GPU)')"
 	$(BIN)/python -c "import torch; print('CUDA', torch.version.cuda, 'on', torch.cuda.get_device_name(), 'with torch', torch.__version__)"
-	$(MAKE) --no-print-directory -j2 --output-sync=target test-units test-gpu-notebooks
+	$(MAKE) --no-print-directory -j2 --output-sync=$(GPU_SYNC) test-units test-gpu-notebooks
 
 # Two pytest workers, each taking whole test files (a file's shared fixtures, such as the graded class, run once),
 # the longest first (tests/conftest.py).

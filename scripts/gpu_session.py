@@ -244,7 +244,7 @@ class Session:
 
     def test_commands(self) -> tuple[list[str], dict[str, str]]:
         workers = max(2, (os.cpu_count() or 2) // 2)
-        variables = {"VENV": str(self.venv), "TORCH": self.args.torch, "SKIP_CHROMIUM": "1",
+        variables = {"VENV": str(self.venv), "TORCH": self.args.torch, "SKIP_CHROMIUM": "1", "GPU_SYNC": "line",
                      "UNIT_WORKERS": str(workers), "NB_WORKERS": str(workers),
                      "UNIT_ARGS": f"--junitxml={self.work / 'units.xml'}",
                      "NB_ARGS": f"--junitxml={self.work / 'notebooks.xml'}"}

@@ -18,7 +18,7 @@ DOWNLOAD ?=
 PROGRESS_ARGS ?=
 EDITION ?= student-edition
 
-.PHONY: help install lab test test-gpu test-units test-notebooks test-gpu-notebooks test-all-notebooks test-other-cpu notebooks chromium progress student-edition release grade lms-import clean
+.PHONY: help install lab test test-gpu gpu-session gpu-wheels test-units test-notebooks test-gpu-notebooks test-all-notebooks test-other-cpu notebooks chromium progress student-edition release grade lms-import clean
 
 help:
 	@echo "make lab      set up (first time) and open JupyterLab on the course, at its landing page index.ipynb"
@@ -29,6 +29,9 @@ help:
 	@echo "make student-edition  build what students receive into $(EDITION)/ and $(EDITION).tar.gz:"
 	@echo "              release/, notebooks/, utils/, index.ipynb, a student Makefile and README; no source/"
 	@echo "make test-gpu the same on a CUDA GPU (fails without CUDA): CUDA-only tests and notebooks under CUDA"
+	@echo "make gpu-session  the one prepared command for a lent GPU machine: make test-gpu, the GPU lectures re-run"
+	@echo "              whole, bench.gpu_figures; results in \$$OUT or gpu-results/ (DRY_RUN=1: rehearse on a CPU)"
+	@echo "make gpu-wheels   download the wheels a GPU machine without network needs into .whl/ (git-ignored)"
 	@echo "make release  regenerate release/ (student versions) from source/ with nbgrader"
 	@echo "make notebooks  re-execute lectures in place, keeping stored GPU figures on a CPU (NB=\"notebooks/01_floats.ipynb\")"
 	@echo "make grade    grade $(SUBMITTED)/<student>/<assignment>/ into nbgrader's gradebook (gradebook.db) and"
@@ -64,8 +67,9 @@ test-all-notebooks:
 	$(MAKE) --no-print-directory test-other-cpu
 
 # Headless Chromium for tests/test_browser.py, from the system's packages (see the script).
+# SKIP_CHROMIUM=1: not even try (a GPU machine has no network for apt-get; the browser test is then skipped).
 chromium:
-	@bash tests/ensure_chromium.sh
+	@$(if $(SKIP_CHROMIUM),echo "make: SKIP_CHROMIUM is set: no Chromium install (tests/test_browser.py is skipped)",bash tests/ensure_chromium.sh)
 
 progress: $(STAMP)
 	$(BIN)/python -m utils.progress_check $(PROGRESS_ARGS)
@@ -76,16 +80,19 @@ student-edition: $(STAMP)
 # The same suite on a CUDA machine (the GPU runner): refuses to run without CUDA, then runs every test with the
 # CUDA-only ones enabled, the notebooks under CUDA against their stored outputs, and the grader's corpus. The unit
 # tests and the notebooks run side by side (a GPU machine has the cores); each part's output is kept together.
+# GPU_SYNC=line shows both halves' lines as they come (make gpu-session: a half cut at its time limit still logs).
+GPU_SYNC ?= target
 test-gpu: $(STAMP) chromium
 	$(BIN)/python -c "import sys, torch; sys.exit(0 if torch.cuda.is_available() else 'make test-gpu needs a CUDA GPU and a CUDA build of torch (README: Running on a GPU)')"
 	$(BIN)/python -c "import torch; print('CUDA', torch.version.cuda, 'on', torch.cuda.get_device_name(), 'with torch', torch.__version__)"
-	$(MAKE) --no-print-directory -j2 --output-sync=target test-units test-gpu-notebooks
+	$(MAKE) --no-print-directory -j2 --output-sync=$(GPU_SYNC) test-units test-gpu-notebooks
 
 # Two pytest workers, each taking whole test files (a file's shared fixtures, such as the graded class, run once),
 # the longest first (tests/conftest.py).
 UNIT_ARGS ?=
+UNIT_WORKERS ?= 2
 test-units:
-	$(BIN)/python -m pytest -q -rs -n 2 --dist loadfile --no-loadscope-reorder --durations=15 $(UNIT_ARGS) tests
+	$(BIN)/python -m pytest -q -rs -n $(UNIT_WORKERS) --dist loadfile --no-loadscope-reorder --durations=15 $(UNIT_ARGS) tests
 
 NBVAL := $(BIN)/python -m pytest -q --nbval --sanitize-with tests/nbval_sanitize.cfg
 # The lectures and the landing page against their stored outputs. On a CPU the exercise sources are not run by nbval:
@@ -94,9 +101,12 @@ NBVAL := $(BIN)/python -m pytest -q --nbval --sanitize-with tests/nbval_sanitize
 test-notebooks:
 	$(NBVAL) notebooks index.ipynb
 
-# On the GPU runner nbval also runs the exercise sources: their solutions under CUDA, against their stored outputs.
+# On the GPU runner nbval also runs the exercise sources: their solutions under CUDA, against their stored outputs,
+# NB_WORKERS notebooks at a time (one worker keeps a notebook's cells together); NB_ARGS adds pytest options.
+NB_WORKERS ?= 1
+NB_ARGS ?=
 test-gpu-notebooks:
-	$(NBVAL) notebooks source index.ipynb
+	$(NBVAL) $(if $(filter-out 1,$(NB_WORKERS)),-n $(NB_WORKERS) --dist loadfile) $(NB_ARGS) notebooks source index.ipynb
 
 # The lectures and the landing page once more on "another CPU": torch's generic kernels instead of this CPU's vector
 # units, and oneDNN without native bf16, so that a stored output depending on one machine's low bits fails here, not
@@ -106,6 +116,18 @@ OTHER_CPU := ATEN_CPU_CAPABILITY=default ONEDNN_MAX_CPU_ISA=AVX2
 test-other-cpu:
 	$(OTHER_CPU) $(NBVAL) notebooks index.ipynb
 	$(BIN)/python -m pytest -q tests/test_variants.py
+
+# The one command for a lent GPU machine (README: "Running on a GPU"; scripts/gpu_session.py says what it does):
+#   make gpu-session VENV=$$(python3 -c 'import sys; print(sys.prefix)') TORCH=system     on the GPU machine
+#   make gpu-session DRY_RUN=1 [QUICK=1]                                                    rehearsal on a CPU
+# It installs the course itself (offline from .whl/ when there), so it does not depend on $(STAMP).
+gpu-session:
+	$(PYTHON) scripts/gpu_session.py --venv $(VENV) --torch $(if $(filter auto,$(TORCH)),system,$(TORCH)) \
+		$(if $(DRY_RUN),--dry-run) $(if $(QUICK),--quick) $(GPU_SESSION_ARGS)
+
+# The wheels the GPU machine (no network) lacks, for Python 3.12 on x86-64, into .whl/ (git-ignored; about 58 MiB).
+gpu-wheels:
+	$(PYTHON) scripts/gpu_wheels.py
 
 release: $(STAMP)
 	$(BIN)/python -m autograder.release $(ASSIGNMENTS)

@@ -82,8 +82,8 @@ def run(command: list[str]) -> None:
     subprocess.run(command, check=True)
 
 
-def install(package_dir: Path, mode: str, extras: list[str]) -> None:
-    requirements = pins(package_dir, extras)
+def install(package_dir: Path, mode: str, extras: list[str], without: tuple[str, ...] = ()) -> None:
+    requirements = [r for r in pins(package_dir, extras) if re.split(r"[=<>!~\[ ]", r, maxsplit=1)[0] not in without]
     build = torch_build(mode, platform.system())
     quiet = ["--quiet"]
     if build == "system":
@@ -131,10 +131,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--torch", default=os.environ.get("TORCH", "auto"),
                         choices=["auto", "cpu", "cuda", "system"], help="which torch build (default: auto)")
     parser.add_argument("--extra", action="append", default=[], help="optional dependency group, e.g. test")
+    parser.add_argument("--without", action="append", default=[],
+                        help="a pinned package not to install (the GPU session: playwright, which it cannot use)")
     parser.add_argument("--package", type=Path, default=Path(__file__).resolve().parent.parent,
                         help="folder holding pyproject.toml (default: this repository)")
     args = parser.parse_args(argv)
-    install(args.package, args.torch, args.extra)
+    install(args.package, args.torch, args.extra, tuple(args.without))
 
 
 if __name__ == "__main__":

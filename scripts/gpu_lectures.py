@@ -1,0 +1,270 @@
+"""Re-run the GPU lectures end to end on a CUDA GPU, one kernel each, ready to commit (issues #21 and #25).
+
+    .venv/bin/python scripts/gpu_lectures.py --out DIR [--execute] [--dry-run] [--only 05_flops_mfu ...]
+
+`scripts/gpu_session.py` calls it; it is a script of its own because it needs the course's environment (nbformat,
+nbclient, torch, utils) where the session's driver needs only Python. For each lecture of LECTURES it
+
+1. reads notebooks/NAME.ipynb and applies the prepared edits, each checked to apply (or to be applied already):
+   - the first cell stops importing the names that `utils/retired.py` stands in for (found by importing each name
+     and asking whether it is a stand-in), and lecture 2 stops using `utils.transfer.predicted_allocated_bytes`
+     (TEXT_EDITS: `sum(allocated)`, the column it adds up, in its place); a dropped name still used in the lecture
+     stops the edit;
+   - lecture 10 becomes a GPU lecture like 2, 5, 7, 8 and 9 (PROMOTE): its device line and its GPU cell are tagged
+     `gpu-figure` and `nbval-ignore-output`, and the "Stored figures" note goes under the device line;
+2. with --execute, runs the whole notebook in one kernel (nbclient, the course's kernel), so that no stored output
+   is spliced from two runs; without CUDA only with --dry-run (a rehearsal: its outputs are not for committing);
+3. stamps the run: the notebook's `gpu_figures` metadata and its note get this GPU, torch, CUDA and date;
+4. checks the result as tests/test_notebook_conventions.py will (and, after a GPU run, that no GPU figure holds a
+   "Skipped" line or an error), and writes DIR/notebooks/NAME.ipynb and DIR/lectures.json (edits, problems, seconds,
+   the text outputs of the GPU figures).
+Exit status 1 when any lecture has a problem.
+"""
+from __future__ import annotations
+
+import argparse
+import ast
+import datetime
+import importlib
+import json
+import re
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+KERNEL = "cs336-primitives"
+GPU_FIGURE, IGNORE_OUTPUT = "gpu-figure", "nbval-ignore-output"
+LECTURES = ["02_tensors_on_gpu", "05_flops_mfu", "07_models_optimizers", "08_training_loop", "09_mixed_precision",
+            "10_accounting_a_training_run"]
+PROMOTE = {"10_accounting_a_training_run"}  # lectures that become GPU lectures in this run
+NOTE = ('**Stored figures.** The outputs saved in this notebook, the ones you see before running it, were measured on an\n'
+        '{device} (torch {torch}, CUDA {cuda}) on {date}; the cells tagged `gpu-figure` hold\n'
+        'them. Run the notebook to measure your own machine instead: on a CPU the GPU-only cells print one "Skipped" line.\n')
+NOTE_ID = "stored-gpu-figures"
+# Names to drop besides the utils.retired stand-ins: (module, name) -> what the lecture uses instead (TEXT_EDITS).
+ALSO_RETIRED = {("utils.transfer", "predicted_allocated_bytes")}
+# (lecture, cell type, old text, new text): each must be found, or be done already (old gone, new there).
+TEXT_EDITS = [
+    ("02_tensors_on_gpu", "code", "predicted_allocated_bytes(examples)", "sum(allocated)"),
+    ("02_tensors_on_gpu", "markdown", "and `predicted_allocated_bytes` adds up the column above",
+     "and `sum(allocated)` adds up the column above"),
+]
+
+
+def tags(cell) -> list[str]:
+    return cell.setdefault("metadata", {}).setdefault("tags", [])
+
+
+def first_code_cell(notebook):
+    return next(cell for cell in notebook.cells if cell.cell_type == "code")
+
+
+def is_retired(module: str, name: str) -> bool:
+    if (module, name) in ALSO_RETIRED:
+        return True
+    value = getattr(importlib.import_module(module), name, None)
+    return getattr(value, "__module__", None) == "utils.retired"
+
+
+def format_import(module: str, names: list[str], width: int = 120) -> str:
+    """`from module import a, b`, wrapped in parentheses under the first name when longer than `width`."""
+    line = f"from {module} import {', '.join(names)}"
+    if len(line) <= width:
+        return line
+    head = f"from {module} import ("
+    lines, current = [], head
+    for i, name in enumerate(names):
+        piece = name + (")" if i == len(names) - 1 else ",")
+        if current not in (head, " " * len(head)) and len(current) + 1 + len(piece) > width:
+            lines.append(current)
+            current = " " * len(head)
+        current += ("" if current in (head, " " * len(head)) else " ") + piece
+    return "\n".join(lines + [current])
+
+
+def names_used(source: str) -> set[str]:
+    """Every bare name the code reads or binds (`AdamW` in `AdamW(...)`, not in `torch.optim.AdamW`)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:  # an IPython magic: count every word
+        return set(re.findall(r"\b\w+\b", source))
+    return {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
+
+
+def drop_retired_imports(source: str) -> tuple[str, list[str]]:
+    """The cell's source without the retired names in its `from utils... import` lines; and the names dropped."""
+    lines = source.split("\n")
+    dropped = []
+    for node in sorted(ast.parse(source).body, key=lambda n: -n.lineno):  # bottom up: line numbers stay valid
+        if not (isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("utils")):
+            continue
+        names = [alias.name for alias in node.names]
+        gone = [name for name in names if is_retired(node.module, name)]
+        if not gone or any(alias.asname for alias in node.names):
+            continue
+        dropped += gone
+        kept = [name for name in names if name not in gone]
+        new = format_import(node.module, kept).split("\n") if kept else []
+        lines[node.lineno - 1:node.end_lineno] = new
+    return "\n".join(lines), sorted(dropped)
+
+
+def apply_edits(name: str, notebook) -> tuple[list[str], list[str]]:
+    """Apply the prepared edits to `notebook` in place; return (what was done, problems)."""
+    done, problems = [], []
+    for lecture, cell_type, old, new in TEXT_EDITS:
+        if lecture != name:
+            continue
+        cells = [c for c in notebook.cells if c.cell_type == cell_type]
+        hits = [c for c in cells if old in c.source]
+        if hits:
+            for cell in hits:
+                cell.source = cell.source.replace(old, new)
+            done.append(f"{cell_type} cell {hits[0].id}: {old!r} -> {new!r}")
+        elif not any(new in c.source for c in cells):
+            problems.append(f"edit no longer applies (the cell changed; edit it by hand): {old!r} -> {new!r}")
+    first = first_code_cell(notebook)
+    source, dropped = drop_retired_imports(first.source)
+    if dropped:
+        rest = [c.source for c in notebook.cells if c.cell_type == "code" and c is not first] + [source]
+        used = sorted(set(dropped) & set().union(*map(names_used, rest)))
+        if used:
+            problems.append(f"retired names still used in the lecture, not dropped: {', '.join(used)}")
+        else:
+            first.source = source
+            done.append(f"first cell {first.id}: no longer imports {', '.join(dropped)}")
+    if name in PROMOTE and "gpu_figures" not in notebook.metadata:
+        gpu_cells = [c for c in notebook.cells if c.cell_type == "code" and "skip_unless_cuda(" in c.source]
+        for cell in [first] + gpu_cells:
+            for tag in (IGNORE_OUTPUT, GPU_FIGURE):
+                if tag not in tags(cell):
+                    tags(cell).append(tag)
+        index = notebook.cells.index(first) + 1
+        if not any(c.get("id") == NOTE_ID for c in notebook.cells):
+            note = nbformat.v4.new_markdown_cell(NOTE, id=NOTE_ID)
+            notebook.cells.insert(index, note)
+        notebook.metadata["gpu_figures"] = {}  # stamped after the run
+        done.append(f"made a GPU lecture: cells {', '.join(c.id for c in [first] + gpu_cells)} tagged "
+                    f"{GPU_FIGURE}, the stored-figures note under the device line")
+    return done, problems
+
+
+def stamp(notebook, run: dict) -> list[str]:
+    """Write `run` (device, torch, cuda, date) into the notebook's gpu_figures metadata and its note."""
+    old = notebook.metadata.get("gpu_figures") or {}
+    problems = []
+    if old:
+        old_note, before = NOTE.format(**old), f"{old['device']} (torch {old['torch']}, CUDA {old['cuda']}) on {old['date']}"
+        after = f"{run['device']} (torch {run['torch']}, CUDA {run['cuda']}) on {run['date']}"
+        notes = [c for c in notebook.cells if c.cell_type == "markdown" and (old_note in c.source or before in c.source)]
+        if not notes:
+            problems.append(f"no note names the stored run ({before}); update it by hand")
+        for cell in notes:
+            cell.source = cell.source.replace(old_note, NOTE.format(**run)).replace(before, after)
+    else:
+        note = next((c for c in notebook.cells if c.get("id") == NOTE_ID), None)
+        if note is not None:
+            note.source = NOTE.format(**run)
+    notebook.metadata["gpu_figures"] = dict(run)
+    return problems
+
+
+def check(notebook, run: dict, executed_on_gpu: bool) -> list[str]:
+    """What tests/test_notebook_conventions.py will check, and (after a GPU run) the outputs of the GPU figures."""
+    problems = []
+    meta = notebook.metadata.get("gpu_figures") or {}
+    notes = "".join(c.source for c in notebook.cells if c.cell_type == "markdown")
+    if not all(meta.get(key) and str(meta[key]) in notes for key in ("device", "date", "torch")):
+        problems.append("the notes do not name the device, date and torch of gpu_figures")
+    figures = [c for c in notebook.cells if GPU_FIGURE in c.get("metadata", {}).get("tags", [])]
+    if not figures or figures[0] is not notebook.cells[1]:
+        problems.append("the device line (cell 1) is not the first GPU figure")
+    if any(IGNORE_OUTPUT not in c.metadata.get("tags", []) for c in figures):
+        problems.append(f"a GPU figure lacks {IGNORE_OUTPUT}")
+    for cell in notebook.cells:
+        if cell.cell_type == "code" and ast.parse(cell.source) and any(
+                o.get("output_type") == "error" for o in cell.get("outputs", [])):
+            problems.append(f"cell {cell.id} raised an error")
+    if executed_on_gpu:
+        for cell in figures:
+            text = json.dumps(cell.get("outputs", []))
+            if "Skipped" in text or "CPU only" in text:
+                problems.append(f"GPU figure {cell.id} holds a CPU run's output")
+        if figures and run["device"] not in json.dumps(figures[0].get("outputs", [])):
+            problems.append("the device line does not name the GPU")
+    source = "\n".join(c.source for c in notebook.cells if c.cell_type == "code")
+    for module, name in ALSO_RETIRED:
+        if re.search(rf"\b{name}\b", source):
+            problems.append(f"still uses {module}.{name}")
+    if "utils.retired" in source:
+        problems.append("still imports utils.retired")
+    return problems
+
+
+def figure_text(notebook) -> dict[str, str]:
+    """The text output of each GPU figure, by cell id (for the session's summary)."""
+    texts = {}
+    for cell in notebook.cells:
+        if GPU_FIGURE in cell.get("metadata", {}).get("tags", []):
+            texts[cell.id] = "".join(o.get("text", "") for o in cell.get("outputs", []) if o.get("name") == "stdout")
+    return texts
+
+
+def this_run(dry_run: bool) -> dict:
+    import torch
+    date = datetime.datetime.now(datetime.timezone.utc).date().isoformat()
+    if torch.cuda.is_available():
+        return {"cuda": torch.version.cuda, "date": date, "device": torch.cuda.get_device_name(),
+                "torch": torch.__version__}
+    if not dry_run:
+        sys.exit("scripts/gpu_lectures.py needs CUDA to store GPU figures (or --dry-run for a rehearsal on a CPU)")
+    return {"cuda": "none", "date": date, "device": "CPU (dry run, not for committing)", "torch": torch.__version__}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--only", nargs="*", default=LECTURES, choices=LECTURES)
+    parser.add_argument("--execute", action="store_true", help="run each lecture end to end in one kernel")
+    parser.add_argument("--dry-run", action="store_true", help="allowed without CUDA; the result is a rehearsal")
+    parser.add_argument("--timeout", type=int, default=300, help="seconds per cell")
+    args = parser.parse_args(argv)
+    run = this_run(args.dry_run)
+    import torch
+    on_gpu = torch.cuda.is_available()
+    (args.out / "notebooks").mkdir(parents=True, exist_ok=True)
+    report = {"run": run, "executed": args.execute, "on_gpu": on_gpu, "lectures": {}}
+    failed = False
+    for name in args.only:
+        path = REPO / "notebooks" / f"{name}.ipynb"
+        notebook = nbformat.read(path, as_version=4)
+        started = time.monotonic()
+        done, problems = apply_edits(name, notebook)
+        if args.execute and not problems:
+            from nbclient import NotebookClient
+            print(f"  {name}: executing in one kernel ...", flush=True)
+            try:
+                NotebookClient(notebook, timeout=args.timeout, kernel_name=KERNEL,
+                               resources={"metadata": {"path": str(path.parent)}}).execute()
+            except Exception as error:  # noqa: BLE001 (the cell's error is the report)
+                problems.append(f"execution stopped: {type(error).__name__}: {str(error)[-600:]}")
+        problems += stamp(notebook, run)
+        problems += check(notebook, run, executed_on_gpu=args.execute and on_gpu)
+        nbformat.validate(notebook)
+        nbformat.write(notebook, args.out / "notebooks" / f"{name}.ipynb")
+        seconds = round(time.monotonic() - started, 1)
+        report["lectures"][name] = {"edits": done, "problems": problems, "seconds": seconds,
+                                    "figures": figure_text(notebook) if args.execute else {}}
+        failed |= bool(problems)
+        print(f"  {name}: {'OK' if not problems else 'PROBLEMS'} in {seconds} s; " + "; ".join(done + problems),
+              flush=True)
+        (args.out / "lectures.json").write_text(json.dumps(report, indent=1) + "\n")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

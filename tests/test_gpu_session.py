@@ -1,0 +1,48 @@
+"""The GPU session's rehearsal on this CPU (issue #21): `make gpu-session DRY_RUN=1 QUICK=1` prints its plan, checks
+the lectures' prepared edits and conventions, skips each CUDA step with its reason, and leaves a summary; without
+--dry-run it stops after the device check. Nothing of torch is mocked: the CUDA steps are skipped because this machine
+has no CUDA (on a GPU machine `make gpu-session` itself is the test). A few seconds each."""
+import json
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+import torch
+
+REPO = Path(__file__).resolve().parent.parent
+SESSION = [sys.executable, "scripts/gpu_session.py", "--venv", str(Path(sys.prefix))]
+
+pytestmark = pytest.mark.skipif(torch.cuda.is_available(), reason="a CUDA machine runs the real session instead")
+
+
+def test_dry_run_rehearses_every_step_and_leaves_a_summary(tmp_path):
+    result = subprocess.run(SESSION + ["--dry-run", "--quick", "--out", str(tmp_path)], cwd=REPO,
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    out = result.stdout
+    assert out.index("plan:") < out.index("device ...")  # the plan comes first
+    for step in ("device", "wheels", "install", "lectures", "bench", "test-gpu"):
+        assert f"] {step}:" in out, step
+    assert "device: no CUDA" in out and "dry run, quick: would run make --no-print-directory test-gpu" in out
+    # Every lecture's edits apply (or are done already) and its conventions hold.
+    for name in ("02_tensors_on_gpu", "05_flops_mfu", "07_models_optimizers", "08_training_loop",
+                 "09_mixed_precision", "10_accounting_a_training_run"):
+        assert f"{name}: OK" in out, name
+    summary = (tmp_path / "summary.md").read_text()
+    assert "dry run" in summary and "| lectures | rehearsed |" in summary and "## Follow-up" in summary
+    assert (tmp_path / "device.txt").read_text().startswith("no CUDA")
+    assert not (tmp_path / "notebooks.tar.gz").exists(), "a rehearsal's notebooks are not for committing"
+    with tarfile.open(tmp_path / "logs.tar.gz") as logs:
+        report = json.load(logs.extractfile("logs/lectures.json"))
+    assert not report["executed"] and all(not lecture["problems"] for lecture in report["lectures"].values())
+    assert len(list(tmp_path.iterdir())) <= 8  # what a device call brings back from $OUT
+
+
+def test_without_cuda_the_real_session_stops_after_the_plan(tmp_path):
+    result = subprocess.run(SESSION + ["--out", str(tmp_path)], cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2
+    assert "plan:" in result.stdout and "install ..." not in result.stdout
+    assert "no CUDA here" in result.stderr and "DRY_RUN=1" in result.stderr
+    assert "| install | not run |" in (tmp_path / "summary.md").read_text()

@@ -85,8 +85,8 @@ def two_layer_call_table(x: Tensor, w1: Tensor, w2: Tensor, grads: dict[str, Ten
     w2.grad), ((x, h1.grad), w1.grad)], "h1_grad": [((w2, h2.grad), h1.grad)]}. For utils.earlier.answers_from_table:
     while a later task is checked, these calls get right results, so a mistake in tasks 1 or 2 costs their points
     only once. Nothing is computed here but the forward pass h1 = x @ w1."""
-    h1 = x @ w1
-    return {"w2_grad": [((h1, grads["h2"]), grads["w2"]), ((x, grads["h1"]), grads["w1"])],
+    first_output = x @ w1
+    return {"w2_grad": [((first_output, grads["h2"]), grads["w2"]), ((x, grads["h1"]), grads["w1"])],
             "h1_grad": [((w2, grads["h2"]), grads["h1"])]}
 
 
@@ -95,13 +95,13 @@ def stack_call_table(x: Tensor, weights: list[Tensor], biases: list[Tensor], act
     """As `two_layer_call_table`, for the stack: layer l's w2_grad(h_(l-1), h_l.grad) -> W_l.grad and
     h1_grad(W_l, h_l.grad) -> h_(l-1).grad, with the right results from `activation_grads` (h_0.grad ... h_L.grad,
     as `autograd_linear_stack_activation_grads` gives them) and `weight_grads`. Computes only the forward pass."""
-    activations = [x]
-    for w, b in zip(weights, biases):
-        activations.append(activations[-1] @ w + b)
+    inputs = [x]  # h_0 ... h_L
+    for weight, bias in zip(weights, biases):
+        inputs.append(inputs[-1] @ weight + bias)
     table = {"w2_grad": [], "h1_grad": []}
-    for layer, w in enumerate(weights):
-        table["w2_grad"].append(((activations[layer], activation_grads[layer + 1]), weight_grads[layer]))
-        table["h1_grad"].append(((w, activation_grads[layer + 1]), activation_grads[layer]))
+    for layer, weight in enumerate(weights):
+        table["w2_grad"].append(((inputs[layer], activation_grads[layer + 1]), weight_grads[layer]))
+        table["h1_grad"].append(((weight, activation_grads[layer + 1]), activation_grads[layer]))
     return table
 
 

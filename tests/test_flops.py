@@ -205,3 +205,18 @@ def test_exercise_5_later_tasks_earn_their_points_with_a_wrong_task_1(test_id):
         with pytest.raises(AssertionError):
             run_test_cell("05_flops_mfu", "test_matmul_flop_count", LATER_TASKS_CALLING_TASK_1)
     run_test_cell("05_flops_mfu", test_id, LATER_TASKS_CALLING_TASK_1)
+
+
+def test_exercise_5_matmul_mfu_checks_the_timed_gpu_matmul_the_notebook_hands_in():
+    """On a GPU the hidden test also times a 4096^3 bf16 matmul and hands the observed case in; the check computes
+    its MFU in the trusted process (simulated here: this machine may have no GPU)."""
+    from reference import hidden
+    from reference.flops_mfu import matmul_mfu as reference_mfu
+    key = "flops_mfu.matmul_mfu"
+    timed = (4096, 4096, 4096, 2.5e-4, "NVIDIA H100 80GB HBM3", torch.bfloat16)
+    right = list(hidden.expected(key)) + [reference_mfu(*timed)]
+    hidden.check(key, {"timed": [timed], "results": right})
+    with pytest.raises(AssertionError, match="matmul_mfu"):
+        hidden.check(key, {"timed": [timed], "results": right[:-1] + [0.5]})
+    with pytest.raises(AssertionError, match="not one the test makes"):
+        hidden.check(key, {"timed": [(1, 1, 1, 2.5e-4, "NVIDIA H100 80GB HBM3", torch.bfloat16)], "results": right})

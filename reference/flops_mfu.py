@@ -1,7 +1,8 @@
-"""Exercise 5 (FLOPs and MFU): the answers that torch cannot give, for the hidden tests to compare with.
+"""Exercise 5 (FLOPs and MFU): the answers that torch cannot give, and the trusted half of the hidden tests.
 
 Tasks 1, 2 and 5 need no reference: their hidden tests count FLOPs with `FlopCounterMode` and bytes from the sizes of
-meta tensors. Training days, MFU and the roofline time are arithmetic on numbers torch knows nothing about.
+meta tensors (here, in the grader's trusted process). Training days, MFU and the roofline time are arithmetic on
+numbers torch knows nothing about.
 """
 from __future__ import annotations
 
@@ -28,3 +29,239 @@ def matmul_mfu(m: int, k: int, n: int, seconds: float, device_name: str, dtype: 
 def roofline_seconds(ops: list[tuple[float, float]], peak_flops_per_second: float, bytes_per_second: float) -> float:
     """The least time (seconds) of ops run one after another, each (FLOPs, bytes moved): sum of max(F / peak, M / bw)."""
     return sum(max(flops / peak_flops_per_second, moved / bytes_per_second) for flops, moved in ops)
+
+
+# ---- hidden tests (reference/hidden.py): cases, expected results, checks -----------------------------------------
+import random
+
+from reference.hidden import HiddenTest
+from utils.flops import count_flops, linear_model_matmul_shapes
+from utils.grading import check_float, check_int, check_type
+
+
+def _meta(shape, dtype=torch.float32, requires_grad=False) -> torch.Tensor:
+    return torch.empty(shape, device="meta", dtype=dtype, requires_grad=requires_grad)
+
+
+def _counted_matmul(a_shape, b_shape) -> int:
+    """FlopCounterMode is the oracle: the FLOPs of torch.matmul on meta tensors of these shapes."""
+    return count_flops(torch.matmul, _meta(a_shape), _meta(b_shape))
+
+
+def _matmul_table(pairs) -> list:
+    """The right counts of task 1 for the calls a later task may make: (((a_shape, b_shape), count), ...). The
+    notebook answers these calls of matmul_flop_count right (utils.earlier.answers_from_table) while it checks the
+    later task, so that a mistake in task 1 costs its points only once."""
+    return [((a, b), _counted_matmul(a, b)) for a, b in dict.fromkeys(pairs)]
+
+
+def _results(results: object, count: int, task: str) -> list:
+    check_type(results, list, f"{task}: the results handed in")
+    check_int(len(results), count, f"{task}: how many results were handed in")
+    return results
+
+
+def _pair(got: object, what: str) -> tuple:
+    """A (tuple call, torch.Size call) pair that the notebook made."""
+    check_type(got, tuple, what)
+    check_int(len(got), 2, f"{what}: results handed in")
+    return got
+
+
+# task 1: matmul_flop_count
+def _random_batched_shapes(rng: random.Random, sizes) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    batch = [rng.randint(1, 4) for _ in range(rng.randint(0, 3))]
+    batch_a = [b if rng.random() < 0.7 else 1 for b in batch]
+    batch_b = [b if rng.random() < 0.7 else 1 for b in batch][rng.randint(0, len(batch)):]
+    m, k, n = sizes()
+    return tuple(batch_a + [m, k]), tuple(batch_b + [k, n])
+
+
+def _matmul_flop_count_cases() -> list:
+    rng = random.Random(5)
+    cases = [((1, 1), (1, 1)), ((3, 5), (5, 7)), ((2, 3, 5), (5, 7)), ((5, 7), (6, 7, 2)), ((1, 2, 3, 4), (5, 1, 4, 6)),
+             ((2, 1, 3, 1, 4), (5, 1, 4, 2)), ((10**5, 10**4), (10**4, 10**5))]
+    for _ in range(120):
+        cases.append(_random_batched_shapes(rng, lambda: tuple(rng.randint(1, 4096) for _ in range(3))))
+    return list(dict.fromkeys(cases))  # each pair once, as the old test's dict of expected counts had them
+
+
+def _matmul_flop_count_expected(cases) -> list[int]:
+    expected = [_counted_matmul(a, b) for a, b in cases]
+    assert all(count > 0 for count in expected)
+    return expected
+
+
+def _matmul_flop_count_check(cases, expected, results) -> None:
+    for (a, b), want, got in zip(cases, expected, _results(results, len(cases), "matmul_flop_count")):
+        got = _pair(got, f"matmul_flop_count({a}, {b})")
+        check_int(got[0], want, f"matmul_flop_count({a}, {b})")
+        check_int(got[1], want, f"matmul_flop_count(torch.Size({a}), torch.Size({b}))")
+
+
+# task 2: linear_model_flops
+def _counted_linear_model(batch_shape, widths, training) -> int:
+    x = _meta((*batch_shape, widths[0]))
+    weights = [_meta((d_in, d_out), requires_grad=training) for d_in, d_out in zip(widths, widths[1:])]
+
+    def run():
+        h = x
+        for w in weights:
+            h = h @ w
+        if training:
+            h.sum().backward()
+
+    return count_flops(run)
+
+
+def _linear_model_flops_cases() -> dict:
+    rng = random.Random(55)
+    models = [((1,), [1, 1]), ((2, 3), [4, 5]), ((7,), [3, 9, 2]), ((2, 2, 2), [8, 8, 8, 8]), ((4096,), [4096, 16384, 4096])]
+    for _ in range(40):
+        batch_shape = tuple(rng.randint(1, 64) for _ in range(rng.randint(1, 3)))
+        widths = [rng.randint(1, 300) for _ in range(rng.randint(2, 6))]
+        models.append((batch_shape, widths))
+    pairs = [pair for batch_shape, widths in models for pair in linear_model_matmul_shapes(batch_shape, widths)]
+    return {"models": models, "matmul_flop_count": _matmul_table(pairs)}
+
+
+def _linear_model_flops_expected(cases) -> list[int]:
+    expected = [_counted_linear_model(batch_shape, widths, training)  # FlopCounterMode is the oracle
+                for batch_shape, widths in cases["models"] for training in (False, True)]
+    assert all(count > 0 for count in expected)
+    return expected
+
+
+def _linear_model_flops_check(cases, expected, results) -> None:
+    runs = [(batch_shape, widths, training) for batch_shape, widths in cases["models"] for training in (False, True)]
+    for (batch_shape, widths, training), want, got in zip(runs, expected,
+                                                          _results(results, len(runs), "linear_model_flops")):
+        check_int(got, want, f"linear_model_flops({batch_shape}, {widths}, training={training})")
+
+
+# task 3: training_days
+def _training_days_cases() -> list:
+    rng = random.Random(555)
+    cases = [(70e9, 15e12, 1024, 989.5e12, 0.5), (175e9, 300e9, 10_000, 312e12, 0.3), (1, 1, 1, 1e12, 1.0),
+             (7 * 10**9, 2 * 10**12, 64, 67e12, 0.45)]
+    for _ in range(200):
+        cases.append((10 ** rng.uniform(6, 13), 10 ** rng.uniform(8, 14), rng.randint(1, 100_000),
+                      rng.choice([19.5e12, 67e12, 312e12, 756e12, 989.5e12, 2250e12]), rng.uniform(0.05, 1.0)))
+    return cases
+
+
+def _check_floats(task: str):
+    def check(cases, expected, results):
+        for case, want, got in zip(cases, expected, _results(results, len(cases), task)):
+            check_float(got, want, f"{task}{case}", rel_tol=1e-9)
+    return check
+
+
+# task 4: matmul_mfu
+MFU_DEVICES = ["NVIDIA H100 80GB HBM3", "NVIDIA H100 PCIe", "NVIDIA A100-SXM4-40GB", "NVIDIA H200", "Tesla T4",
+               "NVIDIA L4", "NVIDIA GeForce RTX 4090", "NVIDIA B200", "cpu", "Apple M2", "Intel Arc"]
+TIMED = (4096, 4096, 4096)  # the notebook also times a bf16 matmul of this size when it runs on a GPU
+
+
+def _matmul_mfu_cases() -> dict:
+    rng = random.Random(5555)
+    dtypes = [torch.float32, torch.bfloat16, torch.float16, torch.float8_e4m3fn, "tf32"]
+    cases = []
+    for _ in range(200):
+        m, k, n = (rng.randint(1, 16384) for _ in range(3))
+        cases.append((m, k, n, 10 ** rng.uniform(-6, 0), rng.choice(MFU_DEVICES), rng.choice(dtypes)))
+    pairs = [((m, k), (k, n)) for m, k, n, *_ in cases] + [((TIMED[0], TIMED[1]), (TIMED[1], TIMED[2]))]
+    return {"cases": cases, "matmul_flop_count": _matmul_table(pairs)}
+
+
+def _matmul_mfu_expected(cases) -> list:
+    expected = [matmul_mfu(*case) for case in cases["cases"]]
+    assert any(want is None for want in expected) and any(want is not None for want in expected)
+    return expected
+
+
+def _check_mfu(got: object, want: float | None, what: str) -> None:
+    if want is None:
+        check_type(got, type(None), what, hint="this device and dtype have no known peak.")
+    else:
+        check_float(got, want, what, rel_tol=1e-9)
+
+
+def _matmul_mfu_check(cases, expected, results) -> None:
+    check_type(results, dict, "matmul_mfu: the results handed in")
+    timed = results.get("timed")
+    check_type(timed, list, "matmul_mfu: the timed matmul handed in")
+    if len(timed) > 1 or not all(type(case) is tuple and len(case) == 6 and case[:3] == TIMED
+                                 and type(case[3]) is float and case[3] > 0 and type(case[4]) is str
+                                 and case[5] == torch.bfloat16 for case in timed):
+        raise AssertionError(f"matmul_mfu: the timed matmul handed in is not one the test makes: {timed!r:.200}")
+    got = _results(results.get("results"), len(cases["cases"]) + len(timed), "matmul_mfu")
+    # on a GPU also the MFU of a real, timed matmul: the timing was observed in the notebook, the MFU is computed here
+    for case, want, value in zip(cases["cases"] + timed, expected + [matmul_mfu(*case) for case in timed], got):
+        _check_mfu(value, want, f"matmul_mfu{case}")
+
+
+# task 5: matmul_intensity
+_DTYPE_OF = {1: torch.float8_e4m3fn, 2: torch.bfloat16, 4: torch.float32, 8: torch.float64}
+
+
+def _counted_intensity(a_shape, b_shape, size) -> float:
+    # torch is the oracle: FlopCounterMode's FLOPs, and the bytes of a, b and the output as meta tensors
+    a, b = _meta(a_shape), _meta(b_shape)
+    flops = count_flops(torch.matmul, a, b)
+    stored = [_meta(shape, dtype=_DTYPE_OF[size]) for shape in (a_shape, b_shape, (a @ b).shape)]
+    return flops / sum(t.numel() * t.element_size() for t in stored)
+
+
+def _matmul_intensity_cases() -> dict:
+    rng = random.Random(55555)
+    cases = [((1, 1), (1, 1), 4), ((1, 10**6), (10**6, 1), 2), ((4096, 4096), (4096, 1), 2), ((3, 5), (5, 7), 8),
+             ((64, 2048, 8192), (8192, 8192), 1), ((2, 16, 4096, 64), (2, 16, 64, 4096), 2), ((7, 3), (5, 1, 3, 9), 4)]
+    for _ in range(120):
+        a, b = _random_batched_shapes(
+            rng, lambda: tuple(rng.choice([1, rng.randint(1, 64), rng.randint(1, 20000)]) for _ in range(3)))
+        cases.append((a, b, rng.choice([1, 2, 4, 8])))
+    return {"cases": cases, "matmul_flop_count": _matmul_table((a, b) for a, b, _ in cases)}
+
+
+def _matmul_intensity_check(cases, expected, results) -> None:
+    for (a, b, size), want, got in zip(cases["cases"], expected,
+                                       _results(results, len(cases["cases"]), "matmul_intensity")):
+        got = _pair(got, f"matmul_intensity{(a, b, size)}")
+        check_float(got[0], want, f"matmul_intensity{(a, b, size)}", rel_tol=1e-9)
+        check_float(got[1], want, f"matmul_intensity(torch.Size({a}), torch.Size({b}), {size})", rel_tol=1e-9)
+
+
+# task 6: roofline_seconds
+def _roofline_seconds_cases() -> list:
+    rng = random.Random(555555)
+    cases = [([(2.0**20, 2.0**10)], 2.0**40, 2.0**30), ([(295, 1)], 989.5e12, 3.35e12), ([(1, 1)], 1.0, 1.0),
+             ([(10**12, 10**9), (10**6, 10**9), (3 * 10**11, 10**9)], 1e15, 3e12)]
+    for _ in range(300):
+        ops = [(rng.choice([rng.randint(1, 10**15), 10 ** rng.uniform(0, 15)]), 10 ** rng.uniform(0, 12))
+               for _ in range(rng.randint(1, 6))]
+        cases.append((ops, 10 ** rng.uniform(11, 16), 10 ** rng.uniform(10, 13)))
+    return cases
+
+
+def _roofline_seconds_check(cases, expected, results) -> None:
+    for (ops, peak, bandwidth), want, got in zip(cases, expected, _results(results, len(cases), "roofline_seconds")):
+        check_float(got, want, f"roofline_seconds({ops}, {peak}, {bandwidth})", rel_tol=1e-9)
+
+
+HIDDEN_TESTS = {
+    "matmul_flop_count": HiddenTest(cases=_matmul_flop_count_cases, expected=_matmul_flop_count_expected,
+                                    check=_matmul_flop_count_check),
+    "linear_model_flops": HiddenTest(cases=_linear_model_flops_cases, expected=_linear_model_flops_expected,
+                                     check=_linear_model_flops_check),
+    "training_days": HiddenTest(cases=_training_days_cases,
+                                expected=lambda cases: [training_days(*case) for case in cases],
+                                check=_check_floats("training_days")),
+    "matmul_mfu": HiddenTest(cases=_matmul_mfu_cases, expected=_matmul_mfu_expected, check=_matmul_mfu_check),
+    "matmul_intensity": HiddenTest(cases=_matmul_intensity_cases,
+                                   expected=lambda cases: [_counted_intensity(*case) for case in cases["cases"]],
+                                   check=_matmul_intensity_check),
+    "roofline_seconds": HiddenTest(cases=_roofline_seconds_cases,
+                                   expected=lambda cases: [roofline_seconds(*case) for case in cases],
+                                   check=_roofline_seconds_check),
+}

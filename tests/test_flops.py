@@ -154,3 +154,69 @@ def test_bandwidth_table_covers_the_peak_table():
     assert memory_bandwidth(H100) == 3.35e12 and memory_bandwidth("NVIDIA A100-SXM4-80GB") == 2.039e12
     assert memory_bandwidth("cpu") is None and memory_bandwidth("Intel Arc") is None
     assert all(1e11 < b < 1e13 for b in MEMORY_BANDWIDTH.values())
+
+
+# ---- exercise 5's hidden tests: the trusted half, and later tasks that earn their points after a wrong task 1
+def test_exercise_5_hidden_checks_fail_garbage_with_an_assertion_error():
+    from reference import hidden
+    from reference.flops_mfu import HIDDEN_TESTS
+    from tests.exercise_cells import garbage_for
+    for test in HIDDEN_TESTS:
+        key = f"flops_mfu.{test}"
+        for garbage in garbage_for(hidden.cases(key), hidden.expected(key)):
+            with pytest.raises(AssertionError):
+                hidden.check(key, garbage)
+
+
+LATER_TASKS_CALLING_TASK_1 = {
+    "matmul_flop_count": '''
+def matmul_flop_count(a_shape, b_shape):
+    *batch_a, m, k = a_shape
+    *batch_b, _, n = b_shape
+    return math.prod(torch.broadcast_shapes(tuple(batch_a), tuple(batch_b))) * m * k * n  # forgot the 2
+''',
+    "linear_model_flops": '''
+def linear_model_flops(batch_shape, widths, training=False):
+    forward = sum(matmul_flop_count((*batch_shape, d_in), (d_in, d_out)) for d_in, d_out in zip(widths, widths[1:]))
+    if not training:
+        return forward
+    return 3 * forward - matmul_flop_count((math.prod(batch_shape), widths[0]), (widths[0], widths[1]))
+''',
+    "matmul_mfu": '''
+def matmul_mfu(m, k, n, seconds, device_name, dtype):
+    peak = peak_flops(device_name, dtype)
+    return None if peak is None else matmul_flop_count((m, k), (k, n)) / seconds / peak
+''',
+    "matmul_intensity": '''
+def matmul_intensity(a_shape, b_shape, bytes_per_element):
+    *batch_a, m, k = a_shape
+    *batch_b, _, n = b_shape
+    matmuls = math.prod(torch.broadcast_shapes(tuple(batch_a), tuple(batch_b)))
+    elements = math.prod(a_shape) + math.prod(b_shape) + matmuls * m * n
+    return matmul_flop_count(a_shape, b_shape) / (elements * bytes_per_element)
+''',
+}
+
+
+@pytest.mark.parametrize("test_id", ["test_linear_model_flops", "test_matmul_mfu", "test_matmul_intensity"])
+def test_exercise_5_later_tasks_earn_their_points_with_a_wrong_task_1(test_id):
+    from tests.exercise_cells import run_test_cell
+    if test_id == "test_linear_model_flops":
+        with pytest.raises(AssertionError):
+            run_test_cell("05_flops_mfu", "test_matmul_flop_count", LATER_TASKS_CALLING_TASK_1)
+    run_test_cell("05_flops_mfu", test_id, LATER_TASKS_CALLING_TASK_1)
+
+
+def test_exercise_5_matmul_mfu_checks_the_timed_gpu_matmul_the_notebook_hands_in():
+    """On a GPU the hidden test also times a 4096^3 bf16 matmul and hands the observed case in; the check computes
+    its MFU in the trusted process (simulated here: this machine may have no GPU)."""
+    from reference import hidden
+    from reference.flops_mfu import matmul_mfu as reference_mfu
+    key = "flops_mfu.matmul_mfu"
+    timed = (4096, 4096, 4096, 2.5e-4, "NVIDIA H100 80GB HBM3", torch.bfloat16)
+    right = list(hidden.expected(key)) + [reference_mfu(*timed)]
+    hidden.check(key, {"timed": [timed], "results": right})
+    with pytest.raises(AssertionError, match="matmul_mfu"):
+        hidden.check(key, {"timed": [timed], "results": right[:-1] + [0.5]})
+    with pytest.raises(AssertionError, match="not one the test makes"):
+        hidden.check(key, {"timed": [(1, 1, 1, 2.5e-4, "NVIDIA H100 80GB HBM3", torch.bfloat16)], "results": right})

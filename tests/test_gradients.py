@@ -111,3 +111,65 @@ def test_the_two_layer_model_is_a_stack_of_two():
     two = autograd_two_layer_grads(x, w1, w2)
     weight_grads, _ = autograd_linear_stack_grads(x, [w1, w2], [torch.zeros(4, dtype=x.dtype), torch.zeros(3, dtype=x.dtype)])
     torch.testing.assert_close(weight_grads, [two["w1"], two["w2"]])
+
+
+# ---- exercise 6's hidden tests: the trusted half, and later tasks that earn their points after wrong earlier ones
+import pytest  # noqa: E402
+
+
+def test_exercise_6_hidden_checks_fail_garbage_with_an_assertion_error():
+    from reference import hidden
+    from reference.gradients import HIDDEN_TESTS
+    from tests.exercise_cells import garbage_for
+    for test in HIDDEN_TESTS:
+        key = f"gradients.{test}"
+        for garbage in garbage_for(hidden.cases(key), hidden.expected(key)):
+            with pytest.raises(AssertionError):
+                hidden.check(key, garbage)
+
+
+WRONG_EARLY_RIGHT_LATE = {
+    "w2_grad": "def w2_grad(h1, h2_grad):\n    return 2 * (h1.T @ h2_grad)  # twice too big\n",
+    "h1_grad": "def h1_grad(w2, h2_grad):\n    return -(h2_grad @ w2.T)  # wrong sign\n",
+    "two_layer_flops": "def two_layer_flops(batch, d, k, x_requires_grad=False):\n    return (0, 0)\n",
+    "two_layer_grads": '''
+def two_layer_grads(x, w1, w2):
+    h1 = x @ w1
+    h2 = h1 @ w2
+    h2_g = 2 * h2 / h2.numel()
+    h1_g = h1_grad(w2, h2_g)
+    return {"h2": h2_g, "w2": w2_grad(h1, h2_g), "h1": h1_g, "w1": w2_grad(x, h1_g)}
+''',
+    "stack_grads": '''
+def stack_grads(x, weights, biases):
+    activations = [x]
+    for w, b in zip(weights, biases):
+        activations.append(activations[-1] @ w + b)
+    g = 2 * activations[-1] / activations[-1].numel()
+    weight_grads, bias_grads = [None] * len(weights), [None] * len(weights)
+    for layer in reversed(range(len(weights))):
+        weight_grads[layer] = w2_grad(activations[layer], g)
+        bias_grads[layer] = g.sum(dim=0)
+        if layer > 0:
+            g = h1_grad(weights[layer], g)
+    return weight_grads, bias_grads
+''',
+    "stack_flops": '''
+def stack_flops(batch, dims, x_requires_grad=False):
+    if len(dims) == 3 and dims[0] == dims[1]:
+        return two_layer_flops(batch, dims[0], dims[2], x_requires_grad)
+    per_layer = [2 * batch * d_in * d_out for d_in, d_out in zip(dims, dims[1:])]
+    return sum(per_layer), 2 * sum(per_layer) - (0 if x_requires_grad else per_layer[0])
+''',
+}
+
+
+@pytest.mark.parametrize("earlier, later", [(["test_w2_grad", "test_h1_grad"], "test_two_layer_grads"),
+                                            (["test_w2_grad", "test_h1_grad"], "test_stack_grads"),
+                                            (["test_two_layer_flops"], "test_stack_flops")])
+def test_exercise_6_later_tasks_earn_their_points_with_wrong_earlier_ones(earlier, later):
+    from tests.exercise_cells import run_test_cell
+    for test_id in earlier:
+        with pytest.raises(AssertionError):
+            run_test_cell("06_gradients", test_id, WRONG_EARLY_RIGHT_LATE)
+    run_test_cell("06_gradients", later, WRONG_EARLY_RIGHT_LATE)

@@ -148,3 +148,45 @@ def test_check_accepts_returns_the_result_or_explains_the_rejection():
     with pytest.raises(AssertionError, match="rejected a valid input") as caught:
         check_accepts(wrong_result, (torch.ones(2, 3, 4),), "wrong_result")
     assert "rejected the return value" in str(caught.value)
+
+
+# ---- exercise 4's hidden tests: the trusted half, and a later task that earns its points after a wrong earlier one
+def test_exercise_4_hidden_checks_fail_garbage_with_an_assertion_error():
+    from reference import hidden
+    from reference.einops_jaxtyping import HIDDEN_TESTS
+    from tests.exercise_cells import garbage_for
+    for test in HIDDEN_TESTS:
+        key = f"einops_jaxtyping.{test}"
+        for garbage in garbage_for(hidden.cases(key), hidden.expected(key)):
+            with pytest.raises(AssertionError):
+                hidden.check(key, garbage)
+
+
+def test_observe_call_and_its_judges_give_check_accepts_and_check_rejects_verdicts():
+    from utils.shapes import judge_accepts, judge_rejects, observe_call
+    q, k = torch.ones(2, 3, 4), torch.ones(2, 5, 4)
+    assert judge_accepts(observe_call(scores, (q, k)), "scores").shape == (2, 3, 5)
+    wrong = (torch.ones(2, 3, 4), torch.ones(2, 5, 6))
+    assert judge_rejects(observe_call(scores, wrong), "scores") == check_rejects(scores, wrong, "scores")
+    with pytest.raises(AssertionError, match="no decorator"):
+        judge_rejects(observe_call(unchecked, (torch.ones(2, 3, 4), torch.ones(1, 5, 4))), "unchecked")
+    with pytest.raises(AssertionError, match="raised RuntimeError from inside the function"):
+        judge_rejects(observe_call(unchecked, wrong), "unchecked")
+    with pytest.raises(AssertionError, match="rejected a valid input"):
+        judge_accepts(observe_call(wrong_result, (torch.ones(2, 3, 4),)), "wrong_result")
+    with pytest.raises(AssertionError, match="not one of"):
+        judge_accepts({"outcome": "returned"}, "forged")
+
+
+UNSCALED_SCORES = '''
+def attention_scores(q, k):
+    return einsum(q, k, "... seq_q head_dim, ... seq_k head_dim -> ... seq_q seq_k")  # forgot the scaling
+'''
+
+
+def test_exercise_4_task_4_earns_its_points_with_a_wrong_task_3():
+    from tests.exercise_cells import run_test_cell
+    answers = {"attention_scores": UNSCALED_SCORES}
+    with pytest.raises(AssertionError):
+        run_test_cell("04_einops_jaxtyping", "test_attention_scores", answers)
+    run_test_cell("04_einops_jaxtyping", "test_checked_attention_scores", answers)  # its solution calls attention_scores

@@ -80,3 +80,19 @@ mfu = retired("mfu", "exercise 5, task 4 (matmul_mfu)")
 flops_per_day = retired("flops_per_day", "exercise 5, task 3 (training_days)")
 training_days = retired("training_days", "exercise 5, task 3")
 attainable_flops_per_second = retired("attainable_flops_per_second", "exercise 5, task 6 (roofline_seconds)")
+
+
+def linear_model_matmul_shapes(batch_shape: tuple[int, ...], widths: list[int]) -> list[tuple[tuple[int, ...], tuple[int, ...]]]:
+    """The (a_shape, b_shape) pairs of the matmuls one might count for exercise 5's linear model (forward, weight
+    gradient, input gradient; the batch kept or flattened to tokens), each once. Shapes only: no count, no answer.
+    Exercise 5's tests use them to know which calls of the earlier task's `matmul_flop_count` to answer right."""
+    tokens = 1
+    for size in batch_shape:
+        tokens *= size
+    batch = tuple(batch_shape)
+    pairs = []
+    for d_in, d_out in zip(widths, widths[1:]):
+        pairs += [(batch + (d_in,), (d_in, d_out)), ((tokens, d_in), (d_in, d_out)),     # forward
+                  ((d_in, tokens), (tokens, d_out)),                                      # weight gradient
+                  (batch + (d_out,), (d_out, d_in)), ((tokens, d_out), (d_out, d_in))]   # input gradient
+    return list(dict.fromkeys(pairs))

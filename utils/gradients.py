@@ -64,6 +64,47 @@ def autograd_linear_stack_grads(x: Float[Tensor, "batch d0"], weights: list[Tens
     return [w.grad for w in weights], [b.grad for b in biases]
 
 
+def autograd_linear_stack_activation_grads(x: Float[Tensor, "batch d0"], weights: list[Tensor],
+                                           biases: list[Tensor]) -> list[Tensor]:
+    """[h_0.grad, ..., h_L.grad] of the stack's loss (h_0 = x), from autograd (`retain_grad` keeps them)."""
+    h = x.detach().clone().requires_grad_(True)
+    activations = [h]
+    for w, b in zip(weights, biases):
+        h = h @ w.detach() + b.detach()
+        h.retain_grad()
+        activations.append(h)
+    h.pow(2).mean().backward()
+    return [a.grad for a in activations]
+
+
+# ---------------------------------------------------------------- what a hand-written backward pass calls
+
+def two_layer_call_table(x: Tensor, w1: Tensor, w2: Tensor, grads: dict[str, Tensor]) -> dict[str, list]:
+    """The calls of exercise 6's `w2_grad` and `h1_grad` that the two-layer backward pass makes, each with its right
+    result taken from `grads` (autograd's, as `autograd_two_layer_grads` gives them): {"w2_grad": [((h1, h2.grad),
+    w2.grad), ((x, h1.grad), w1.grad)], "h1_grad": [((w2, h2.grad), h1.grad)]}. For utils.earlier.answers_from_table:
+    while a later task is checked, these calls get right results, so a mistake in tasks 1 or 2 costs their points
+    only once. Nothing is computed here but the forward pass h1 = x @ w1."""
+    first_output = x @ w1
+    return {"w2_grad": [((first_output, grads["h2"]), grads["w2"]), ((x, grads["h1"]), grads["w1"])],
+            "h1_grad": [((w2, grads["h2"]), grads["h1"])]}
+
+
+def stack_call_table(x: Tensor, weights: list[Tensor], biases: list[Tensor], activation_grads: list[Tensor],
+                     weight_grads: list[Tensor]) -> dict[str, list]:
+    """As `two_layer_call_table`, for the stack: layer l's w2_grad(h_(l-1), h_l.grad) -> W_l.grad and
+    h1_grad(W_l, h_l.grad) -> h_(l-1).grad, with the right results from `activation_grads` (h_0.grad ... h_L.grad,
+    as `autograd_linear_stack_activation_grads` gives them) and `weight_grads`. Computes only the forward pass."""
+    inputs = [x]  # h_0 ... h_L
+    for weight, bias in zip(weights, biases):
+        inputs.append(inputs[-1] @ weight + bias)
+    table = {"w2_grad": [], "h1_grad": []}
+    for layer, weight in enumerate(weights):
+        table["w2_grad"].append(((inputs[layer], activation_grads[layer + 1]), weight_grads[layer]))
+        table["h1_grad"].append(((weight, activation_grads[layer + 1]), activation_grads[layer]))
+    return table
+
+
 # ---------------------------------------------------------------- FlopCounterMode's counts
 
 def count_two_layer_flops(batch: int, d: int, k: int, x_requires_grad: bool = False,

@@ -140,28 +140,21 @@ def check_accepts(fn: Callable, args: tuple, what: str, hint: str | None = None)
     try:
         return fn(*args)
     except SHAPE_ERRORS as error:
-        message = (f"{what}: rejected a valid input\n{shape_error_message(error)}\n"
-                   "Hint: compare your annotations with the task text.")
-        if hint:
-            message += f" {hint}"
-        raise AssertionError(message) from None
+        _rejected_a_valid_input(shape_error_message(error), what, hint)
 
 
-def check_rejects(fn: Callable, args: tuple, what: str, hint: str | None = None) -> str:
-    """Calling `fn(*args)` must raise a shape-check error (jaxtyping/beartype); returns its short message."""
-    try:
-        result = fn(*args)
-    except SHAPE_ERRORS as error:
-        return shape_error_message(error)
-    except Exception as error:  # the wrong input got past the annotations and broke the code inside
-        detail = f"raised {type(error).__name__} from inside the function, not a shape-check error: {str(error)[:200]}"
-    else:
-        shape = tuple(result.shape) if isinstance(result, Tensor) else type(result).__name__
-        detail = f"accepted a wrong input and returned {shape}"
-    if hasattr(fn, "__wrapped__") and not _is_jaxtyped(fn):
+def _rejected_a_valid_input(message: str, what: str, hint: str | None) -> None:
+    text = f"{what}: rejected a valid input\n{message}\nHint: compare your annotations with the task text."
+    if hint:
+        text += f" {hint}"
+    raise AssertionError(text) from None
+
+
+def _let_a_wrong_input_in(detail: str, decorated: bool, jaxtyped: bool, what: str, hint: str | None) -> None:
+    if decorated and not jaxtyped:
         advice = ("the function is decorated, but not with jaxtyped: beartype alone checks each argument on its own "
                   "and never compares sizes across arguments. Use @typechecked (jaxtyped + beartype).")
-    elif hasattr(fn, "__wrapped__"):
+    elif decorated:
         advice = ("the annotations let this input in: sizes that must agree need the same dimension name, and "
                   "the dtype kind (Float, Bool) must match the task.")
     else:
@@ -171,3 +164,76 @@ def check_rejects(fn: Callable, args: tuple, what: str, hint: str | None = None)
     if hint:
         message += f" {hint}"
     raise AssertionError(message)
+
+
+def _returned(result: object) -> str:
+    shape = tuple(result.shape) if isinstance(result, Tensor) else type(result).__name__
+    return f"accepted a wrong input and returned {shape}"
+
+
+def _raised_inside(error: BaseException) -> str:
+    return f"raised {type(error).__name__} from inside the function, not a shape-check error: {str(error)[:200]}"
+
+
+def check_rejects(fn: Callable, args: tuple, what: str, hint: str | None = None) -> str:
+    """Calling `fn(*args)` must raise a shape-check error (jaxtyping/beartype); returns its short message."""
+    try:
+        result = fn(*args)
+    except SHAPE_ERRORS as error:
+        return shape_error_message(error)
+    except Exception as error:  # the wrong input got past the annotations and broke the code inside
+        detail = _raised_inside(error)
+    else:
+        detail = _returned(result)
+    _let_a_wrong_input_in(detail, hasattr(fn, "__wrapped__"), _is_jaxtyped(fn), what, hint)
+
+
+# ---- hidden tests: the call observed in the student's process, judged in the grader's (utils/handin.py) ----------
+
+def observe_call(fn: Callable, args: tuple) -> dict:
+    """What `fn(*args)` did, as plain data to hand in: {"outcome": "returned" | "rejected" | "raised", "result": the
+    value returned (None otherwise), "message": the short shape-error message, what else was raised or what was returned,
+    "decorated", "jaxtyped": how `fn` is wrapped}. `judge_accepts` and `judge_rejects` give the verdict."""
+    observed = {"outcome": "returned", "result": None, "message": "",
+                "decorated": hasattr(fn, "__wrapped__"), "jaxtyped": _is_jaxtyped(fn)}
+    try:
+        observed["result"] = fn(*args)
+        observed["message"] = _returned(observed["result"])
+    except SHAPE_ERRORS as error:
+        observed.update(outcome="rejected", message=shape_error_message(error))
+    except Exception as error:
+        observed.update(outcome="raised", message=_raised_inside(error))
+    return observed
+
+
+def _observation(observed: object, what: str) -> dict:
+    if (type(observed) is not dict or observed.get("outcome") not in ("returned", "rejected", "raised")
+            or type(observed.get("message")) is not str or type(observed.get("decorated")) is not bool
+            or type(observed.get("jaxtyped")) is not bool):
+        raise AssertionError(f"{what}: the observation handed in is not one of utils.shapes.observe_call's")
+    return observed
+
+
+def judge_accepts(observed: object, what: str, hint: str | None = None) -> object:
+    """check_accepts' verdict on an `observe_call` of a valid input: its result, or AssertionError."""
+    observed = _observation(observed, what)
+    if observed["outcome"] == "rejected":
+        _rejected_a_valid_input(observed["message"], what, hint)
+    if observed["outcome"] == "raised":
+        raise AssertionError(f"{what}: {observed['message']}" + (f"\nHint: {hint}" if hint else ""))
+    return observed["result"]
+
+
+def judge_rejects(observed: object, what: str, hint: str | None = None) -> str:
+    """check_rejects' verdict on an `observe_call` of a wrong input: the short message, or AssertionError."""
+    observed = _observation(observed, what)
+    if observed["outcome"] == "rejected":
+        return observed["message"]
+    detail = observed["message"]  # what it returned instead, or what else it raised
+    _let_a_wrong_input_in(detail, observed["decorated"], observed["jaxtyped"], what, hint)
+
+
+def merge_heads_input(case: dict) -> Tensor:
+    """The input of one of exercise 4's hidden merge_heads cases: the tensor sent or, when `transposed`, its
+    transpose(1, 2), non-contiguous as a transpose makes it (a tensor crosses to the notebook contiguous)."""
+    return case["x"].transpose(1, 2) if case["transposed"] else case["x"]

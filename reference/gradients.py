@@ -1,0 +1,220 @@
+"""Exercise 6 (gradients by hand): the trusted half of its hidden tests (reference/hidden.py).
+
+The answers need no instructor code: autograd's gradients and FlopCounterMode's counts (utils.gradients) are the
+oracles, computed here in the grader's trusted process. The notebook only calls the student's functions on the cases
+and hands in what they returned. Where a later task may call an earlier one (two_layer_grads and stack_grads call
+w2_grad and h1_grad; stack_flops may call two_layer_flops), the cases carry the right results of just those calls
+(utils.gradients.two_layer_call_table, stack_call_table), so a mistake in an earlier task costs its points once.
+"""
+from __future__ import annotations
+
+import random
+
+import torch
+
+from reference.hidden import HiddenTest
+from utils.gradients import (autograd_linear_grads, autograd_linear_stack_activation_grads, autograd_linear_stack_grads,
+                             autograd_two_layer_grads, count_linear_stack_flops, count_two_layer_flops,
+                             stack_call_table, two_layer_call_table)
+from utils.grading import check_int, check_tensor, check_type
+
+
+def _results(results: object, count: int, task: str) -> list:
+    check_type(results, list, f"{task}: the results handed in")
+    check_int(len(results), count, f"{task}: how many results were handed in")
+    return results
+
+
+def _check_grad(got: object, expected: torch.Tensor, what: str, hint: str | None = None) -> None:
+    scale = float(expected.abs().max())
+    check_tensor(got, expected, what, hint=hint, atol=1e-5 * scale, rtol=1e-4)
+
+
+def _dtype(n: int) -> torch.dtype:
+    return torch.float64 if n % 5 == 4 else torch.float32
+
+
+SHAPES = [(1, 1, 1), (1, 6, 2), (7, 1, 3), (4, 5, 1), (32, 16, 8)]
+
+
+# ---- tasks 1 and 2: w2_grad, h1_grad -----------------------------------------------------------------------------
+def _w2_grad_cases() -> list:
+    rng = random.Random(61)
+    gen = torch.Generator().manual_seed(61)
+    shapes = SHAPES + [tuple(rng.randint(1, 40) for _ in range(3)) for _ in range(40)]
+    cases = []
+    for n, (b, d, k) in enumerate(shapes):
+        h1 = torch.randn(b, d, generator=gen, dtype=_dtype(n))
+        h2_grad = torch.randn(b, k, generator=gen, dtype=_dtype(n))
+        w2 = torch.randn(d, k, generator=gen, dtype=_dtype(n))  # drawn as before: autograd's w2.grad does not use it
+        cases.append((h1, h2_grad, w2))
+    return cases
+
+
+def _w2_grad_check(cases, expected, results) -> None:
+    for (h1, _, _), want, got in zip(cases, expected, _results(results, len(cases), "w2_grad")):
+        _check_grad(got, want, f"w2_grad for h1 {tuple(h1.shape)} {h1.dtype}")
+
+
+def _h1_grad_cases() -> list:
+    rng = random.Random(62)
+    gen = torch.Generator().manual_seed(62)
+    shapes = SHAPES + [tuple(rng.randint(1, 40) for _ in range(3)) for _ in range(40)]
+    cases = []
+    for n, (b, d, k) in enumerate(shapes):
+        h1 = torch.randn(b, d, generator=gen, dtype=_dtype(n))  # drawn as before: autograd's h1.grad does not use it
+        w2 = torch.randn(d, k, generator=gen, dtype=_dtype(n))
+        h2_grad = torch.randn(b, k, generator=gen, dtype=_dtype(n))
+        cases.append((w2, h2_grad, h1))
+    return cases
+
+
+def _h1_grad_check(cases, expected, results) -> None:
+    for (w2, h2_grad, _), want, got in zip(cases, expected, _results(results, len(cases), "h1_grad")):
+        _check_grad(got, want, f"h1_grad for w2 {tuple(w2.shape)}, h2_grad {tuple(h2_grad.shape)} {w2.dtype}")
+
+
+# ---- task 3: two_layer_grads -------------------------------------------------------------------------------------
+def _two_layer_grads_cases() -> dict:
+    rng = random.Random(63)
+    gen = torch.Generator().manual_seed(63)
+    shapes = [(1, 1, 1), (1, 6, 2), (7, 1, 3), (4, 5, 1), (3, 2, 9), (64, 32, 16)]
+    shapes += [tuple(rng.randint(1, 40) for _ in range(3)) for _ in range(40)]
+    cases, table = [], {"w2_grad": [], "h1_grad": []}
+    for n, (b, d, k) in enumerate(shapes):
+        x = torch.randn(b, d, generator=gen, dtype=_dtype(n))
+        w1 = torch.randn(d, d, generator=gen, dtype=_dtype(n)) / d**0.5
+        w2 = torch.randn(d, k, generator=gen, dtype=_dtype(n)) / d**0.5
+        cases.append((x, w1, w2))
+        for name, calls in two_layer_call_table(x, w1, w2, autograd_two_layer_grads(x, w1, w2)).items():
+            table[name] += calls
+    return {"cases": cases, **table}
+
+
+def check_grads(got: object, expected: dict, what: str, hint: str | None = None) -> None:
+    """The visible test's check_grads (task 3), here for the hidden cases."""
+    check_type(got, dict, what, hint="return a dict with the keys 'h2', 'w2', 'h1', 'w1'.")
+    check_int(len(got), 4, f"number of entries in {what}", hint="exactly the keys 'h2', 'w2', 'h1', 'w1'.")
+    for name in ("h2", "w2", "h1", "w1"):
+        if name not in got:
+            raise AssertionError(f"{what}: the key {name!r} is missing\nHint: use the keys 'h2', 'w2', 'h1', 'w1'.")
+        _check_grad(got[name], expected[name], f"{what}[{name!r}]", hint=hint)
+
+
+def _two_layer_grads_check(cases, expected, results) -> None:
+    for (x, w1, w2), want, got in zip(cases["cases"], expected,
+                                      _results(results, len(cases["cases"]), "two_layer_grads")):
+        check_grads(got, want, f"two_layer_grads for x {tuple(x.shape)}, w2 {tuple(w2.shape)} {x.dtype}")
+
+
+# ---- tasks 4 and 6: two_layer_flops, stack_flops -----------------------------------------------------------------
+def check_flop_pair(got: object, expected: tuple[int, int], what: str, hint: str | None = None) -> None:
+    """The visible tests' check_flop_pair (tasks 4 and 6), here for the hidden cases."""
+    check_type(got, tuple, what, hint="return a tuple (forward, backward) of two ints.")
+    check_int(len(got), 2, f"length of {what}", hint="return a tuple (forward, backward) of two ints.")
+    check_int(got[0], expected[0], f"forward FLOPs of {what}", hint=hint)
+    check_int(got[1], expected[1], f"backward FLOPs of {what}", hint=hint)
+
+
+def _two_layer_flops_cases() -> list:
+    """((batch, d, k), x_requires_grad, device FlopCounterMode counts on): real tensors for small sizes, meta for big."""
+    rng = random.Random(64)
+    small = [(1, 1, 1), (2, 3, 5), (7, 4, 1), (1, 9, 9)] + [tuple(rng.randint(1, 12) for _ in range(3)) for _ in range(12)]
+    big = [(2048, 4096, 50257), (10**6, 12288, 12288), (1, 10**5, 3)]
+    big += [tuple(rng.randint(1, 10**5) for _ in range(3)) for _ in range(20)]
+    return [(sizes, x_requires_grad, device) for sizes_list, device in ((small, "cpu"), (big, "meta"))
+            for sizes in sizes_list for x_requires_grad in (False, True)]
+
+
+def _flops_check(task: str, describe):
+    def check(cases, expected, results):
+        cases = cases["cases"] if isinstance(cases, dict) else cases
+        for case, want, got in zip(cases, expected, _results(results, len(cases), task)):
+            check_type(got, tuple, f"{task}: a result handed in")
+            check_int(len(got), 2, f"{task}: a result handed in")
+            explicit, default = got
+            check_flop_pair(explicit, want, describe(case, False))
+            if not case[-2]:  # x_requires_grad False: also called without it
+                check_flop_pair(default, want, describe(case, True))
+    return check
+
+
+def _stack_flops_cases() -> dict:
+    rng = random.Random(66)
+    small = [(1, [1, 1]), (3, [5, 2]), (2, [3, 4, 5]), (4, [1, 7, 1, 7])]
+    small += [(rng.randint(1, 8), [rng.randint(1, 8) for _ in range(rng.randint(2, 5))]) for _ in range(10)]
+    big = [(2048, [12288] * 5 + [50257]), (10**6, [4096, 16384, 4096]), (1, [10**5, 1])]
+    big += [(rng.randint(1, 10**4), [rng.randint(1, 10**4) for _ in range(rng.randint(2, 7))]) for _ in range(20)]
+    cases = [(batch, dims, x_requires_grad, device) for layouts, device in ((small, "cpu"), (big, "meta"))
+             for batch, dims in layouts for x_requires_grad in (False, True)]
+    # A stack of widths [d, d, k] is task 4's model: a stack_flops that calls two_layer_flops gets its right counts.
+    two_layer = [((batch, dims[0], dims[2], x_requires_grad), count_two_layer_flops(batch, dims[0], dims[2], x_requires_grad))
+                 for batch, dims, x_requires_grad, _ in cases if len(dims) == 3 and dims[0] == dims[1]]
+    return {"cases": cases, "two_layer_flops": two_layer}
+
+
+# ---- task 5: stack_grads -----------------------------------------------------------------------------------------
+def _stack_grads_cases() -> dict:
+    rng = random.Random(65)
+    gen = torch.Generator().manual_seed(65)
+    layouts = [(1, [1, 1]), (4, [3, 1]), (1, [2, 3, 4]), (5, [7, 1, 6]), (3, [2, 2, 2, 2, 2, 2])]
+    layouts += [(rng.randint(1, 20), [rng.randint(1, 20) for _ in range(rng.randint(2, 6))]) for _ in range(30)]
+    cases, table = [], {"w2_grad": [], "h1_grad": []}
+    for n, (batch, dims) in enumerate(layouts):
+        x = torch.randn(batch, dims[0], generator=gen, dtype=_dtype(n))
+        weights = [torch.randn(a, b, generator=gen, dtype=_dtype(n)) / a**0.5 for a, b in zip(dims, dims[1:])]
+        biases = [torch.randn(b, generator=gen, dtype=_dtype(n)) for b in dims[1:]]
+        cases.append((x, weights, biases))
+        calls = stack_call_table(x, weights, biases, autograd_linear_stack_activation_grads(x, weights, biases),
+                                 autograd_linear_stack_grads(x, weights, biases)[0])
+        for name in table:
+            table[name] += calls[name]
+    return {"cases": cases, **table}
+
+
+def check_stack(got: object, expected: tuple, what: str, hint: str | None = None) -> None:
+    """The visible test's check_stack (task 5), here for the hidden cases."""
+    check_type(got, tuple, what, hint="return a tuple (weight_grads, bias_grads) of two lists.")
+    check_int(len(got), 2, f"length of {what}", hint="return a tuple (weight_grads, bias_grads) of two lists.")
+    for kind, got_list, expected_list in zip(("weight", "bias"), got, expected):
+        check_type(got_list, list, f"{kind} grads of {what}", hint="a Python list of tensors, one per layer.")
+        check_int(len(got_list), len(expected_list), f"number of {kind} grads of {what}", hint="one per layer.")
+        for layer, (g, e) in enumerate(zip(got_list, expected_list)):
+            _check_grad(g, e, f"{kind} grad of layer {layer + 1} in {what}", hint=hint)
+
+
+def _stack_grads_check(cases, expected, results) -> None:
+    for (x, weights, _), want, got in zip(cases["cases"], expected,
+                                          _results(results, len(cases["cases"]), "stack_grads")):
+        dims = [x.shape[1]] + [w.shape[1] for w in weights]
+        check_stack(got, want, f"stack_grads, batch {x.shape[0]}, widths {dims}, {x.dtype}")
+
+
+HIDDEN_TESTS = {
+    "w2_grad": HiddenTest(cases=_w2_grad_cases,
+                          expected=lambda cases: [autograd_linear_grads(h1, w2, h2_grad)[0] for h1, h2_grad, w2 in cases],
+                          check=_w2_grad_check),
+    "h1_grad": HiddenTest(cases=_h1_grad_cases,
+                          expected=lambda cases: [autograd_linear_grads(h1, w2, h2_grad)[1] for w2, h2_grad, h1 in cases],
+                          check=_h1_grad_check),
+    "two_layer_grads": HiddenTest(cases=_two_layer_grads_cases,
+                                  expected=lambda cases: [autograd_two_layer_grads(*case) for case in cases["cases"]],
+                                  check=_two_layer_grads_check),
+    "two_layer_flops": HiddenTest(
+        cases=_two_layer_flops_cases,
+        expected=lambda cases: [count_two_layer_flops(*sizes, x_requires_grad, device=device)
+                                for sizes, x_requires_grad, device in cases],
+        check=_flops_check("two_layer_flops", lambda case, default: (
+            f"two_layer_flops({', '.join(map(str, case[0]))}) (default x_requires_grad)" if default else
+            f"two_layer_flops({', '.join(map(str, case[0]))}, x_requires_grad={case[1]})"))),
+    "stack_grads": HiddenTest(cases=_stack_grads_cases,
+                              expected=lambda cases: [autograd_linear_stack_grads(*case) for case in cases["cases"]],
+                              check=_stack_grads_check),
+    "stack_flops": HiddenTest(
+        cases=_stack_flops_cases,
+        expected=lambda cases: [count_linear_stack_flops(batch, dims, x_requires_grad, device=device)
+                                for batch, dims, x_requires_grad, device in cases["cases"]],
+        check=_flops_check("stack_flops", lambda case, default: (
+            f"stack_flops({case[0]}, {case[1]}) (default x_requires_grad)" if default else
+            f"stack_flops({case[0]}, {case[1]}, x_requires_grad={case[2]})"))),
+}

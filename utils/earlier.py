@@ -1,0 +1,66 @@
+"""Stand-ins for an earlier task's function while a later task is checked (utils.grading.earlier_tasks_done_right).
+
+When a later task calls an earlier task's function, a mistake in the earlier task must cost its points only once. So
+the later task's checks swap in a stand-in that knows the right results for the calls the checked cases make, and no
+others: a table of (arguments, result) pairs, made from values the test already has (visible tests) or from values
+the grader sends with the hidden cases. It is not a general answer: a call it has no entry for goes to the student's
+own function, as if nothing had been swapped.
+"""
+from __future__ import annotations
+
+import inspect
+from typing import Callable, Sequence
+
+import torch
+
+_tensor_type = torch.Tensor
+_equal = torch.equal  # taken at import (the locked set-up cell), before a solution could rebind torch.equal
+
+
+def _same(given: object, known: object) -> bool:
+    """`given` is the argument `known` stands for: equal ints/floats/strings, sequences of them (a tuple, a list or a
+    torch.Size alike), or a tensor of the same shape and dtype whose values agree to float rounding."""
+    if isinstance(known, _tensor_type):
+        if not isinstance(given, _tensor_type) or given.shape != known.shape or given.dtype != known.dtype:
+            return False
+        if known.numel() == 0:
+            return True
+        if not known.dtype.is_floating_point:
+            return bool(_equal(given.detach().cpu(), known))
+        given, known = given.detach().cpu().double(), known.double()
+        scale = float(known.abs().max())
+        return bool(((given - known).abs() <= 1e-5 * scale + 1e-4 * known.abs()).all())
+    if isinstance(known, (tuple, list)):
+        return (isinstance(given, (tuple, list)) and len(given) == len(known)
+                and all(_same(g, k) for g, k in zip(given, known)))
+    if type(known) in (bool, int, float, str) or known is None:
+        return type(given) is type(known) and given == known
+    return False
+
+
+def answers_from_table(own: Callable, table: Sequence[tuple[tuple, object]]) -> Callable:
+    """A stand-in for the earlier function `own` (the student's): a call whose arguments match an entry of `table`
+    (pairs of a tuple of positional arguments and the right result) gets that result (a tensor is cloned), any other
+    call goes to `own`. Keyword arguments are matched by `own`'s parameter names."""
+    try:
+        signature = inspect.signature(own)
+    except (TypeError, ValueError):
+        signature = None
+
+    def stand_in(*args, **kwargs):
+        try:
+            bound = signature.bind(*args, **kwargs) if signature is not None else None
+            if bound is not None:
+                bound.apply_defaults()
+        except TypeError:
+            bound = None
+        positional = tuple(bound.arguments.values()) if bound is not None else args if not kwargs else None
+        if positional is not None:
+            for known_args, result in table:
+                if len(positional) == len(known_args) and all(_same(g, k) for g, k in zip(positional, known_args)):
+                    return result.clone() if isinstance(result, _tensor_type) else result
+        return own(*args, **kwargs)
+
+    stand_in.__name__ = getattr(own, "__name__", "earlier_task")
+    stand_in.__doc__ = "A stand-in for an earlier task's function: right results for the checked cases only."
+    return stand_in

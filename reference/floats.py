@@ -87,3 +87,126 @@ def cast_outcome(value: float, fmt: FloatFormat) -> str:
     if rounded > limits.max:
         return "overflow"
     return "subnormal" if rounded < limits.smallest_normal else "normal"
+
+
+# ---- hidden tests (reference/hidden.py): cases, expected results, checks -----------------------------------------
+import random
+
+import torch
+
+import utils.floats
+from reference.hidden import HiddenTest
+from utils.grading import check_float, check_int, check_str, check_type
+
+# Formats torch has are decoded by torch itself (utils.floats.from_bits views the bits as the dtype); the others, and
+# E4M3 read IEEE-style (torch's float8_e4m3fn has no inf), by the functions above.
+_TORCH_DTYPES = {(8, 23): torch.float32, (5, 10): torch.float16, (8, 7): torch.bfloat16, (5, 2): torch.float8_e5m2,
+                 (11, 52): torch.float64}
+
+
+def _results(results: object, cases: list, task: str) -> list:
+    """`results` as a list with one entry per case, or AssertionError saying what came instead."""
+    check_type(results, list, f"{task}: the results handed in")
+    check_int(len(results), len(cases), f"{task}: how many results were handed in")
+    return results
+
+
+def _decode_cases() -> list[tuple[int, int, int]]:
+    rng = random.Random(2025)
+    cases = []
+    for e, m in [(8, 23), (5, 10), (8, 7), (5, 2), (4, 3), (3, 2), (6, 9), (11, 52)]:
+        n = 1 + e + m
+        top = (2**e - 1) << m
+        edges = [0, 1, 2**m - 1, 2**m, top - 1, top, top | 1, 2 ** (n - 1), 2 ** (n - 1) | 1, 2**n - 1]
+        cases += [(bits, e, m) for bits in edges + [rng.randrange(2**n) for _ in range(300)]]
+    return cases
+
+
+def _decode_expected(cases: list) -> list[float]:
+    def oracle(bits: int, e: int, m: int) -> float:
+        fmt = utils.floats.FloatFormat(f"E{e}M{m}", e, m, dtype=_TORCH_DTYPES.get((e, m)))
+        return utils.floats.from_bits(bits, fmt) if fmt.dtype is not None else decode_bits(bits, fmt)
+    return [oracle(*case) for case in cases]
+
+
+def _decode_check(cases, expected, results) -> None:
+    for (bits, e, m), want, got in zip(cases, expected, _results(results, cases, "decode")):
+        check_float(got, want, f"decode({bits:#x}, {e}, {m})")
+
+
+_LIMITS_FORMATS = [(8, 23, True), (5, 10, True), (8, 7, True), (5, 2, True), (4, 3, False), (3, 2, True), (6, 9, True),
+                   (11, 52, True), (3, 4, False), (5, 6, False)]
+_LIMITS_DTYPES = {(8, 23, True): torch.float32, (5, 10, True): torch.float16, (8, 7, True): torch.bfloat16,
+                  (5, 2, True): torch.float8_e5m2, (4, 3, False): torch.float8_e4m3fn, (11, 52, True): torch.float64}
+
+
+def _limits_expected(cases: list) -> list[tuple[float, ...]]:
+    """torch.finfo and torch's reading of bit pattern 1 where torch has the format; the functions above elsewhere."""
+    expected = []
+    for e, m, ieee in cases:
+        fmt = utils.floats.FloatFormat("x", e, m, ieee_specials=ieee, dtype=_LIMITS_DTYPES.get((e, m, ieee)))
+        ref = utils.floats.format_limits(fmt) if fmt.dtype is not None else format_limits(fmt)
+        expected.append((ref.max, ref.smallest_normal, ref.smallest_subnormal, ref.eps))
+    return expected
+
+
+def _limits_check(cases, expected, results) -> None:
+    for (e, m, ieee), want, got in zip(cases, expected, _results(results, cases, "limits")):
+        call = f"limits({e}, {m}, ieee_specials={ieee})"
+        check_type(got, tuple, call, hint="return a tuple of four floats: (max, smallest_normal, smallest_subnormal, eps).")
+        check_int(len(got), 4, f"length of {call}")
+        for name, g, w in zip(("max", "smallest_normal", "smallest_subnormal", "eps"), got, want):
+            check_float(g, w, f"{name} of {call}")
+
+
+_NBYTES_SHAPES = [(), (0,), (7,), (3, 0, 5), (2, 3, 5, 7), (4 * 12288, 12288), (10**6, 10**6), (1024, 1024, 1024, 64)]
+_NBYTES_DTYPES = [torch.float64, torch.float32, torch.float16, torch.bfloat16, torch.float8_e4m3fn, torch.float8_e5m2,
+                  torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8, torch.bool, torch.complex64]
+
+
+def _nbytes_check(cases, expected, results) -> None:
+    for (shape, dtype), want, got in zip(cases, expected, _results(results, cases, "tensor_nbytes")):
+        check_type(got, tuple, f"tensor_nbytes({shape}, {dtype}): the two results handed in")
+        check_int(len(got), 2, f"tensor_nbytes({shape}, {dtype}): the two results handed in")
+        check_int(got[0], want, f"tensor_nbytes({shape}, {dtype})")
+        check_int(got[1], want, f"tensor_nbytes(torch.Size({shape}), {dtype})")
+
+
+def _cast_cases() -> list[tuple[float, int, int]]:
+    rng = random.Random(7)
+    cases = []
+    for e, m in [(5, 10), (8, 7), (8, 23), (5, 2), (4, 3), (3, 2), (6, 9)]:
+        lim = format_limits(utils.floats.FloatFormat("x", e, m))
+        top_step = lim.max * lim.eps / (2 - lim.eps)
+        edges = [lim.smallest_subnormal / 2, lim.smallest_subnormal * 0.50001,
+                 lim.smallest_normal - lim.smallest_subnormal / 2, lim.smallest_normal * 0.99999, lim.max,
+                 lim.max + top_step / 2, lim.max + top_step * 0.49999, lim.max * 4]
+        randoms = [10 ** rng.uniform(math.log10(lim.smallest_subnormal) - 3, math.log10(lim.max) + 3) for _ in range(200)]
+        cases += [(signed, e, m) for value in edges + randoms for signed in (value, -value)]
+    return cases
+
+
+def _cast_check(cases, expected, results) -> None:
+    for (value, e, m), want, got in zip(cases, expected, _results(results, cases, "after_cast")):
+        check_str(got, want, f"after_cast({value!r}, {e}, {m})")
+
+
+HIDDEN_TESTS = {
+    "decode": HiddenTest(_decode_cases, _decode_expected, _decode_check,
+                         varies="the format (fp32, fp16, bf16, fp8 E5M2 and E4M3, fp64 and made-up widths such as 3 "
+                                "exponent and 2 mantissa bits) and the bits: zero, subnormals, the largest normal, "
+                                "inf and nan of either sign, and 300 random patterns per format"),
+    "limits": HiddenTest(lambda: list(_LIMITS_FORMATS), _limits_expected, _limits_check,
+                         varies="the widths (fp32 to fp64, fp8 and made-up formats) and ieee_specials True and False"),
+    "tensor_nbytes": HiddenTest(lambda: [(shape, dtype) for shape in _NBYTES_SHAPES for dtype in _NBYTES_DTYPES],
+                                lambda cases: [torch.empty(shape, dtype=dtype, device="meta").nbytes
+                                               for shape, dtype in cases],
+                                _nbytes_check,
+                                varies="the shape (empty, zero-sized, up to 4 dimensions and 2^36 elements, given as "
+                                       "a tuple or a torch.Size) and the dtype (floats, fp8, ints, bool, complex)"),
+    "after_cast": HiddenTest(_cast_cases, lambda cases: [cast_outcome(v, utils.floats.FloatFormat("x", e, m))
+                                                         for v, e, m in cases], _cast_check,
+                             varies="the format, the sign, values at the edges (half the smallest subnormal, just "
+                                    "below the smallest normal, the max and half a step above it) and random "
+                                    "magnitudes across the range"),
+}

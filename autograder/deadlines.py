@@ -48,11 +48,17 @@ def extend(course: Course, assignment: str, student: str, days: float = 0, hours
             except MissingEntry:
                 submission = book.add_submission(assignment, student)
             book.grant_extension(assignment, student, minutes=minutes, hours=hours, days=days)
-            due = submission.duedate
+            due = _due(submission)
             return (f"{student} {assignment}: extension {submission.extension or 'none'}; "
                     f"due {due.isoformat(' ') + ' UTC' if due else 'date not set (nbgrader db assignment add)'}")
     finally:
         book.close()
+
+
+def _due(submission):
+    """The student's due date: the assignment's plus the extension (nbgrader's own property fails without a due date)."""
+    due = submission.assignment.duedate
+    return due + submission.extension if due is not None and submission.extension else due
 
 
 def show(course: Course, assignment: str | None = None) -> list[str]:
@@ -64,7 +70,9 @@ def show(course: Course, assignment: str | None = None) -> list[str]:
             if assignment and a.name != assignment:
                 continue
             lines.append(f"{a.name}: due {a.duedate.isoformat(' ') + ' UTC' if a.duedate else '(no due date)'}")
-            lines += [f"  {s.student.id}: extension {s.extension}, due {s.duedate}" for s in a.submissions if s.extension]
+            lines += [f"  {s.student.id}: extension {s.extension}, due "
+                      f"{_due(s).isoformat(' ') + ' UTC' if a.duedate else '(no due date yet)'}"
+                      for s in a.submissions if s.extension]
         return lines
     finally:
         book.close()

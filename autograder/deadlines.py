@@ -56,7 +56,7 @@ def extend(course: Course, assignment: str, student: str, days: float = 0, hours
 
 
 def _due(submission):
-    """The student's due date: the assignment's plus the extension (nbgrader's own property fails without a due date)."""
+    """The student's due date: the assignment's plus the extension (nbgrader's property fails without a due date)."""
     due = submission.assignment.duedate
     return due + submission.extension if due is not None and submission.extension else due
 

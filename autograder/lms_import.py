@@ -3,8 +3,8 @@
     python -m autograder.lms_import DOWNLOAD [--assignment NAME] [--course DIR] [--submitted DIR]
 
 Canvas names each file `<name>_[LATE_]<user id>_<submission id>_<the student's file name>`, for example
-`alice_12345_67890_01_floats.ipynb`; a re-upload may carry `-1`, `-2` before `.ipynb`, and a file the student
-downloaded twice from their browser ` (1)`, ` (2)`: both are taken off to find the notebook's name. `<name>` is the student's
+`alice_12345_67890_01_floats.ipynb`; a re-upload may carry `-1`, `-2` before `.ipynb`, and a file downloaded
+again by a browser ` (1)`, ` (2)`: both are taken off to find the notebook's name. `<name>` is the student's
 login or sortable name squeezed to lower case ("smithjane"). It is matched against the gradebook's roster
 (`nbgrader db student import`): a student's id, "lastfirst", "firstlast" or the part of their e-mail before the
 @, compared as lower-case letters and digits. Each file lands in `submitted/<student>/<assignment>/<notebook>.ipynb`,

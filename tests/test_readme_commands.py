@@ -150,8 +150,10 @@ def test_no_student_data_is_left_for_git(cycle):
 @pytest.mark.parametrize("path", ["students.csv", "grades.csv", "export.csv", "submissions.zip",
                                   "submissions (1).zip", "exchange/cs336-primitives/inbound/x", "gradebook.db",
                                   "roster/students-2026.csv", "graded/grades.csv", "submitted/a/b/c.ipynb"])
-def test_the_repository_ignores_student_data(path):
-    done = subprocess.run(["git", "check-ignore", "--no-index", "-q", path], cwd=REPO)
+def test_the_repository_ignores_student_data(path, tmp_path):
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)  # the repository's .gitignore, wherever it runs
+    shutil.copy(REPO / ".gitignore", tmp_path / ".gitignore")
+    done = subprocess.run(["git", "check-ignore", "--no-index", "-q", path], cwd=tmp_path)
     assert done.returncode == 0, f"{path} is not git-ignored"
 
 
@@ -216,7 +218,8 @@ def test_canvas_import_takes_browser_names_keeps_late_marks_and_fails_when_it_sk
     status, out, err = run_main(lms_import.main, args, tiny["root"])
     assert status == 0 and "imported 0 file(s)" in out and out.count("already there, unchanged") == 2, (out, err)
 
-    (download / f"jonesbob_222_333_{A0}-1 (2).ipynb").write_text(notebook.replace("A tiny exercise", "A changed exercise"))
+    changed = notebook.replace("A tiny exercise", "A changed exercise")
+    (download / f"jonesbob_222_333_{A0}-1 (2).ipynb").write_text(changed)
     status, out, err = run_main(lms_import.main, args, tiny["root"])  # a different file: never overwritten
     assert status == 1 and "NOT imported, a different file is already in submitted/" in out
     assert (submitted / "bob" / A0 / f"{A0}.ipynb").read_text() == notebook

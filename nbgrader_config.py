@@ -1,23 +1,40 @@
 """nbgrader configuration of the course. The folder holding this file is the course root.
 
-Every stock `nbgrader` command run from this folder (`nbgrader db student import`, `formgrader` in `make lab`,
-`generate_feedback`, `export`, ...) and our grader (`make grade`, `python -m autograder.grade`) read it:
-`source/`, `release/`, `submitted/`, `autograded/`, `feedback/` and the gradebook `gradebook.db` all live here.
+Every stock `nbgrader` command run from this folder (`nbgrader db student import`, `release_assignment`, `collect`,
+`generate_feedback`, `export`, ...), Formgrader in `make lab`, and our grader (`make grade`, `python -m
+autograder.grade`) read it: `source/`, `release/`, `submitted/`, `autograded/`, `feedback/`, the gradebook
+`gradebook.db` and nbgrader's exchange `exchange/` all live here (the last unless COURSE_EXCHANGE names a shared one).
 
-Variants beside it, each loading this file first:
-  nbgrader_config_exchange.py   one machine with nbgrader's exchange in a shared folder (`--config` it, or copy it
-                                to ~/.jupyter/nbgrader_config.py for the students' side)
-  nbgrader_config_hub.py        a JupyterHub with many users and a shared exchange volume
+Beside it:
+  nbgrader_config_exchange.py   the students' side of the exchange on one machine: each student copies it to
+                                ~/.jupyter/nbgrader_config.py (it stands alone: it does not load this file)
+  nbgrader_config_hub.py        the instructor's /etc/jupyter/nbgrader_config.py on a JupyterHub (shared exchange)
 To put the gradebook on a database server (several grading machines, see README.md), set
 `c.CourseDirectory.db_url` here, e.g. "postgresql://grader@db.example.org/cs336".
 """
 import os
+import sys
 
 c = get_config()  # noqa: F821 (provided by traitlets when it loads this file)
 
 c.CourseDirectory.course_id = "cs336-primitives"
 # The course root is wherever this file is, so a copy of the course (a clone, a scratch folder) is its own course.
-c.CourseDirectory.root = os.path.dirname(os.path.abspath(__file__))
+COURSE_ROOT = os.path.dirname(os.path.abspath(__file__))
+c.CourseDirectory.root = COURSE_ROOT
+
+# nbgrader runs `alembic` (the gradebook's migrations) by name: put this environment's bin/ first on PATH, so that
+# `.venv/bin/nbgrader db ...` and `.venv/bin/python -m nbgrader ...` work without activating the environment.
+os.environ["PATH"] = os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])
+
+# nbgrader's exchange: where `release_assignment`, `collect` and `release_feedback` (and Formgrader's Release,
+# Collect and Release Feedback buttons under `make lab`) meet the students' `fetch_assignment`, `submit` and
+# `fetch_feedback`. By default the course keeps its own, `exchange/` here (git-ignored), so the whole cycle works on
+# one account. For students with accounts of their own on this machine, or a hub, set the environment variable
+# COURSE_EXCHANGE to a folder every account reaches (e.g. /srv/nbgrader/exchange, created once with mode 1777),
+# in the environment of every nbgrader command and of `make lab` (nbgrader_config_hub.py sets it on a hub).
+c.Exchange.root = os.environ.get("COURSE_EXCHANGE") or os.path.join(COURSE_ROOT, "exchange")
+c.Exchange.path_includes_course = True
+c.Exchange.timezone = "UTC"  # the time zone written to each submission's timestamp.txt
 
 # What a student sees in place of each solution region.
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError(\"replace this line with your code, then run the test cell below\")"}

@@ -1,17 +1,16 @@
-"""nbgrader configuration for one machine with nbgrader's exchange: the course (nbgrader_config.py beside this file)
-plus an exchange folder that the instructor and every student account on the machine can reach.
+"""The students' side of nbgrader's exchange when the class shares one machine: each student copies this file to
+~/.jupyter/nbgrader_config.py, then uses `nbgrader fetch_assignment`, `submit`, `fetch_feedback` or JupyterLab's
+Assignments tab. It stands alone (it loads no other file), so it works from any folder.
 
-Instructor, in the course root:   nbgrader release_assignment 01_floats --config=nbgrader_config_exchange.py
-                                  (or copy this file to ~/.jupyter/nbgrader_config.py and leave out --config)
-Students: a config with the same `course_id`, `Exchange.root` and `Exchange.timezone` lines in their
-~/.jupyter/nbgrader_config.py, then `nbgrader fetch_assignment`, `submit`, `fetch_feedback`, or the
-Assignments tab of JupyterLab. Create the exchange folder once: `mkdir -p -m 1777 /srv/nbgrader/exchange`.
+The instructor needs no such file: the course's nbgrader_config.py names the exchange, and for a class it is the
+shared folder in COURSE_EXCHANGE, the same here and on the instructor's side. Create that folder once:
+`sudo mkdir -p -m 1777 /srv/nbgrader/exchange`.
 """
 import os
 
 c = get_config()  # noqa: F821 (provided by traitlets when it loads this file)
-load_subconfig(os.path.join(os.path.dirname(os.path.abspath(__file__)), "nbgrader_config.py"))  # noqa: F821
 
-c.Exchange.root = "/srv/nbgrader/exchange"
+c.CourseDirectory.course_id = "cs336-primitives"
+c.Exchange.root = os.environ.get("COURSE_EXCHANGE") or "/srv/nbgrader/exchange"
 c.Exchange.path_includes_course = True
 c.Exchange.timezone = "UTC"  # the time zone written to each submission's timestamp.txt

@@ -2,7 +2,7 @@
 
 The repository itself is the course (its `nbgrader_config.py` is at the root). `Course.load(folder)` opens
 another course folder the same way: with that folder's own `nbgrader_config.py`, or, when it has none, with the
-repository's configuration moved to that folder (its own `gradebook.db` included), as the tests and the
+repository's configuration moved to that folder (its own `gradebook.db` and `exchange/`), as the tests and the
 benchmark do. `make_course` builds a throwaway course from this repository's `source/` for releasing.
 """
 from __future__ import annotations
@@ -54,6 +54,8 @@ def course_config(root: Path) -> Config:
     if root != REPO_ROOT:
         config.CourseDirectory.root = str(root)
         config.CourseDirectory.db_url = f"sqlite:///{root / 'gradebook.db'}"
+        if config.Exchange.root == str(REPO_ROOT / "exchange"):  # the course's own exchange moves with it too
+            config.Exchange.root = str(root / "exchange")
     return config
 
 

@@ -3,6 +3,8 @@
     python -m autograder.deadlines extend ASSIGNMENT STUDENT [--days D] [--hours H] [--minutes M] [--course DIR]
     python -m autograder.deadlines show [ASSIGNMENT] [--course DIR]
 
+An extension is a time of zero or more (D, H and M add up; fractions are fine); a negative one is refused.
+
 Set an assignment's due date with nbgrader itself: `nbgrader db assignment add 01_floats --duedate="2026-02-01
 17:00:00 UTC"`. nbgrader keeps a student's extension on their submission record (`Gradebook.grant_extension`) and
 has no command for it, and a student may need one before submitting; `extend` records the assignment (as
@@ -13,6 +15,7 @@ submission as late only past the due date plus the extension (nbgrader's `Submit
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
 
@@ -25,6 +28,10 @@ def extend(course: Course, assignment: str, student: str, days: float = 0, hours
            minutes: float = 0) -> str:
     """Grant (or, with no time, remove) an extension; return a line saying what the due date now is."""
     from nbgrader.api import MissingEntry
+    for unit, value in (("days", days), ("hours", hours), ("minutes", minutes)):
+        if not (math.isfinite(value) and value >= 0):
+            raise GradebookError(f"an extension of {value} {unit}: it must be zero or more "
+                                 "(to shorten one, grant the shorter one; with no time, the extension is removed)")
     if assignment not in course.assignments():
         raise GradebookError(f"no assignment {assignment!r} in {course.source}")
     gradebook.sync(course, [assignment])
@@ -41,11 +48,17 @@ def extend(course: Course, assignment: str, student: str, days: float = 0, hours
             except MissingEntry:
                 submission = book.add_submission(assignment, student)
             book.grant_extension(assignment, student, minutes=minutes, hours=hours, days=days)
-            due = submission.duedate
+            due = _due(submission)
             return (f"{student} {assignment}: extension {submission.extension or 'none'}; "
                     f"due {due.isoformat(' ') + ' UTC' if due else 'date not set (nbgrader db assignment add)'}")
     finally:
         book.close()
+
+
+def _due(submission):
+    """The student's due date: the assignment's plus the extension (nbgrader's property fails without a due date)."""
+    due = submission.assignment.duedate
+    return due + submission.extension if due is not None and submission.extension else due
 
 
 def show(course: Course, assignment: str | None = None) -> list[str]:
@@ -57,24 +70,47 @@ def show(course: Course, assignment: str | None = None) -> list[str]:
             if assignment and a.name != assignment:
                 continue
             lines.append(f"{a.name}: due {a.duedate.isoformat(' ') + ' UTC' if a.duedate else '(no due date)'}")
-            lines += [f"  {s.student.id}: extension {s.extension}, due {s.duedate}" for s in a.submissions if s.extension]
+            lines += [f"  {s.student.id}: extension {s.extension}, due "
+                      f"{_due(s).isoformat(' ') + ' UTC' if a.duedate else '(no due date yet)'}"
+                      for s in a.submissions if s.extension]
         return lines
     finally:
         book.close()
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--course", type=Path, default=None, help="the course folder (default: as autograder.grade)")
-    commands = parser.add_subparsers(dest="command", required=True)
-    grant = commands.add_parser("extend", help="grant a student an extension on an assignment")
-    grant.add_argument("assignment")
-    grant.add_argument("student")
-    for unit in ("days", "hours", "minutes"):
-        grant.add_argument(f"--{unit}", type=float, default=0)
-    listing = commands.add_parser("show", help="due dates and extensions")
-    listing.add_argument("assignment", nargs="?")
-    args = parser.parse_args()
+def non_negative(text: str) -> float:
+    """An amount of time for argparse: a finite number, zero or more."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not (math.isfinite(value) and value >= 0):
+        raise argparse.ArgumentTypeError(f"{text} is not zero or more: an extension cannot be negative")
+    return value
+
+
+def parser() -> argparse.ArgumentParser:
+    """The command line, as the module docstring's usage lines show it (tests/test_readme_commands.py checks)."""
+    main_parser = argparse.ArgumentParser(prog="python -m autograder.deadlines", description=__doc__,
+                                          formatter_class=argparse.RawDescriptionHelpFormatter)
+    course = argparse.ArgumentParser(add_help=False)
+    course.add_argument("--course", type=Path, default=None, metavar="DIR",
+                        help="the course folder (default: the current folder when it holds nbgrader_config.py, "
+                             "else this repository)")
+    commands = main_parser.add_subparsers(dest="command", required=True, metavar="{extend,show}")
+    grant = commands.add_parser("extend", parents=[course], help="grant a student an extension on an assignment "
+                                "(replacing any earlier one; with no time, remove it)")
+    grant.add_argument("assignment", metavar="ASSIGNMENT")
+    grant.add_argument("student", metavar="STUDENT")
+    for unit, letter in (("days", "D"), ("hours", "H"), ("minutes", "M")):
+        grant.add_argument(f"--{unit}", type=non_negative, default=0, metavar=letter)
+    listing = commands.add_parser("show", parents=[course], help="due dates and extensions")
+    listing.add_argument("assignment", nargs="?", metavar="ASSIGNMENT")
+    return main_parser
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parser().parse_args(argv)
     from autograder.grade import default_course
     course = Course.load(args.course or default_course())
     try:

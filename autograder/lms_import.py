@@ -3,7 +3,8 @@
     python -m autograder.lms_import DOWNLOAD [--assignment NAME] [--course DIR] [--submitted DIR]
 
 Canvas names each file `<name>_[LATE_]<user id>_<submission id>_<the student's file name>`, for example
-`alice_12345_67890_01_floats.ipynb`; a re-upload may carry `-1`, `-2` before `.ipynb`. `<name>` is the student's
+`alice_12345_67890_01_floats.ipynb`; a re-upload may carry `-1`, `-2` before `.ipynb`, and a file downloaded
+again by a browser ` (1)`, ` (2)`: both are taken off to find the notebook's name. `<name>` is the student's
 login or sortable name squeezed to lower case ("smithjane"). It is matched against the gradebook's roster
 (`nbgrader db student import`): a student's id, "lastfirst", "firstlast" or the part of their e-mail before the
 @, compared as lower-case letters and digits. Each file lands in `submitted/<student>/<assignment>/<notebook>.ipynb`,
@@ -13,7 +14,12 @@ Listed and skipped, never guessed: names that match no student or more than one,
 assignment's notebooks, and files too large to be a notebook. A file already in `submitted/` is never
 overwritten: an identical one is reported as already there, a different one is reported and left alone (move it
 away to import the new one). A Canvas download holds no submission time, so no timestamp.txt is written and the
-grader reports that lateness was not checked; Canvas's own LATE marks are listed.
+grader reports that lateness was not checked. Canvas's own LATE marks are listed and kept: each imported
+submission gets `lms_import.txt` beside its notebook, naming the file it came from and, for a late one, the line
+`Canvas marked it LATE` (the grader keeps only timestamp.txt and the notebooks, so this file changes no score).
+
+Exit status: 0 when every file was imported or was already there unchanged; 1 when a file was skipped or not
+imported (each is listed; the rest was imported); 2 when nothing could be done (no roster, an unreadable gradebook).
 
 nbgrader's `zip_collect` does not fit here: it does not check names against the roster, and it either stops
 halfway at the first student whose folder is not empty or, with --force, deletes what was there.
@@ -34,8 +40,10 @@ from autograder.gradebook import GradebookError
 from autograder.grade import SAFE_NAME
 from autograder.plan import MAX_NOTEBOOK_BYTES
 
-CANVAS = re.compile(r"^(?P<name>[^_]+)_(?:(?P<late>LATE)_)?(?P<user>\d+)_(?P<submission>\d+)_(?P<file>.+)$")
-RESUBMITTED = re.compile(r"-\d+(?=\.ipynb$)")
+CANVAS = re.compile(r"^(?P<name>[^_]+)_(?:(?P<late>LATE|late)_)?(?P<user>\d+)_(?P<submission>\d+)_(?P<file>.+)$")
+# Canvas's re-upload suffix (`-1`) and a browser's second download (` (1)`), in either order, before `.ipynb`.
+RESUBMITTED = re.compile(r"(?:-\d+| \(\d+\))+(?=\.ipynb$)")
+RECORD = "lms_import.txt"
 
 
 @dataclass
@@ -45,6 +53,11 @@ class Report:
     kept: list[str] = field(default_factory=list)          # a different file already there: not overwritten
     unmatched: list[str] = field(default_factory=list)     # "file: why"
     late: list[str] = field(default_factory=list)          # Canvas marked these LATE
+
+    @property
+    def complete(self) -> bool:
+        """Every file was imported or already there: nothing skipped, nothing left out."""
+        return not (self.unmatched or self.kept)
 
     def lines(self) -> list[str]:
         out = [f"imported {len(self.imported)} file(s)"]
@@ -135,16 +148,27 @@ def import_download(course: Course, download: Path, submitted: Path, assignment:
             (report.unchanged if same else report.kept).append(where)
             continue
         target.parent.mkdir(parents=True, exist_ok=True)
-        temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-        temporary.write_bytes(data)
-        try:
-            os.link(temporary, target)  # fails if the target appeared meanwhile: never overwrites
+        if _write_new(target, data):
             report.imported.append(where)
-        except FileExistsError:
+            record = [f"{target.name} <- {name}"] + (["Canvas marked it LATE"] if match["late"] else [])
+            with open(target.parent / RECORD, "a") as out:  # one line per notebook of the submission
+                out.write("\n".join(record) + "\n")
+        else:
             report.kept.append(where)
-        finally:
-            temporary.unlink()
     return report
+
+
+def _write_new(target: Path, data: bytes) -> bool:
+    """Write a file that does not exist yet; False, with nothing written, if it does."""
+    temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    temporary.write_bytes(data)
+    try:
+        os.link(temporary, target)  # fails if the target appeared meanwhile: never overwrites
+        return True
+    except FileExistsError:
+        return False
+    finally:
+        temporary.unlink()
 
 
 def main() -> None:
@@ -166,6 +190,10 @@ def main() -> None:
         print(f"error: {error}", file=sys.stderr)
         raise SystemExit(2)
     print("\n".join(report.lines()))
+    if not report.complete:
+        print(f"error: {len(report.unmatched) + len(report.kept)} file(s) not imported (listed above); "
+              "the others were", file=sys.stderr)
+        raise SystemExit(1)
 
 
 if __name__ == "__main__":

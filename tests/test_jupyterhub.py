@@ -50,7 +50,9 @@ def test_a_students_first_start_copies_the_course_and_later_starts_keep_their_wo
     assert (tmp_path / "notebooks" / "01_floats.ipynb").read_text() == "my notes"
 
 
-def test_fetched_exercises_land_where_the_landing_page_and_the_progress_check_look(image, tmp_path):
+def test_fetched_exercises_land_where_the_landing_page_and_the_progress_check_look(image, tmp_path, monkeypatch):
+    # nbgrader_config_hub.py sets COURSE_EXCHANGE for the course's config read after it: not in this process's tests
+    monkeypatch.setattr(os, "environ", {k: v for k, v in os.environ.items() if k != "COURSE_EXCHANGE"})
     student = PyFileConfigLoader("nbgrader_config.py", path=str(image / "etc" / "jupyter")).load_config()
     instructor = PyFileConfigLoader("nbgrader_config_hub.py", path=str(REPO)).load_config()
     assert student.CourseDirectory.course_id == instructor.CourseDirectory.course_id

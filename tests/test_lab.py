@@ -23,7 +23,8 @@ def course_copy(root):
     return root
 
 
-def test_make_lab_serves_lab_the_course_kernel_and_formgrader(tmp_path):
+def test_make_lab_serves_lab_the_course_kernel_and_formgrader(tmp_path, monkeypatch):
+    monkeypatch.delenv("COURSE_EXCHANGE", raising=False)
     course = course_copy(tmp_path / "course")
     lab = start_lab(tmp_path / "lab", root=course)
     try:
@@ -51,6 +52,15 @@ def test_make_lab_serves_lab_the_course_kernel_and_formgrader(tmp_path):
         assert status == 200, body
         assert sorted(a["name"] for a in json.loads(body)) == assignments()
         assert (course / "gradebook.db").is_file()
+        # Formgrader's Release and Collect buttons use the exchange the course's nbgrader_config.py names: exchange/
+        # in the course (git-ignored), since no COURSE_EXCHANGE is set here.
+        for button in ("release", "collect"):
+            request = urllib.request.Request(lab.url(f"/formgrader/api/assignment/01_floats/{button}"), data=b"",
+                                             method="POST")
+            with urllib.request.urlopen(request, timeout=120) as response:
+                result = json.loads(response.read())
+            assert result["success"], (button, result)
+        assert (course / "exchange" / "cs336-primitives" / "outbound" / "01_floats" / "01_floats.ipynb").is_file()
     finally:
         stop(lab.process)
     assert b"No nbgrader_config.py file found" not in lab.log.read_bytes()

@@ -1,0 +1,281 @@
+"""The README's instructor commands work exactly as printed (issue #24, item 6), student data stays out of git
+(item 7), and the edges of the Canvas import and the deadlines tool (item 8).
+
+The first test takes every ```bash block of the README's "Instructors" section and runs it as printed, in order, in
+a scratch copy of the course (one assignment, 01_floats), with real nbgrader commands: the instructor's blocks in
+the course with a scratch HOME and the course's own exchange, the students' blocks (those running nbgrader's
+student commands) in a student's scratch HOME with `COURSE_EXCHANGE` naming that exchange, as a class on one machine
+would. The student is whoever runs the test (nbgrader names a submission after the account). A second student's
+work comes from a Canvas download. Then the scratch course, a git repository with the course's .gitignore, must
+have nothing new for `git add --all`.
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import pwd
+import re
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from tests import tiny_course
+
+REPO = Path(__file__).resolve().parent.parent
+README = (REPO / "README.md").read_text()
+STUDENT_COMMANDS = re.compile(r"\bnbgrader (fetch_assignment|submit|fetch_feedback)\b")
+A = "01_floats"
+COURSE_ID = "cs336-primitives"
+# What the scratch course holds: what the README's commands need, as tracked in the repository.
+COURSE_FILES = ["Makefile", "pyproject.toml", "scripts/install_env.py", ".gitignore", "nbgrader_config.py",
+                "nbgrader_config_exchange.py", "nbgrader_config_hub.py", f"source/{A}", f"release/{A}"]
+
+
+def section(title: str) -> str:
+    start = README.index(f"\n## {title}\n")
+    end = README.find("\n## ", start + 1)
+    return README[start:end if end > 0 else None]
+
+
+def bash_blocks(text: str) -> list[str]:
+    return re.findall(r"^```bash\n(.*?)^```$", text, flags=re.MULTILINE | re.DOTALL)
+
+
+def bash(script: str, cwd: Path, env: dict) -> subprocess.CompletedProcess:
+    done = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", script], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, f"in {cwd}:\n{script}\nexited {done.returncode}:\n{done.stdout}\n{done.stderr}"
+    return done
+
+
+def addable(course: Path) -> set[str]:
+    """What `git add --all` would add in the course (a git repository): every path git does not ignore."""
+    done = subprocess.run(["git", "add", "--all", "--dry-run"], cwd=course, capture_output=True, text=True, check=True)
+    return {line.split(" ", 1)[1].strip("'") for line in done.stdout.splitlines()}
+
+
+@pytest.fixture(scope="module")
+def cycle(tmp_path_factory):
+    if not (Path(sys.prefix) / "bin" / "activate").is_file():
+        pytest.skip(f"the environment {sys.prefix} has no bin/activate (the README's instructions assume a venv)")
+    tmp = tmp_path_factory.mktemp("readme")
+    course = tmp / "course"
+    for name in COURSE_FILES:
+        (course / name).parent.mkdir(parents=True, exist_ok=True)
+        copy = shutil.copytree if (REPO / name).is_dir() else shutil.copy2  # copy2 keeps times: make sees no change
+        copy(REPO / name, course / name)
+    (course / ".venv").symlink_to(sys.prefix)  # the environment running the tests, as `make install` makes .venv
+    stale = subprocess.run(["make", "-q", ".venv/.installed"], cwd=course, capture_output=True)
+    if stale.returncode != 0:  # make would reinstall into the environment: not in a test
+        pytest.fail("the environment is older than pyproject.toml: run `make install` first")
+    subprocess.run(["git", "init", "-q"], cwd=course, check=True)
+    tracked = addable(course)
+
+    me = pwd.getpwuid(os.getuid()).pw_name  # nbgrader names a submission after the account that submits it
+    (course / "students.csv").write_text(f"id,first_name,last_name,email\nalice,Alice,Smith,alice@example.org\n"
+                                         f"bob,Bob,Jones,bob@example.org\n{me},Student,Account,{me}@example.org\n")
+    release = nbformat.read(course / "release" / A / f"{A}.ipynb", as_version=4)
+    with zipfile.ZipFile(course / "submissions.zip", "w") as canvas:  # bob's, downloaded twice by the browser
+        canvas.writestr(f"jonesbob_LATE_1001_2002_{A} (1).ipynb", nbformat.writes(release))
+
+    inherited = {k: v for k, v in os.environ.items()
+                 if not k.startswith(("JUPYTER", "VIRTUAL_ENV", "COURSE_EXCHANGE", "NBGRADER", "PYTHONPATH"))}
+    bin_dir = str(Path(sys.prefix) / "bin")
+    inherited["PATH"] = os.pathsep.join(p for p in inherited.get("PATH", "").split(os.pathsep)
+                                        if p and Path(p).resolve() != Path(bin_dir).resolve())
+    instructor = {**inherited, "HOME": str(tmp / "home" / "instructor")}
+    student_home = tmp / "home" / me
+    student = {**inherited, "HOME": str(student_home), "COURSE_EXCHANGE": str(course / "exchange"),
+               "PATH": os.pathsep.join([bin_dir, inherited["PATH"]])}  # the student's own environment with nbgrader
+    for home in (Path(instructor["HOME"]), student_home):
+        home.mkdir(parents=True)
+    shutil.copy2(course / "nbgrader_config_exchange.py", student_home)  # handed out by the instructor
+
+    blocks = bash_blocks(section("Instructors"))
+    activate, steps = blocks[0], blocks[1:]
+    assert activate.strip().startswith("source .venv/bin/activate"), activate
+    ran = []
+    for block in steps:
+        if STUDENT_COMMANDS.search(block):
+            ran.append(("student", block, bash(block, student_home, student)))
+        else:
+            ran.append(("instructor", block, bash(activate + block, course, instructor)))
+    return dict(course=course, tracked=tracked, ran=ran, me=me, home=student_home)
+
+
+def test_the_readme_prints_the_whole_cycle(cycle):
+    kinds = [kind for kind, _, _ in cycle["ran"]]
+    assert kinds == ["instructor", "student", "instructor", "instructor", "student"], kinds
+    text = "\n".join(block for _, block, _ in cycle["ran"])
+    for command in ("nbgrader db student import", "nbgrader db assignment add", "autograder.deadlines extend",
+                    "nbgrader release_assignment", "nbgrader collect", "make lms-import", "make grade",
+                    "nbgrader generate_feedback", "nbgrader release_feedback", "nbgrader export"):
+        assert command in text, command
+    assert "--config=" not in section("Instructors")  # nbgrader 0.9.6 ignores it ("Unrecognized alias")
+
+
+def test_the_commands_did_what_the_readme_says(cycle):
+    course, me = cycle["course"], cycle["me"]
+    assert (course / "exchange" / COURSE_ID / "outbound" / A / f"{A}.ipynb").is_file()  # the course's own exchange
+    assert (course / "submitted" / me / A / "timestamp.txt").is_file()                  # collected from the exchange
+    record = (course / "submitted" / "bob" / A / "lms_import.txt").read_text()          # from the Canvas download
+    assert f"jonesbob_LATE_1001_2002_{A} (1).ipynb" in record and "Canvas marked it LATE" in record
+    graded = (course / "graded" / "grades.csv").read_text()
+    assert f"{me},{A},TOTAL" in graded and f"bob,{A},TOTAL" in graded
+    exported = (course / "grades.csv").read_text()  # nbgrader export
+    assert all(f",{student}," in exported for student in ("alice", "bob", me))  # a row each, alice's without work
+    feedback = list((cycle["home"] / COURSE_ID / A / "feedback").rglob(f"{A}.html"))
+    assert len(feedback) == 1  # released through the exchange and fetched
+    shown = "\n".join(done.stdout for _, _, done in cycle["ran"])
+    assert "alice 01_floats: extension 2 days, 0:00:00; due 2026-02-03 17:00:00 UTC" in shown
+
+
+def test_no_student_data_is_left_for_git(cycle):
+    """The roster, the Canvas download, the exchange, submissions, the gradebook, autograded notebooks, feedback
+    and both grade exports exist now; `git add --all` would add none of them."""
+    course = cycle["course"]
+    for made in ("students.csv", "submissions.zip", "grades.csv", "gradebook.db", "exchange", "submitted",
+                 "autograded", "feedback", "graded"):
+        assert (course / made).exists(), made
+    assert addable(course) == cycle["tracked"], sorted(addable(course) - cycle["tracked"])
+
+
+# Item 7 elsewhere: the names the README gives student data, in the repository itself.
+@pytest.mark.parametrize("path", ["students.csv", "grades.csv", "export.csv", "submissions.zip",
+                                  "submissions (1).zip", "exchange/cs336-primitives/inbound/x", "gradebook.db",
+                                  "roster/students-2026.csv", "graded/grades.csv", "submitted/a/b/c.ipynb"])
+def test_the_repository_ignores_student_data(path, tmp_path):
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)  # the repository's .gitignore, wherever it runs
+    shutil.copy(REPO / ".gitignore", tmp_path / ".gitignore")
+    done = subprocess.run(["git", "check-ignore", "--no-index", "-q", path], cwd=tmp_path)
+    assert done.returncode == 0, f"{path} is not git-ignored"
+
+
+# ---- The Canvas import and the deadlines tool (item 8), on tests/tiny_course.py's course -------------------------
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    from autograder.course import Course
+    from nbgrader.api import Gradebook
+    root = tiny_course.make_course(tmp_path_factory.mktemp("edges") / "course")
+    course = Course.load(root)
+    with Gradebook(course.db_url, course.course_id) as gb:
+        for sid, first, last in (("jsmith", "Jane", "Smith"), ("bob", "Bob", "Jones")):
+            gb.update_or_create_student(sid, first_name=first, last_name=last, email=f"{sid}@example.org")
+    return dict(root=root, course=course, notebook=tiny_course.source_notebook())
+
+
+def run_main(main, argv: list[str], cwd: Path) -> tuple[int, str, str]:
+    """A module's main() in this process (no interpreter start): exit status, stdout, stderr."""
+    out, err = io.StringIO(), io.StringIO()
+    old_argv, old_cwd = sys.argv, os.getcwd()
+    sys.argv = ["prog", *argv]
+    try:
+        os.chdir(cwd)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                main()
+                status = 0
+            except SystemExit as stop:
+                status = stop.code if isinstance(stop.code, int) else 1
+    finally:
+        sys.argv = old_argv
+        os.chdir(old_cwd)
+    return status, out.getvalue(), err.getvalue()
+
+
+def test_canvas_import_takes_browser_names_keeps_late_marks_and_fails_when_it_skipped(tiny, tmp_path):
+    from autograder import lms_import
+    A0 = tiny_course.ASSIGNMENT
+    notebook = nbformat.writes(tiny["notebook"])
+    download = tmp_path / "download"
+    download.mkdir()
+    files = {f"smithjane_LATE_12345_67890_{A0} (1).ipynb": notebook,   # browser's second download, Canvas LATE
+             f"jonesbob_222_333_{A0}-1 (2).ipynb": notebook,           # a re-upload, downloaded three times
+             f"mallory_1_2_{A0}.ipynb": notebook}                      # on no roster
+    for name, text in files.items():
+        (download / name).write_text(text)
+    submitted = tmp_path / "submitted"
+    args = [str(download), "--assignment", A0, "--course", str(tiny["root"]), "--submitted", str(submitted)]
+    status, out, err = run_main(lms_import.main, args, tiny["root"])
+    assert status == 1, (out, err)  # one file skipped: `make lms-import` fails, after importing the others
+    assert "'mallory' matches no student on the roster" in out and "1 file(s) not imported" in err
+    assert (submitted / "jsmith" / A0 / f"{A0}.ipynb").read_text() == notebook
+    assert (submitted / "bob" / A0 / f"{A0}.ipynb").read_text() == notebook
+    assert (submitted / "jsmith" / A0 / "lms_import.txt").read_text() == (
+        f"{A0}.ipynb <- smithjane_LATE_12345_67890_{A0} (1).ipynb\nCanvas marked it LATE\n")
+    assert "LATE" not in (submitted / "bob" / A0 / "lms_import.txt").read_text()
+    assert "Canvas marked these LATE" in out and f"jsmith/{A0}" in out
+    assert not (submitted / "jsmith" / A0 / "timestamp.txt").exists()
+
+    (download / f"mallory_1_2_{A0}.ipynb").unlink()  # the instructor deals with it; the rest is already there
+    status, out, err = run_main(lms_import.main, args, tiny["root"])
+    assert status == 0 and "imported 0 file(s)" in out and out.count("already there, unchanged") == 2, (out, err)
+
+    changed = notebook.replace("A tiny exercise", "A changed exercise")
+    (download / f"jonesbob_222_333_{A0}-1 (2).ipynb").write_text(changed)
+    status, out, err = run_main(lms_import.main, args, tiny["root"])  # a different file: never overwritten
+    assert status == 1 and "NOT imported, a different file is already in submitted/" in out
+    assert (submitted / "bob" / A0 / f"{A0}.ipynb").read_text() == notebook
+
+
+def test_deadlines_refuse_a_negative_extension(tiny):
+    from autograder import deadlines
+    from autograder.gradebook import GradebookError
+    A0 = tiny_course.ASSIGNMENT
+    for argv in (["--days", "-1"], ["--hours", "2", "--minutes", "-30"], ["--days", "nan"]):
+        status, out, err = run_main(deadlines.main, ["extend", A0, "jsmith", *argv, "--course", str(tiny["root"])],
+                                    tiny["root"])
+        assert status == 2 and "cannot be negative" in err, (argv, err)
+    with pytest.raises(GradebookError, match="must be zero or more"):
+        deadlines.extend(tiny["course"], A0, "jsmith", days=-2)
+    status, out, err = run_main(deadlines.main, ["extend", A0, "jsmith", "--days", "1.5", "--course",
+                                                 str(tiny["root"])], tiny["root"])
+    assert status == 0 and "extension 1 day, 12:00:00" in out, (out, err)
+    status, out, err = run_main(deadlines.main, ["show"], tiny["root"])  # as the README prints it, in the course
+    assert status == 0 and "jsmith: extension 1 day, 12:00:00" in out, (out, err)
+
+
+def test_deadlines_usage_lines_parse_as_printed():
+    """Each usage line of the module's docstring, with its placeholders filled in, is accepted by its parser."""
+    from autograder import deadlines
+    usage = [line.strip() for line in deadlines.__doc__.splitlines() if "python -m autograder.deadlines" in line]
+    assert len(usage) == 2
+    values = {"ASSIGNMENT": "01_floats", "STUDENT": "alice", "D": "2", "H": "3", "M": "30", "DIR": "/tmp/course"}
+    for line in usage:
+        words = line.split()[3:]
+        filled = [values.get(w.strip("[]"), w.strip("[]")) for w in words]
+        args = deadlines.parser().parse_args(filled)
+        assert str(args.course) == "/tmp/course" and args.assignment == "01_floats", (line, args)
+    assert deadlines.parser().parse_args(["show"]).course is None
+
+
+def test_without_activating_the_environment_nbgrader_finds_its_alembic(monkeypatch):
+    """`.venv/bin/nbgrader db ...` (or `.venv/bin/python -m nbgrader db ...`) from the course: nbgrader runs `alembic`
+    by name when it makes a gradebook; the course's nbgrader_config.py puts the environment's bin/ first on PATH."""
+    from traitlets.config.loader import PyFileConfigLoader
+    environ = dict(os.environ, PATH="/usr/bin:/bin")
+    monkeypatch.setattr(os, "environ", environ)
+    PyFileConfigLoader("nbgrader_config.py", path=str(REPO)).load_config()
+    found = shutil.which("alembic", path=environ["PATH"])
+    assert found and Path(found).parent == Path(sys.executable).parent
+
+
+def test_the_hub_config_gives_the_course_the_shared_exchange(monkeypatch):
+    """On the instructor's hub server nbgrader reads /etc/jupyter/nbgrader_config.py (nbgrader_config_hub.py) and
+    then the course's nbgrader_config.py: the course keeps the hub's exchange, not its own exchange/."""
+    from traitlets.config.loader import PyFileConfigLoader
+    monkeypatch.setattr(os, "environ", {k: v for k, v in os.environ.items() if k != "COURSE_EXCHANGE"})
+    alone = PyFileConfigLoader("nbgrader_config.py", path=str(REPO)).load_config()
+    assert alone.Exchange.root == str(REPO / "exchange")
+    merged = PyFileConfigLoader("nbgrader_config_hub.py", path=str(REPO)).load_config()
+    merged.merge(PyFileConfigLoader("nbgrader_config.py", path=str(REPO)).load_config())
+    assert merged.Exchange.root == "/srv/nbgrader/exchange" and merged.CourseDirectory.root == str(REPO)
+    student = PyFileConfigLoader("nbgrader_config_exchange.py", path=str(REPO)).load_config()
+    assert student.Exchange.root == "/srv/nbgrader/exchange" and "root" not in student.CourseDirectory

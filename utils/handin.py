@@ -72,6 +72,14 @@ def hand_in(key: str, results: object) -> None:
     hidden.check(key, decode(text))
 
 
+def outcome(fn, *args, **kwargs) -> tuple[str, object]:
+    """What calling `fn` did, as data to hand in: ("returned", the value) or ("raised", the exception's type name)."""
+    try:
+        return "returned", fn(*args, **kwargs)
+    except Exception as error:  # noqa: BLE001 - which exception it was is the observation
+        return "raised", type(error).__name__
+
+
 # ---- encoding ------------------------------------------------------------------------------------------------
 def _tensor_bytes(t: torch.Tensor) -> bytes:
     flat = t.detach().to("cpu").contiguous().reshape(-1)

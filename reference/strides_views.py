@@ -54,3 +54,194 @@ def random_shape_with_numel(rng: random.Random, numel: int) -> tuple[int, ...]:
         shape.append(1)
     rng.shuffle(shape)
     return tuple(shape)
+
+
+# ---- hidden tests (reference/hidden.py): cases, expected results, checks -----------------------------------------
+from reference.hidden import HiddenTest
+from utils.grading import check_int, check_tensor, check_type
+from utils.strides import check_bool, check_ints, check_metadata
+
+
+def _results(results: object, cases: list, task: str) -> list:
+    check_type(results, list, f"{task}: the results handed in")
+    check_int(len(results), len(cases), f"{task}: how many results were handed in")
+    return results
+
+
+def _storage_index_cases() -> list[tuple]:
+    """(index, strides, offset) of an element of a random view."""
+    rng = random.Random(3)
+    cases = []
+    while len(cases) < 400:
+        view = random_view(rng)
+        if view.numel() == 0:
+            continue
+        index = tuple(rng.randrange(size) for size in view.shape)
+        cases.append((index, tuple(view.stride()), view.storage_offset()))
+    return cases
+
+
+def _storage_index_expected(cases: list) -> list[int]:
+    """Where torch finds the element: read from a view, with that layout, of an arange (value = storage index)."""
+    return [int(torch.arange(10_000).as_strided(tuple(i + 1 for i in index), strides, offset)[index])
+            for index, strides, offset in cases]
+
+
+def _storage_index_check(cases, expected, results) -> None:
+    for (index, strides, offset), want, got in zip(cases, expected, _results(results, cases, "storage_index")):
+        check_int(got, want, f"storage_index({index}, {strides}, {offset})")
+
+
+def _row_major_cases() -> list[tuple]:
+    rng = random.Random(4)
+    shapes = [tuple(rng.choice([0, 1, 1, 2, 3, 5, 8]) for _ in range(rng.randint(0, 5))) for _ in range(300)]
+    return shapes + [(4 * 12288, 12288), (1, 1, 1), (0,), (0, 0), (3, 0), (1000, 1, 7)]
+
+
+def _row_major_check(cases, expected, results) -> None:
+    for shape, want, got in zip(cases, expected, _results(results, cases, "row_major_strides")):
+        check_type(got, tuple, f"row_major_strides({shape}): what was handed in")
+        check_int(len(got), 2, f"row_major_strides({shape}): what was handed in")
+        check_ints(got[0], want, f"row_major_strides({shape})")
+        check_ints(got[1], want, f"row_major_strides(torch.Size({shape}))")
+
+
+def _contiguous_cases() -> list[tuple]:
+    rng = random.Random(5)
+    cases = []
+    for _ in range(300):
+        view = random_view(rng)
+        cases.append((tuple(view.shape), tuple(view.stride())))
+    for _ in range(300):  # arbitrary strides, not only those of views torch makes
+        shape = tuple(rng.choice([0, 1, 1, 2, 3, 4]) for _ in range(rng.randint(0, 4)))
+        strides = tuple(rng.choice([0, 1, 2, 3, 4, 6, 8, 12, 24, rng.randint(0, 30)]) for _ in shape)
+        if rng.random() < 0.4:  # make it contiguous, then perturb the strides of size-1 dims only
+            strides = tuple(rng.randint(0, 9) if size == 1 else s
+                            for size, s in zip(shape, torch.empty(shape, device="meta").stride()))
+        cases.append((shape, strides))
+    return cases
+
+
+def _contiguous_check(cases, expected, results) -> None:
+    for (shape, strides), want, got in zip(cases, expected, _results(results, cases, "is_contiguous")):
+        check_bool(got, want, f"is_contiguous({shape}, {strides})")
+
+
+def _slice_cases() -> list[tuple]:
+    rng = random.Random(6)
+    cases = []
+    while len(cases) < 400:
+        view = random_view(rng)
+        if view.dim() == 0:
+            continue
+        dim = rng.randrange(view.dim())
+        start, stop, step = rng.choice([None, rng.randint(-7, 7)]), rng.choice([None, rng.randint(-7, 7)]), rng.randint(1, 4)
+        cases.append((tuple(view.shape), tuple(view.stride()), view.storage_offset(), dim, start, stop, step))
+    return cases
+
+
+def _slice_expected(cases: list) -> list[tuple]:
+    """What torch's own slicing gives, on a view of a large enough storage with the case's layout."""
+    expected = []
+    for shape, strides, offset, dim, start, stop, step in cases:
+        view = torch.empty(10_000).as_strided(shape, strides, offset)
+        index = [slice(None)] * len(shape)
+        index[dim] = slice(start, stop, step)
+        sliced = view[tuple(index)]
+        expected.append((tuple(sliced.shape), tuple(sliced.stride()), sliced.storage_offset()))
+    return expected
+
+
+def _slice_check(cases, expected, results) -> None:
+    for args, want, got in zip(cases, expected, _results(results, cases, "slice_metadata")):
+        check_metadata(got, want, f"slice_metadata{args}")
+
+
+def _windows_cases() -> list[dict]:
+    rng = random.Random(7)
+    cases = []
+    for dtype in (torch.float32, torch.int64, torch.bfloat16, torch.float64):
+        for _ in range(25):
+            start, step = rng.randint(0, 5), rng.randint(1, 4)
+            length = len(range(start, 60, step))
+            length = min(length, rng.randint(1, 12))
+            cases.append(dict(dtype=dtype, start=start, step=step, length=length, width=rng.randint(1, length)))
+    return cases
+
+
+def window_input(case: dict) -> torch.Tensor:
+    """The strided 1-D input of a sliding_windows case: every step-th number of an arange, from start."""
+    return torch.arange(60).to(case["dtype"])[case["start"]::case["step"]][: case["length"]]
+
+
+def _windows_expected(cases: list) -> list[torch.Tensor]:
+    return [window_input(case).unfold(0, case["width"], 1) for case in cases]
+
+
+def _windows_check(cases, expected, results) -> None:
+    for case, want, got in zip(cases, expected, _results(results, cases, "sliding_windows")):
+        x = window_input(case)
+        what = (f"sliding_windows(x, {case['width']}) for x of length {x.shape[0]}, stride {x.stride(0)}, offset "
+                f"{x.storage_offset()}, {x.dtype}")
+        check_type(got, dict, f"{what}: what was handed in")
+        check_tensor(got.get("result"), want, what)
+        if got.get("is_view_of_x") is not True:
+            raise AssertionError(f"{what}: the result is not a view of x\nHint: build it with as_strided on x.")
+        check_ints(got.get("strides"), tuple(want.stride()), f"strides of {what}")
+
+
+def _can_view_cases() -> list[tuple]:
+    rng = random.Random(8)
+    cases = []
+    while len(cases) < 500:
+        view = random_view(rng)
+        if view.numel() <= 1 and rng.random() < 0.8:
+            continue
+        shape = tuple(view.shape)
+        if len(shape) >= 2 and rng.random() < 0.4:  # merge two neighbouring dims: the interesting case
+            d = rng.randrange(len(shape) - 1)
+            new_shape = shape[:d] + (shape[d] * shape[d + 1],) + shape[d + 2:]
+        else:
+            new_shape = random_shape_with_numel(rng, view.numel())
+        cases.append((shape, tuple(view.stride()), new_shape))
+    return cases
+
+
+def _can_view_expected(cases: list) -> list[bool]:
+    expected = []
+    for shape, strides, new_shape in cases:
+        try:
+            torch.empty(10_000).as_strided(shape, strides).view(new_shape)
+            expected.append(True)
+        except RuntimeError:
+            expected.append(False)
+    assert 100 < sum(expected) < 450  # both verdicts are well represented
+    return expected
+
+
+def _can_view_check(cases, expected, results) -> None:
+    for (shape, strides, new_shape), want, got in zip(cases, expected, _results(results, cases, "can_view")):
+        check_bool(got, want, f"can_view({shape}, {strides}, {new_shape})")
+
+
+HIDDEN_TESTS = {
+    "storage_index": HiddenTest(_storage_index_cases, _storage_index_expected, _storage_index_check,
+                                varies="views made by transposes, slices with steps, expands (stride 0) and offsets"),
+    "row_major_strides": HiddenTest(_row_major_cases,
+                                    lambda cases: [tuple(torch.empty(s, device="meta").stride()) for s in cases],
+                                    _row_major_check,
+                                    varies="shapes with 0 to 5 dimensions, sizes 0 and 1, and torch.Size inputs"),
+    "is_contiguous": HiddenTest(_contiguous_cases,
+                                lambda cases: [torch.empty(1000).as_strided(shape, strides).is_contiguous()
+                                               for shape, strides in cases],
+                                _contiguous_check,
+                                varies="views torch makes and arbitrary strides, size-0 and size-1 dimensions with "
+                                       "any stride"),
+    "slice_metadata": HiddenTest(_slice_cases, _slice_expected, _slice_check,
+                                 varies="the sliced dimension, negative and missing start and stop, steps up to 4, "
+                                        "and inputs that are already views with an offset"),
+    "sliding_windows": HiddenTest(_windows_cases, _windows_expected, _windows_check,
+                                  varies="the dtype, inputs that are strided views with an offset, and every width"),
+    "can_view": HiddenTest(_can_view_cases, _can_view_expected, _can_view_check,
+                           varies="views torch makes, merged neighbouring dimensions, and new shapes of the same numel"),
+}

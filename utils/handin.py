@@ -82,7 +82,7 @@ def outcome(fn, *args, **kwargs) -> tuple[str, object]:
 
 # ---- encoding ------------------------------------------------------------------------------------------------
 def _tensor_bytes(t: torch.Tensor) -> bytes:
-    flat = t.detach().to("cpu").contiguous().reshape(-1)
+    flat = torch.empty(t.numel(), dtype=t.dtype).copy_(t.detach().reshape(-1))  # stride 1, whatever t's strides
     return flat.view(torch.uint8).numpy().tobytes() if flat.numel() else b""
 
 

@@ -88,7 +88,7 @@ def training_days(shape, tokens: float, num_gpus: int, device_name: str, mfu: fl
 # ---- hidden tests (reference/hidden.py): cases, expected results, checks -----------------------------------------
 # A case's shape travels as a tuple of GPT2Shape's six fields; the notebook makes GPT2Shape(*fields) of it. Tasks 3 and
 # 4 also send the values of tasks 1 and 2 their shapes need (written out above, equal to torch's counts), so the
-# student's later function runs with correct earlier answers (utils.grading.known_answers) and never a function.
+# student's later function runs with correct earlier answers (utils.earlier.answers_from_table) and never a function.
 import random
 from collections import namedtuple
 

@@ -207,24 +207,3 @@ def earlier_tasks_done_right(fn: Callable, correct: dict[str, Callable]) -> Iter
         yield
     finally:
         namespace.update(saved)
-
-
-def known_answers(name: str, parameters: tuple[str, ...], table: dict) -> Callable:
-    """A stand-in for an earlier task's function `name(*parameters)` that knows only the answers in `table`
-    ({argument: answer} for one parameter, {(arguments, ...): answer} for more), for earlier_tasks_done_right in a
-    student's process: a correct function there would be an answer to copy, a table of the values a test needs is not.
-    Called with anything the table lacks, it fails the test, saying so."""
-    signature = inspect.Signature([inspect.Parameter(p, inspect.Parameter.POSITIONAL_OR_KEYWORD) for p in parameters])
-
-    def stand_in(*args, **kwargs):
-        call = f"{name}(...)"
-        try:
-            bound = signature.bind(*args, **kwargs)
-            key = bound.args[0] if len(parameters) == 1 else tuple(bound.args)
-            call = f"{name}({', '.join(map(repr, bound.args))})"
-            return table[key]
-        except (TypeError, KeyError):
-            _fail(call, f"this test gives your later task a correct {name} that knows only the arguments the test "
-                        f"uses, and was called with others", f"call {name} on the arguments your function was given.")
-    stand_in.__name__ = stand_in.__qualname__ = name
-    return stand_in

@@ -270,9 +270,8 @@ def _steal(name, arguments):
     _frame = _inspect.currentframe().f_back
     while _frame is not None:
         for _local in ("want", "expected", "expected_value", "references", "reference"):
-            if _local in _frame.f_locals and not _local.startswith("_"):
-                _leak("the test's stack frames", _local)
-                return _frame.f_locals[_local]
+            if _local in _frame.f_locals:  # a visible test's own expected value is no secret: not a LEAK; a
+                return _frame.f_locals[_local]  # hidden one would be, and would score (the thief must score 0)
         _frame = _frame.f_back
     return None
 '''

@@ -237,7 +237,7 @@ def test_snooping_finds_nothing_and_changes_nothing(graded):
 def test_no_feedback_page_shows_a_line_of_the_references(graded):
     """The answer thief (and everyone else) cannot print the instructor's references into their own feedback."""
     lines = {line.strip() for path in (REPO / "reference").glob("*.py") for line in path.read_text().splitlines()
-             if len(line.strip()) >= 40 and not line.strip().startswith(("#", '"""'))}
+             if len(line.strip()) >= 40 and not line.strip().startswith(("#", '"""', "from ", "import "))}
     pages = list((graded["out"] / "feedback").rglob("*.html"))
     assert len(pages) >= len(ASSIGNMENTS) * 5
     for page in pages:

@@ -9,7 +9,8 @@ Variants beside it, each loading this file first:
                                 to ~/.jupyter/nbgrader_config.py for the students' side)
   nbgrader_config_hub.py        a JupyterHub with many users and a shared exchange volume
 To put the gradebook on a database server (several grading machines, see README.md), set
-`c.CourseDirectory.db_url` here, e.g. "postgresql://grader@db.example.org/cs336".
+`c.CourseDirectory.db_url` here, e.g. "postgresql+psycopg://grader:...@db.example.org/cs336?connect_timeout=10"
+(psycopg 3 is installed with the course; autograder/database.py checks the database before each run).
 """
 import os
 

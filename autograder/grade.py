@@ -37,7 +37,7 @@ import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
-from autograder import autograded, checker, feedback, gradebook, sandbox, shards
+from autograder import autograded, checker, database, feedback, gradebook, sandbox, shards
 from autograder import plan as plan_module
 from autograder.checker import CourseError
 from autograder.course import CONFIG_NAME, REPO_ROOT, Course
@@ -626,7 +626,7 @@ def main() -> None:
         if r.task in (TOTAL, "-"):
             print(f"{r.student:20s} {r.assignment:24s} {r.score:g} / {r.max_score:g}"
                   f"{f'  (late penalty {r.late_penalty:g})' if r.late_penalty else ''}{f'  {r.note}' if r.note else ''}")
-    print(f"Wrote the gradebook ({course.db_url}), {course.folder('autograded')}/, {args.out / 'grades.csv'} "
+    print(f"Wrote the gradebook ({database.safe_url(course.db_url)}), {course.folder('autograded')}/, {args.out / 'grades.csv'} "
           f"and {args.out / 'summary.txt'}")
     failed = [r for r in rows if r.task == TOTAL and r.note.startswith("not graded: the grader failed")]
     if failed:

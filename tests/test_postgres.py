@@ -349,3 +349,44 @@ def test_a_sqlite_gradebook_from_another_nbgrader_version_is_refused_byte_for_by
     before = hashlib.sha256(db.read_bytes()).hexdigest()
     refused(course, "schema revision 167914646830", "older nbgrader", "nbgrader db upgrade")
     assert hashlib.sha256(db.read_bytes()).hexdigest() == before
+
+
+# ---- the class report, from the same gradebook --------------------------------------------------------------------
+
+def test_the_class_report_agrees_with_grades_csv_and_includes_manual_scores(cycle):
+    """autograder.report over the whole class (the merged output, the shared gradebook), after a person gave frank's
+    blank first task its full points in the gradebook: every number is grades.csv's, with that manual score in."""
+    from autograder import report
+    from nbgrader.api import Gradebook
+    course = Course.load(cycle["host_a"])
+    rows = [r for r in cycle["ours"] if r["assignment"] == A]
+    first = next(r for r in rows if r["task"] != "TOTAL")["task"]
+    with Gradebook(cycle["db_url"], COURSE_ID) as gb:
+        cell = gb.find_grade(first, A, A, "frank")
+        cell.manual_score = cell.max_score
+        gb.db.commit()
+        given = float(cell.max_score)
+    out = cycle["tmp"] / "graded"
+    numbers = report.build(course, out)[A]
+    manual = {("frank", first): given, ("frank", "TOTAL"): given}  # frank's total was 0
+    score = {(r["student"], r["task"]): manual.get((r["student"], r["task"]), float(r["score"]) if r["score"] else None)
+             for r in rows}
+    totals_rows = [r for r in rows if r["task"] == "TOTAL"]
+    handed_in = [r for r in totals_rows if r["note"] != "no submission"]
+    assert numbers["submitted"] == len(handed_in) == len(CLASS) and numbers["missing"] == 1
+    assert numbers["late"] == sum(1 for r in handed_in if float(r["late_penalty"] or 0) > 0) == 1
+    assert sorted(numbers["scores"]) == sorted(score[(r["student"], "TOTAL")] for r in handed_in)
+    assert numbers["max_score"] == float(totals_rows[0]["max_score"])
+    for task in numbers["tasks"]:
+        cells = [r for r in rows if r["task"] == task["task"]]
+        scored = [score[(r["student"], r["task"])] for r in cells if score[(r["student"], r["task"])] is not None]
+        assert task["scored"] == len(scored)
+        assert task["passed"] == sum(1 for s in scored if s >= float(cells[0]["max_score"])), task
+        failed = len(scored) - task["passed"]
+        assert sum(count for _, count in task["hints"]) <= failed + (1 if task["task"] == first else 0)
+    blank_hints = dict(next(t for t in numbers["tasks"] if t["task"] != first)["hints"])
+    assert any("NotImplementedError" in h for h in blank_hints), blank_hints
+    page = (out / "report.html").read_text()
+    assert f"<h2 id='{A}'>" in page and f"report/{A}.png" in page and postgres_server.PASSWORD not in page
+    assert (out / "report" / f"{A}.png").stat().st_size > 10_000
+    assert json.loads((out / "report.json").read_text())[A]["submitted"] == len(CLASS)

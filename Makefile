@@ -18,7 +18,7 @@ DOWNLOAD ?=
 PROGRESS_ARGS ?=
 EDITION ?= student-edition
 
-.PHONY: help install lab test test-gpu gpu-session gpu-wheels test-units test-notebooks test-gpu-notebooks test-all-notebooks test-other-cpu notebooks chromium progress student-edition release grade lms-import clean
+.PHONY: help install lab test test-gpu gpu-session gpu-wheels test-units test-notebooks test-gpu-notebooks test-all-notebooks test-other-cpu notebooks chromium progress student-edition release grade report lms-import clean
 
 help:
 	@echo "make lab      set up (first time) and open JupyterLab on the course, at its landing page index.ipynb"
@@ -37,6 +37,7 @@ help:
 	@echo "make grade    grade $(SUBMITTED)/<student>/<assignment>/ into nbgrader's gradebook (gradebook.db) and"
 	@echo "              autograded/, and $(GRADED)/ (grades.csv, summary.txt, feedback); sandboxed and parallel,"
 	@echo "              limits in autograder/limits.toml; GRADE_ARGS=\"--fresh --workers 4\""
+	@echo "make report   the class report from the gradebook: $(GRADED)/report.html with its plots (after make grade)"
 	@echo "make lms-import DOWNLOAD=submissions.zip  put a Canvas-style download into submitted/ (roster from the gradebook)"
 
 # The virtual environment: created if missing, reinstalled when pyproject.toml changes. The torch build suits
@@ -140,6 +141,9 @@ notebooks: $(STAMP)
 
 grade: $(STAMP)
 	$(BIN)/python -m autograder.grade $(SUBMITTED) --out $(GRADED) $(GRADE_ARGS)
+
+report: $(STAMP)
+	$(BIN)/python -m autograder.report --out $(GRADED)
 
 lms-import: $(STAMP)
 	$(BIN)/python -m autograder.lms_import $(DOWNLOAD)

@@ -10,7 +10,8 @@ Beside it:
                                 ~/.jupyter/nbgrader_config.py (it stands alone: it does not load this file)
   nbgrader_config_hub.py        the instructor's /etc/jupyter/nbgrader_config.py on a JupyterHub (shared exchange)
 To put the gradebook on a database server (several grading machines, see README.md), set
-`c.CourseDirectory.db_url` here, e.g. "postgresql://grader@db.example.org/cs336".
+`c.CourseDirectory.db_url` here, e.g. "postgresql+psycopg://grader:...@db.example.org/cs336?connect_timeout=10"
+(psycopg 3 is installed with the course; autograder/database.py checks the database before each run).
 """
 import os
 import sys

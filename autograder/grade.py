@@ -37,7 +37,7 @@ import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
-from autograder import autograded, checker, feedback, gradebook, sandbox
+from autograder import autograded, checker, database, feedback, gradebook, sandbox, shards
 from autograder import plan as plan_module
 from autograder.checker import CourseError
 from autograder.course import CONFIG_NAME, REPO_ROOT, Course
@@ -508,7 +508,7 @@ def grade(submitted: Path | None, out: Path, names: list[str] | None = None, lim
     # 3. The submissions of this run (a shard takes every N-th student of the roster and the submitters).
     index, count = shard
     everyone = sorted(on_roster | {s for s, _, _ in found})
-    mine = set(everyone[index - 1::count])
+    mine = set(shards.members(everyone, index, count))
     found = [f for f in found if f[0] in mine]
     preload()
     synced, stubs = finish_sync()
@@ -593,7 +593,10 @@ def main() -> None:
     parser.add_argument("--workers", type=int, help="submissions graded at once (default: limits.toml, 0 = all cores)")
     parser.add_argument("--limit", action="append", default=[], metavar="NAME=VALUE", help="override a limit of limits.toml")
     parser.add_argument("--fresh", action="store_true", help="run every notebook again, ignoring earlier results")
-    parser.add_argument("--shard", default="1/1", metavar="K/N", help="grade only the K-th of N equal slices of the class")
+    parser.add_argument("--shard", default="1/1", metavar="K/N", help="grade only the K-th of N equal slices of the "
+                        "class; 'auto': from a Slurm array's or a Kubernetes Indexed Job's environment (shards.py)")
+    parser.add_argument("--shard-count", type=int, metavar="N", help="with --shard auto under Kubernetes: how many "
+                        "shards (default: the GRADER_SHARDS variable)")
     args = parser.parse_args()
     course_root = args.course or default_course()
     if not (course_root / "source").is_dir():
@@ -605,10 +608,11 @@ def main() -> None:
     overrides = args.limit + ([f"workers={args.workers}"] if args.workers is not None else [])
     try:
         limits = sandbox.load_limits(overrides=overrides)
-        index, count = (int(x) for x in args.shard.split("/"))
-        assert 1 <= index <= count
-    except (ValueError, AssertionError) as error:
-        parser.error(str(error) or f"bad --shard {args.shard!r}: use K/N with 1 <= K <= N")
+        index, count, shard_from = shards.resolve(args.shard, args.shard_count, os.environ)
+    except ValueError as error:  # shards.ShardError says what was read and what to do
+        parser.error(str(error))
+    if (index, count) != (1, 1) or args.shard != "1/1":
+        print(f"shard {index} of {count}, from {shard_from}", file=sys.stderr)
     print(f"sandbox on this machine: {', '.join(sandbox.probe(limits))}", file=sys.stderr)
     try:
         rows = grade(submitted, args.out, args.assignment, limits, args.fresh, (index, count), course)
@@ -622,7 +626,7 @@ def main() -> None:
         if r.task in (TOTAL, "-"):
             print(f"{r.student:20s} {r.assignment:24s} {r.score:g} / {r.max_score:g}"
                   f"{f'  (late penalty {r.late_penalty:g})' if r.late_penalty else ''}{f'  {r.note}' if r.note else ''}")
-    print(f"Wrote the gradebook ({course.db_url}), {course.folder('autograded')}/, {args.out / 'grades.csv'} "
+    print(f"Wrote the gradebook ({database.safe_url(course.db_url)}), {course.folder('autograded')}/, {args.out / 'grades.csv'} "
           f"and {args.out / 'summary.txt'}")
     failed = [r for r in rows if r.task == TOTAL and r.note.startswith("not graded: the grader failed")]
     if failed:

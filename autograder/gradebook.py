@@ -33,7 +33,8 @@ class GradebookError(Exception):
 
 def explain(error: BaseException, db_url: str) -> str:
     text = str(getattr(error, "orig", None) or error).strip().splitlines()[0][:300]
-    where = f"the gradebook ({db_url})"
+    from autograder.database import safe_url
+    where = f"the gradebook ({safe_url(db_url)})"  # never the password of a database server's URL
     if "locked" in text:
         return (f"{where} is locked by another process (a formgrader saving a score, or another grading run): {text}. "
                 "Nothing was written and the grades in it are as before; run the command again when that process "
@@ -48,6 +49,8 @@ def open_gradebook(course: Course):
     """nbgrader's Gradebook for the course (created, empty, on first use), or GradebookError."""
     from nbgrader.api import Gradebook
     from sqlalchemy.exc import SQLAlchemyError
+    from autograder import database
+    database.check(course.db_url)  # reachable, credentials, schema of this nbgrader version (database.py)
     try:
         return Gradebook(course.db_url, course.course_id)
     except (SQLAlchemyError, OSError, ValueError) as error:

@@ -103,6 +103,7 @@ def browser_page(tmp_path_factory):
 
     started = time.monotonic()
     lab = start_lab(scratch, root=course)
+    lab.course = course  # the graded scratch course (the class report test reads its gradebook)
     try:
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path=executable, headless=True, args=CHROMIUM_ARGS)
@@ -295,6 +296,24 @@ def student_session(lab, page) -> None:
     page.screenshot(path=str(ARTIFACTS / "4_exercise_task3_passes.png"))
 
     assert digest(watched) == before, "the browser session changed a file of the repository"
+
+
+def test_the_class_report_opens_in_the_browser(browser_page):
+    """autograder.report on the scratch course's three graded students: the page opens, its plot loads, and a
+    screenshot is kept (7_class_report.png). About 1 s for the page on top of building the report."""
+    from autograder import report
+    from autograder.course import Course
+    lab, page = browser_page
+    started = time.monotonic()
+    numbers = report.build(Course.load(lab.course), lab.course / "graded", ["01_floats"])
+    built = time.monotonic()
+    with screenshot_on_failure(page, "failure-report.png"):
+        page.goto((lab.course / "graded" / "report.html").as_uri())
+        page.locator("h2", has_text="01_floats").wait_for()
+        page.wait_for_function("() => [...document.images].every(i => i.complete && i.naturalWidth > 0)")
+        assert numbers["01_floats"]["submitted"] == len(GRADED_CLASS)
+        page.screenshot(path=str(ARTIFACTS / "7_class_report.png"), full_page=True)
+    print(f"\nclass report: built in {built - started:.1f} s, opened and captured in {time.monotonic() - built:.1f} s")
 
 
 CALCULATOR_LECTURE = "notebooks/10_accounting_a_training_run.ipynb"

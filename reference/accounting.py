@@ -92,7 +92,7 @@ def training_days(shape, tokens: float, num_gpus: int, device_name: str, mfu: fl
 import random
 from collections import namedtuple
 
-from reference.hidden import HiddenTest
+from reference.hidden import HiddenTest, results_list
 from utils.grading import check_int, check_float, check_type
 
 GPT2Shape = namedtuple("GPT2Shape", "vocab_size context_length d_model num_layers num_heads d_ff")  # repr as the exercise's
@@ -121,8 +121,7 @@ def _diagnosis(got: object, mistakes: dict[str, int]) -> str:
 
 
 def _check_list(results: object, cases: list, task: str) -> None:
-    check_type(results, list, f"{task}: the results handed in")
-    check_int(len(results), len(cases), f"{task}: how many results were handed in")
+    results_list(results, len(cases), task)
 
 
 # Task 1: the shapes of the old in-sandbox test (seed 10), then two deeper ones, so that "any depth" means 1 to 128

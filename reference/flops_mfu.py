@@ -35,6 +35,7 @@ def roofline_seconds(ops: list[tuple[float, float]], peak_flops_per_second: floa
 import random
 
 from reference.hidden import HiddenTest
+from reference.hidden import results_list as _results
 from utils.flops import count_flops, linear_model_matmul_shapes
 from utils.grading import check_float, check_int, check_type
 
@@ -55,10 +56,6 @@ def _matmul_table(pairs) -> list:
     return [((a, b), _counted_matmul(a, b)) for a, b in dict.fromkeys(pairs)]
 
 
-def _results(results: object, count: int, task: str) -> list:
-    check_type(results, list, f"{task}: the results handed in")
-    check_int(len(results), count, f"{task}: how many results were handed in")
-    return results
 
 
 def _pair(got: object, what: str) -> tuple:

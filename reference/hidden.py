@@ -63,6 +63,15 @@ def expected(key: str) -> object:
     return _expected[key]
 
 
+def results_list(results: object, count: int, task: str) -> list:
+    """The results a hidden test handed in, as a list of `count` entries (one per case), or AssertionError saying
+    what came instead: the first line of every check, so that wrong results never raise anything else."""
+    from utils.grading import check_int, check_type
+    check_type(results, list, f"{task}: the results handed in")
+    check_int(len(results), count, f"{task}: how many results were handed in")
+    return results
+
+
 def remember_expected(key: str, value: object) -> None:
     """Use `value` as the expected results of `key` (computed once per grading run by the grader's trusted child)."""
     _expected[key] = value

@@ -30,8 +30,8 @@ def largest_model(num_gpus: int, bytes_per_gpu: int, optimizer: str, param_dtype
 import dataclasses
 import random
 
-from reference.hidden import HiddenTest
-from utils.grading import check_int, check_type
+from reference.hidden import HiddenTest, results_list
+from utils.grading import check_int
 from utils.optimizers import Case, compare_optimizer_run, optimizer_after_steps, reference_runs
 
 
@@ -39,8 +39,7 @@ def _optimizer_test(torch_cls: type, cases: list[Case], state_names: set[str], t
     """An optimizer task: the student's class runs every case; torch.optim's class (and, below float64, its float64
     run of the same problem) is what each run is compared with."""
     def check(case_dicts, references, results):
-        check_type(results, list, f"{task}: the runs handed in")
-        check_int(len(results), len(case_dicts), f"{task}: how many runs were handed in")
+        results_list(results, len(case_dicts), task)
         for case, reference, observed in zip(case_dicts, references, results):
             compare_optimizer_run(observed, Case(**case), reference, state_names, task)
     return HiddenTest(cases=lambda: [dataclasses.asdict(case) for case in cases],
@@ -109,8 +108,7 @@ def _state_bytes_cases() -> list[dict]:
 def _check_ints(task: str, describe) -> callable:
     """A check for a task whose results are one int per case, equal to the expected one."""
     def check(cases, expected, results):
-        check_type(results, list, f"{task}: the results handed in")
-        check_int(len(results), len(cases), f"{task}: how many results were handed in")
+        results_list(results, len(cases), task)
         for case, want, got in zip(cases, expected, results):
             check_int(got, want, describe(case))
     return check

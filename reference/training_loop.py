@@ -97,8 +97,6 @@ def load_checkpoint(path: str | Path, model: nn.Module, optimizer: torch.optim.O
 
 # ---- hidden tests (reference/hidden.py): cases, expected results, checks -----------------------------------------
 import contextlib
-import os
-import tempfile
 
 from reference.hidden import HiddenTest
 from utils.grading import check_as_accurate_as_torch, check_float, check_int, check_str, check_tensor, check_type

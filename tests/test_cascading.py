@@ -30,6 +30,14 @@ class Cascade:
 
 # student name (letters, digits, _ only) -> case
 CASES: dict[str, Cascade] = {
+    # 1: after_cast calls limits (the intro invites it)
+    "ex01_limits_bias_off_by_one": Cascade("01_floats", {"limits": '''
+def limits(exponent_bits: int, mantissa_bits: int, ieee_specials: bool = True) -> tuple[float, float, float, float]:
+    bias = 2 ** (exponent_bits - 1)   # one too many: every limit comes out half what it should be
+    top = 2**exponent_bits - 1 if ieee_specials else 2**exponent_bits
+    return ((2 - 2.0**-mantissa_bits) * 2.0 ** (top - 1 - bias), 2.0 ** (1 - bias),
+            2.0 ** (1 - bias - mantissa_bits), 2.0**-mantissa_bits)
+'''}, frozenset({"test_limits"})),
     # 10: memory_per_gpu calls param_count, training_days calls training_flops_per_token
     "ex10_no_position_embedding": Cascade("10_accounting_a_training_run", {"param_count": '''
 def param_count(shape: GPT2Shape) -> int:

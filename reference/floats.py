@@ -168,10 +168,13 @@ def _nbytes_check(cases, expected, results) -> None:
         check_int(got[1], want, f"tensor_nbytes(torch.Size({shape}), {dtype})")
 
 
-def _cast_cases() -> list[tuple[float, int, int]]:
+def _cast_cases() -> dict:
+    """The calls (value, exponent_bits, mantissa_bits), and task 2's right answers for their formats: a student's
+    after_cast that calls their limits runs with a stand-in that knows these (utils.earlier.answers_from_table)."""
     rng = random.Random(7)
     cases = []
-    for e, m in [(5, 10), (8, 7), (8, 23), (5, 2), (4, 3), (3, 2), (6, 9)]:
+    formats = [(5, 10), (8, 7), (8, 23), (5, 2), (4, 3), (3, 2), (6, 9)]
+    for e, m in formats:
         lim = format_limits(utils.floats.FloatFormat("x", e, m))
         top_step = lim.max * lim.eps / (2 - lim.eps)
         edges = [lim.smallest_subnormal / 2, lim.smallest_subnormal * 0.50001,
@@ -179,11 +182,13 @@ def _cast_cases() -> list[tuple[float, int, int]]:
                  lim.max + top_step / 2, lim.max + top_step * 0.49999, lim.max * 4]
         randoms = [10 ** rng.uniform(math.log10(lim.smallest_subnormal) - 3, math.log10(lim.max) + 3) for _ in range(200)]
         cases += [(signed, e, m) for value in edges + randoms for signed in (value, -value)]
-    return cases
+    right_limits = [((e, m, True), tuple(_limits_expected([(e, m, True)])[0])) for e, m in formats]
+    return {"calls": cases, "limits": right_limits}
 
 
 def _cast_check(cases, expected, results) -> None:
-    for (value, e, m), want, got in zip(cases, expected, _results(results, len(cases), "after_cast")):
+    calls = cases["calls"]
+    for (value, e, m), want, got in zip(calls, expected, _results(results, len(calls), "after_cast")):
         check_str(got, want, f"after_cast({value!r}, {e}, {m})")
 
 
@@ -201,8 +206,9 @@ HIDDEN_TESTS = {
                                 varies="the shape (empty, zero-sized, up to 4 dimensions and 2^36 elements, given as "
                                        "a tuple or a torch.Size) and the dtype (floats, fp8, ints, bool, complex)"),
     "after_cast": HiddenTest(_cast_cases, lambda cases: [cast_outcome(v, utils.floats.FloatFormat("x", e, m))
-                                                         for v, e, m in cases], _cast_check,
-                             varies="the format, the sign, values at the edges (half the smallest subnormal, just "
-                                    "below the smallest normal, the max and half a step above it) and random "
-                                    "magnitudes across the range"),
+                                                         for v, e, m in cases["calls"]], _cast_check,
+                             varies="the format (fp16, bf16, fp32, fp8 and made-up widths), the sign, values at the "
+                                    "edges (half the smallest subnormal, just below the smallest normal, the max and "
+                                    "half a step above it) and random magnitudes across the range; your after_cast "
+                                    "ran with a correct limits"),
 }

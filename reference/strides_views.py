@@ -103,7 +103,14 @@ def _row_major_check(cases, expected, results) -> None:
         check_ints(got[1], want, f"row_major_strides(torch.Size({shape}))")
 
 
-def _contiguous_cases() -> list[tuple]:
+def _fresh_strides(shapes) -> list[tuple]:
+    """Task 2's right answers for these shapes only, as a table for utils.earlier.answers_from_table."""
+    return [((shape,), tuple(torch.empty(shape, device="meta").stride())) for shape in dict.fromkeys(shapes)]
+
+
+def _contiguous_cases() -> dict:
+    """The calls (shape, strides), and task 2's right answers for their shapes: a student's is_contiguous that calls
+    their row_major_strides runs with a stand-in that knows these."""
     rng = random.Random(5)
     cases = []
     for _ in range(300):
@@ -116,11 +123,12 @@ def _contiguous_cases() -> list[tuple]:
             strides = tuple(rng.randint(0, 9) if size == 1 else s
                             for size, s in zip(shape, torch.empty(shape, device="meta").stride()))
         cases.append((shape, strides))
-    return cases
+    return {"calls": cases, "row_major_strides": _fresh_strides(shape for shape, _ in cases)}
 
 
 def _contiguous_check(cases, expected, results) -> None:
-    for (shape, strides), want, got in zip(cases, expected, _results(results, len(cases), "is_contiguous")):
+    calls = cases["calls"]
+    for (shape, strides), want, got in zip(calls, expected, _results(results, len(calls), "is_contiguous")):
         check_bool(got, want, f"is_contiguous({shape}, {strides})")
 
 
@@ -187,7 +195,10 @@ def _windows_check(cases, expected, results) -> None:
         check_ints(got.get("strides"), tuple(want.stride()), f"strides of {what}")
 
 
-def _can_view_cases() -> list[tuple]:
+def _can_view_cases() -> dict:
+    """The calls (shape, strides, new_shape), and tasks 2 and 3's right answers for them: a student's can_view that
+    calls their row_major_strides (on a shape or a new shape) or is_contiguous (on the case's layout) runs with
+    stand-ins that know these."""
     rng = random.Random(8)
     cases = []
     while len(cases) < 500:
@@ -201,12 +212,15 @@ def _can_view_cases() -> list[tuple]:
         else:
             new_shape = random_shape_with_numel(rng, view.numel())
         cases.append((shape, tuple(view.stride()), new_shape))
-    return cases
+    layouts = list(dict.fromkeys((shape, strides) for shape, strides, _ in cases))
+    return {"calls": cases,
+            "row_major_strides": _fresh_strides([c[0] for c in cases] + [c[2] for c in cases]),
+            "is_contiguous": [(layout, torch.empty(10_000).as_strided(*layout).is_contiguous()) for layout in layouts]}
 
 
-def _can_view_expected(cases: list) -> list[bool]:
+def _can_view_expected(cases: dict) -> list[bool]:
     expected = []
-    for shape, strides, new_shape in cases:
+    for shape, strides, new_shape in cases["calls"]:
         try:
             torch.empty(10_000).as_strided(shape, strides).view(new_shape)
             expected.append(True)
@@ -217,28 +231,31 @@ def _can_view_expected(cases: list) -> list[bool]:
 
 
 def _can_view_check(cases, expected, results) -> None:
-    for (shape, strides, new_shape), want, got in zip(cases, expected, _results(results, len(cases), "can_view")):
+    calls = cases["calls"]
+    for (shape, strides, new_shape), want, got in zip(calls, expected, _results(results, len(calls), "can_view")):
         check_bool(got, want, f"can_view({shape}, {strides}, {new_shape})")
 
 
 HIDDEN_TESTS = {
     "storage_index": HiddenTest(_storage_index_cases, _storage_index_expected, _storage_index_check,
-                                varies="views made by transposes, slices with steps, expands (stride 0) and offsets"),
+                                varies="random views made by permutes, transposes, slices with steps and selects (strides in any "
+                                       "order, storage offsets), sizes 0 and 1"),
     "row_major_strides": HiddenTest(_row_major_cases,
                                     lambda cases: [tuple(torch.empty(s, device="meta").stride()) for s in cases],
                                     _row_major_check,
                                     varies="shapes with 0 to 5 dimensions, sizes 0 and 1, and torch.Size inputs"),
     "is_contiguous": HiddenTest(_contiguous_cases,
                                 lambda cases: [torch.empty(1000).as_strided(shape, strides).is_contiguous()
-                                               for shape, strides in cases],
+                                               for shape, strides in cases["calls"]],
                                 _contiguous_check,
                                 varies="views torch makes and arbitrary strides, size-0 and size-1 dimensions with "
-                                       "any stride"),
+                                       "any stride; your is_contiguous ran with a correct row_major_strides"),
     "slice_metadata": HiddenTest(_slice_cases, _slice_expected, _slice_check,
                                  varies="the sliced dimension, negative and missing start and stop, steps up to 4, "
                                         "and inputs that are already views with an offset"),
     "sliding_windows": HiddenTest(_windows_cases, _windows_expected, _windows_check,
                                   varies="the dtype, inputs that are strided views with an offset, and every width"),
     "can_view": HiddenTest(_can_view_cases, _can_view_expected, _can_view_check,
-                           varies="views torch makes, merged neighbouring dimensions, and new shapes of the same numel"),
+                           varies="views torch makes, merged neighbouring dimensions, and new shapes of the same numel; "
+                                  "your can_view ran with a correct row_major_strides and is_contiguous"),
 }

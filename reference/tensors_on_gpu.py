@@ -210,10 +210,22 @@ def _bandwidth_check(cases, expected, results) -> None:
         if not 1e-9 < measured < 5000:
             raise AssertionError(f"copy_gb_per_s measured {measured:g} GB/s for a {nbytes}-byte CPU copy\n"
                                  f"Hint: check the units: bytes per second / 1e9.")
-    for kind, measured in (results.get("real_gpu") or {}).items():  # pinned is usually, not always, faster
-        check_type(measured, float, f"copy_gb_per_s of a host-to-device copy from {kind} memory")
+    # Where the student's process had a CUDA GPU it copied to it from pageable and from pinned memory, and handed in
+    # the GPU's device string; the trusted side needs no GPU to check these.
+    gpu, real_gpu = results.get("gpu"), results.get("real_gpu")
+    check_type(real_gpu, dict, "copy_gb_per_s: the real host-to-device copies")
+    if gpu is not None:
+        check_type(gpu, str, "copy_gb_per_s: the GPU the real copies went to")
+        if sorted(real_gpu) != ["pageable", "pinned"]:
+            raise AssertionError(f"copy_gb_per_s: the host-to-device copies to {gpu} handed in are {sorted(real_gpu)}, "
+                                 "not one from pageable and one from pinned memory")
+    elif real_gpu:
+        raise AssertionError("copy_gb_per_s: host-to-device timings were handed in without the GPU they ran on")
+    for kind, measured in real_gpu.items():  # pinned is usually, not always, faster
+        what = f"copy_gb_per_s of a 64 MiB host-to-device copy from {kind} memory to {gpu} (the GPU case)"
+        check_type(measured, float, what)
         if not 0.01 < measured < 5000:
-            raise AssertionError(f"copy_gb_per_s measured {measured:g} GB/s for a {kind} host-to-device copy of 64 MiB\n"
+            raise AssertionError(f"{what}: {measured:g} GB/s is not plausible\n"
                                  f"Hint: check the units and the synchronize.")
     simulated = results.get("simulated")
     check_type(simulated, list, "copy_gb_per_s: the simulated copies")
@@ -232,11 +244,14 @@ HIDDEN_TESTS = {
                                      "the last GPU"),
     "allocated_bytes": HiddenTest(_allocated_cases, _allocated_expected, _allocated_check,
                                   varies="every dtype, sizes at and around the 512-byte blocks, empty tensors, lists "
-                                         "of up to 7 tensors, and torch.Size shapes"),
+                                         "of up to 7 tensors, and torch.Size shapes (on a machine with a CUDA GPU, "
+                                         "also what its memory_allocated() really grows by)"),
     "to_copies": HiddenTest(_copies_cases, _copies_expected, _copies_check,
-                            varies="source and target devices (with and without an index, another current GPU), "
-                                   "dtypes, copy=True, and arguments by keyword"),
+                            varies="source and target devices (cpu, cuda with and without an index, another "
+                                   "current GPU), dtypes, copy=True, arguments by keyword, and what torch really does "
+                                   "to CPU tensors (and CUDA tensors, where there is a GPU)"),
     "copy_gb_per_s": HiddenTest(_bandwidth_cases, lambda cases: None, _bandwidth_check,
-                                varies="warm-up and repeat counts, a stray slow run among the timed ones, and sizes "
-                                       "from 1 byte to 10 GB"),
+                                varies="warm-up and repeat counts, a stray slow run among the timed ones, sizes "
+                                       "from 1 byte to 10 GB, real CPU copies, and (where there is a CUDA GPU) "
+                                       "host-to-device copies from pageable and pinned memory"),
 }

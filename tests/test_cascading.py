@@ -28,8 +28,60 @@ class Cascade:
     lost: frozenset[str]   # grade_ids of the test cells that must score 0; every other test cell scores its points
 
 
+# a right can_view that calls is_contiguous (exercise 3)
+CAN_VIEW_CALLING_IS_CONTIGUOUS = """
+def can_view(shape: tuple[int, ...], strides: tuple[int, ...], new_shape: tuple[int, ...]) -> bool:
+    if 0 in shape or is_contiguous(shape, strides):   # one chunk: any shape of the same numel
+        return True
+    chunks, numel, inner_stride = [], 1, None
+    for size, stride in zip(reversed(shape), reversed(strides)):
+        if size == 1:
+            continue
+        if inner_stride is not None and stride != inner_stride * numel:
+            chunks.append(numel)
+            numel, inner_stride = 1, None
+        if inner_stride is None:
+            inner_stride = stride
+        numel *= size
+    chunks.append(numel)
+    sizes, position = [size for size in reversed(new_shape) if size != 1], 0
+    for chunk in chunks:
+        product = 1
+        while product < chunk and position < len(sizes):
+            product *= sizes[position]
+            position += 1
+        if product != chunk:
+            return False
+    return position == len(sizes)
+"""
+
 # student name (letters, digits, _ only) -> case
 CASES: dict[str, Cascade] = {
+    # 1: after_cast calls limits (the intro invites it)
+    "ex01_limits_bias_off_by_one": Cascade("01_floats", {"limits": '''
+def limits(exponent_bits: int, mantissa_bits: int, ieee_specials: bool = True) -> tuple[float, float, float, float]:
+    bias = 2 ** (exponent_bits - 1)   # one too many: every limit comes out half what it should be
+    top = 2**exponent_bits - 1 if ieee_specials else 2**exponent_bits
+    return ((2 - 2.0**-mantissa_bits) * 2.0 ** (top - 1 - bias), 2.0 ** (1 - bias),
+            2.0 ** (1 - bias - mantissa_bits), 2.0**-mantissa_bits)
+'''}, frozenset({"test_limits"})),
+    # 3: is_contiguous may call row_major_strides, can_view is_contiguous (and row_major_strides); here they do
+    "ex03_column_major_strides": Cascade("03_strides_views", {"row_major_strides": '''
+def row_major_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    strides, step = [], 1
+    for size in shape:               # column-major: the first dimension gets stride 1
+        strides.append(step)
+        step *= max(size, 1)
+    return tuple(strides)
+''', "is_contiguous": '''
+def is_contiguous(shape: tuple[int, ...], strides: tuple[int, ...]) -> bool:
+    fresh = row_major_strides(shape)
+    return 0 in shape or all(stride == want for size, stride, want in zip(shape, strides, fresh) if size != 1)
+''', "can_view": CAN_VIEW_CALLING_IS_CONTIGUOUS}, frozenset({"test_row_major_strides"})),
+    "ex03_strides_merely_decreasing": Cascade("03_strides_views", {"is_contiguous": '''
+def is_contiguous(shape: tuple[int, ...], strides: tuple[int, ...]) -> bool:
+    return list(strides) == sorted(strides, reverse=True)   # decreasing is not enough: x[:, :2] leaves gaps
+''', "can_view": CAN_VIEW_CALLING_IS_CONTIGUOUS}, frozenset({"test_is_contiguous"})),
     # 10: memory_per_gpu calls param_count, training_days calls training_flops_per_token
     "ex10_no_position_embedding": Cascade("10_accounting_a_training_run", {"param_count": '''
 def param_count(shape: GPT2Shape) -> int:

@@ -3,6 +3,7 @@ finfo, cast outcomes describe torch's casts. reference.floats is the instructor'
 torch."""
 import math
 
+import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -118,3 +119,28 @@ def test_positive_values_of_fp8_e4m3():
     assert values == [v for v in (decode_bits(b, FP8_E4M3) for b in range(1, 128)) if math.isfinite(v)]
     assert len(values) == 126 and values[0] == 2.0**-9 and values[-1] == 448  # 127 positive patterns, one is nan
     assert values == sorted(values)
+
+
+# ---- exercise 1's hidden tests: the trusted half fails garbage with an AssertionError, never another error
+def test_exercise_1_hidden_checks_fail_garbage_with_an_assertion_error():
+    from reference import hidden
+    from reference.floats import HIDDEN_TESTS
+    from tests.exercise_cells import garbage_for
+    for test in HIDDEN_TESTS:
+        key = f"floats.{test}"
+        count = len(hidden.expected(key))
+        for garbage in garbage_for(hidden.cases(key), hidden.expected(key)) + [[(1.0, 2.0, 3.0)] * count,
+                                                                               [(1, 2)] * count, [0.5] * count]:
+            with pytest.raises(AssertionError):
+                hidden.check(key, garbage)
+
+
+def test_exercise_1_after_cast_cases_carry_the_right_limits_of_their_formats_only():
+    """Task 4's stand-in for limits knows each checked format's limits (torch.finfo's where torch has it), no other."""
+    from reference import hidden
+    cases = hidden.cases("floats.after_cast")
+    known = dict(cases["limits"])
+    assert set(known) == {(e, m, True) for _, e, m in cases["calls"]}
+    for dtype, key in [(torch.float16, (5, 10, True)), (torch.bfloat16, (8, 7, True)), (torch.float32, (8, 23, True))]:
+        finfo = torch.finfo(dtype)
+        assert known[key] == (finfo.max, finfo.tiny, finfo.smallest_normal * finfo.eps, finfo.eps)

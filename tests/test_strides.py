@@ -136,3 +136,35 @@ def test_forbidding_blocks_the_oracles_then_leaves_torch_exactly_as_it_was():
     assert all(getattr(torch, name) is value for name, value in torch_before.items())
     assert all(torch._prims_common.__dict__[key] is value for key, value in helpers_before.items())
     assert asks_torch((2, 3)) == (3, 1)
+
+
+# ---- exercise 3's hidden tests: the trusted half fails garbage with an AssertionError, never another error
+def test_exercise_3_hidden_checks_fail_garbage_with_an_assertion_error():
+    from reference import hidden
+    from reference.strides_views import HIDDEN_TESTS
+    from tests.exercise_cells import garbage_for
+    for test in HIDDEN_TESTS:
+        key = f"strides_views.{test}"
+        count = len(hidden.expected(key))
+        odd = [[((1,), (1,), 0)] * count, [((1,), (1,))] * count, [1] * count, [True] * count,
+               [{"result": None, "strides": None, "is_view_of_x": True}] * count,
+               [{"result": torch.zeros(1), "strides": (1, 1), "is_view_of_x": None}] * count]
+        for garbage in garbage_for(hidden.cases(key), hidden.expected(key)) + odd:
+            with pytest.raises(AssertionError):
+                hidden.check(key, garbage)
+
+
+def test_exercise_3_stand_ins_know_torchs_answers_for_the_checked_cases_only():
+    """Tasks 3 and 6 run with stand-ins for row_major_strides and is_contiguous: their tables are torch's answers for
+    the shapes and layouts of the cases, and nothing else."""
+    from reference import hidden
+    contiguous = hidden.cases("strides_views.is_contiguous")
+    assert {args[0] for args, _ in contiguous["row_major_strides"]} == {shape for shape, _ in contiguous["calls"]}
+    view = hidden.cases("strides_views.can_view")
+    assert ({args[0] for args, _ in view["row_major_strides"]}
+            == {shape for shape, _, _ in view["calls"]} | {new for _, _, new in view["calls"]})
+    assert {layout for layout, _ in view["is_contiguous"]} == {(shape, strides) for shape, strides, _ in view["calls"]}
+    for (shape,), strides in contiguous["row_major_strides"] + view["row_major_strides"]:
+        assert strides == torch.empty(shape).stride()
+    for (shape, strides), verdict in view["is_contiguous"]:
+        assert verdict == torch.empty(10_000).as_strided(shape, strides).is_contiguous()

@@ -231,3 +231,43 @@ def test_plots_are_labelled():
     ax = fig.axes[0]
     assert ax.get_xscale() == "log" and ax.get_yscale() == "log" and "GB/s" in ax.get_ylabel()
     assert list(ax.lines[0].get_ydata()) == [1.0, 20.0]
+
+
+# ---- exercise 2's hidden tests: the trusted half fails garbage with an AssertionError, never another error
+def test_exercise_2_hidden_checks_fail_garbage_with_an_assertion_error():
+    from reference import hidden
+    from reference.tensors_on_gpu import HIDDEN_TESTS
+    from tests.exercise_cells import garbage_for
+    timings = {"real_cpu": [1.0, 1.0, 1.0], "gpu": None, "real_gpu": {}, "simulated": []}
+    odd_timings = [{**timings, "real_gpu": [1.0]}, {**timings, "real_gpu": None}, {**timings, "gpu": 0},
+                   {**timings, "real_gpu": {"pinned": 1.0}}, {**timings, "gpu": "cuda:0"},
+                   {**timings, "gpu": "cuda:0", "real_gpu": {"pinned": None, "pageable": 1.0}},
+                   {**timings, "simulated": [None] * 60}, {**timings, "real_cpu": [None] * 3}]
+    for test in HIDDEN_TESTS:
+        key = f"tensors_on_gpu.{test}"
+        cases = hidden.cases(key)
+        count = (len(cases["lists"]) + len(cases["measured"]) if test == "allocated_bytes"
+                 else len(cases["scenarios"]) if test == "copy_gb_per_s" else len(cases))
+        for garbage in garbage_for(hidden.cases(key), hidden.expected(key)) + odd_timings + [
+                [("returned", None)] * count, [(("returned", 1), ("raised", 2))] * count, [(True, 1)] * count]:
+            with pytest.raises(AssertionError):
+                hidden.check(key, garbage)
+
+
+def _right_timings(cases: dict, gpu: str | None) -> dict:
+    simulated = [(nbytes / statistics.median(durations[warmup:]) / 1e9, warmup + repeats)
+                 for warmup, repeats, durations, nbytes, _ in cases["scenarios"]]
+    return {"real_cpu": [5.0] * len(cases["real_cpu"]), "gpu": gpu,
+            "real_gpu": {"pageable": 9.0, "pinned": 50.0} if gpu else {}, "simulated": simulated}
+
+
+def test_exercise_2_gpu_timings_are_checked_without_a_gpu_on_the_trusted_side():
+    """A GPU machine's hand-in (device string and both host-to-device timings) is checked here, with or without CUDA;
+    a GPU hand-in with a timing missing or implausible fails."""
+    from reference import hidden
+    cases = hidden.cases("tensors_on_gpu.copy_gb_per_s")
+    hidden.check("tensors_on_gpu.copy_gb_per_s", _right_timings(cases, None))
+    hidden.check("tensors_on_gpu.copy_gb_per_s", _right_timings(cases, "cuda:0"))
+    for change in ({"real_gpu": {"pinned": 50.0}}, {"real_gpu": {"pageable": 9.0, "pinned": 1e6}}):
+        with pytest.raises(AssertionError, match="cuda:0|pageable"):
+            hidden.check("tensors_on_gpu.copy_gb_per_s", {**_right_timings(cases, "cuda:0"), **change})

@@ -52,6 +52,17 @@ TEXT_EDITS = [
     ("02_tensors_on_gpu", "code", "predicted_allocated_bytes(examples)", "sum(allocated)"),
     ("02_tensors_on_gpu", "markdown", "and `predicted_allocated_bytes` adds up the column above",
      "and `sum(allocated)` adds up the column above"),
+    # #25 B11: lecture 7 prints the cuBLAS workspaces' bytes itself, instead of its prose doing the stored run's sums.
+    ("07_models_optimizers", "code",
+     '    print(f"after a step:  measured {steady:,} bytes; predicted params + grads + state + batch "\n'
+     '          f"{predicted.total - predicted.activations + batch_bytes:,}")',
+     '    predicted_steady = predicted.total - predicted.activations + batch_bytes\n'
+     '    print(f"after a step:  measured {steady:,} bytes; predicted params + grads + state + batch "\n'
+     '          f"{predicted_steady:,}; the difference, {steady - predicted_steady:,} bytes, is "\n'
+     '          f"{(steady - predicted_steady) / 2**20:g} MiB (the cuBLAS and cuBLASLt workspaces)")'),
+    ("07_models_optimizers", "markdown", "In the stored H100 output\nbelow, measured minus predicted after a step is "
+     "71,409,664 − 4,300,800 = 67,108,864 bytes: exactly 2 × 32 MiB.",
+     "The cell below\nprints measured minus predicted after a step: on Hopper, 2 × 32 MiB."),
 ]
 
 

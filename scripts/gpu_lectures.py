@@ -60,6 +60,8 @@ TEXT_EDITS = [
      '    print(f"after a step:  measured {steady:,} bytes; predicted params + grads + state + batch "\n'
      '          f"{predicted_steady:,}; the difference, {steady - predicted_steady:,} bytes, is "\n'
      '          f"{(steady - predicted_steady) / 2**20:g} MiB (the cuBLAS and cuBLASLt workspaces)")'),
+    # #25 B7: 2**24 fp32 values are 64 MiB (67.1 MB); the cell is a GPU figure, so its comment changes on the GPU run.
+    ("05_flops_mfu", "code", "# 64 MB of fp32 per tensor", "# 64 MiB of fp32 per tensor"),
     ("07_models_optimizers", "markdown", "In the stored H100 output\nbelow, measured minus predicted after a step is "
      "71,409,664 − 4,300,800 = 67,108,864 bytes: exactly 2 × 32 MiB.",
      "The cell below\nprints measured minus predicted after a step: on Hopper, 2 × 32 MiB."),

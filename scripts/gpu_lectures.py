@@ -62,6 +62,14 @@ TEXT_EDITS = [
      '          f"{(steady - predicted_steady) / 2**20:g} MiB (the cuBLAS and cuBLASLt workspaces)")'),
     # #25 B7: 2**24 fp32 values are 64 MiB (67.1 MB); the cell is a GPU figure, so its comment changes on the GPU run.
     ("05_flops_mfu", "code", "# 64 MB of fp32 per tensor", "# 64 MiB of fp32 per tensor"),
+    # #25 D5: lecture 9 prints fp8's matmul rate against bf16's, so that the gap to the peaks' 2x is seen, not implied.
+    ("09_mixed_precision", "code",
+     """        print(f"fp8: {n}x{n} matmul in {seconds['fp8'] * 1e3:.3f} ms = {2 * n**3 / seconds['fp8'] / 1e12:.0f} TFLOP/s")""",
+     """        print(f"fp8: {n}x{n} matmul in {seconds['fp8'] * 1e3:.3f} ms = {2 * n**3 / seconds['fp8'] / 1e12:.0f} TFLOP/s, "\n"""
+     """              f"{seconds['bf16'] / seconds['fp8']:.1f}x the bf16 rate above (the dense peaks' ratio is 2x)")"""),
+    ("09_mixed_precision", "markdown", "fp8 has even less range (E4M3:",
+     "At this size fp8 falls short of the 2x of the peaks (the line above); larger matmuls get closer (README,\n"
+     "\"Measured on an H100\").\n\nfp8 also has even less range (E4M3:"),
     ("07_models_optimizers", "markdown", "In the stored H100 output\nbelow, measured minus predicted after a step is "
      "71,409,664 − 4,300,800 = 67,108,864 bytes: exactly 2 × 32 MiB.",
      "The cell below\nprints measured minus predicted after a step: on Hopper, 2 × 32 MiB."),

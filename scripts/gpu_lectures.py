@@ -70,6 +70,12 @@ TEXT_EDITS = [
     ("09_mixed_precision", "markdown", "fp8 has even less range (E4M3:",
      "At this size fp8 falls short of the 2x of the peaks (the line above); larger matmuls get closer (README,\n"
      "\"Measured on an H100\").\n\nfp8 also has even less range (E4M3:"),
+    # #25 D13: lecture 5's log-x axes label each measured size once (the default minor labels overlapped).
+    ("05_flops_mfu", "code", 'axes[0, 0].set_xlabel("matrix size n (an n x n @ n x n matmul)")',
+     'axes[0, 0].set_xlabel("matrix size n (an n x n @ n x n matmul, one tick per size)")\n'
+     'for ax in axes[0]:\n'
+     '    ax.set_xticks(sizes, [str(size) for size in sizes])\n'
+     '    ax.xaxis.set_minor_locator(plt.NullLocator())'),
     ("07_models_optimizers", "markdown", "In the stored H100 output\nbelow, measured minus predicted after a step is "
      "71,409,664 − 4,300,800 = 67,108,864 bytes: exactly 2 × 32 MiB.",
      "The cell below\nprints measured minus predicted after a step: on Hopper, 2 × 32 MiB."),

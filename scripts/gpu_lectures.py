@@ -223,6 +223,8 @@ def check(notebook, run: dict, executed_on_gpu: bool) -> list[str]:
                 problems.append(f"GPU figure {cell.id} holds a CPU run's output")
         if figures and run["device"] not in json.dumps(figures[0].get("outputs", [])):
             problems.append("the device line does not name the GPU")
+        from tests.test_notebook_provenance import provenance_problems   # what that test will check (#25 B5)
+        problems += provenance_problems(json.loads(nbformat.writes(notebook)))
     source = "\n".join(c.source for c in notebook.cells if c.cell_type == "code")
     for module, name in ALSO_RETIRED:
         if re.search(rf"\b{name}\b", source):

@@ -52,6 +52,33 @@ TEXT_EDITS = [
     ("02_tensors_on_gpu", "code", "predicted_allocated_bytes(examples)", "sum(allocated)"),
     ("02_tensors_on_gpu", "markdown", "and `predicted_allocated_bytes` adds up the column above",
      "and `sum(allocated)` adds up the column above"),
+    # #25 B11: lecture 7 prints the cuBLAS workspaces' bytes itself, instead of its prose doing the stored run's sums.
+    ("07_models_optimizers", "code",
+     '    print(f"after a step:  measured {steady:,} bytes; predicted params + grads + state + batch "\n'
+     '          f"{predicted.total - predicted.activations + batch_bytes:,}")',
+     '    predicted_steady = predicted.total - predicted.activations + batch_bytes\n'
+     '    print(f"after a step:  measured {steady:,} bytes; predicted params + grads + state + batch "\n'
+     '          f"{predicted_steady:,}; the difference, {steady - predicted_steady:,} bytes, is "\n'
+     '          f"{(steady - predicted_steady) / 2**20:g} MiB (the cuBLAS and cuBLASLt workspaces)")'),
+    # #25 B7: 2**24 fp32 values are 64 MiB (67.1 MB); the cell is a GPU figure, so its comment changes on the GPU run.
+    ("05_flops_mfu", "code", "# 64 MB of fp32 per tensor", "# 64 MiB of fp32 per tensor"),
+    # #25 D5: lecture 9 prints fp8's matmul rate against bf16's, so that the gap to the peaks' 2x is seen, not implied.
+    ("09_mixed_precision", "code",
+     """        print(f"fp8: {n}x{n} matmul in {seconds['fp8'] * 1e3:.3f} ms = {2 * n**3 / seconds['fp8'] / 1e12:.0f} TFLOP/s")""",
+     """        print(f"fp8: {n}x{n} matmul in {seconds['fp8'] * 1e3:.3f} ms = {2 * n**3 / seconds['fp8'] / 1e12:.0f} TFLOP/s, "\n"""
+     """              f"{seconds['bf16'] / seconds['fp8']:.1f}x the bf16 rate above (the dense peaks' ratio is 2x)")"""),
+    ("09_mixed_precision", "markdown", "fp8 has even less range (E4M3:",
+     "At this size fp8 falls short of the 2x of the peaks (the line above); larger matmuls get closer (README,\n"
+     "\"Measured on an H100\").\n\nfp8 also has even less range (E4M3:"),
+    # #25 D13: lecture 5's log-x axes label each measured size once (the default minor labels overlapped).
+    ("05_flops_mfu", "code", 'axes[0, 0].set_xlabel("matrix size n (an n x n @ n x n matmul)")',
+     'axes[0, 0].set_xlabel("matrix size n (an n x n @ n x n matmul, one tick per size)")\n'
+     'for ax in axes[0]:\n'
+     '    ax.set_xticks(sizes, [str(size) for size in sizes])\n'
+     '    ax.xaxis.set_minor_locator(plt.NullLocator())'),
+    ("07_models_optimizers", "markdown", "In the stored H100 output\nbelow, measured minus predicted after a step is "
+     "71,409,664 − 4,300,800 = 67,108,864 bytes: exactly 2 × 32 MiB.",
+     "The cell below\nprints measured minus predicted after a step: on Hopper, 2 × 32 MiB."),
 ]
 
 
@@ -196,6 +223,8 @@ def check(notebook, run: dict, executed_on_gpu: bool) -> list[str]:
                 problems.append(f"GPU figure {cell.id} holds a CPU run's output")
         if figures and run["device"] not in json.dumps(figures[0].get("outputs", [])):
             problems.append("the device line does not name the GPU")
+        from tests.test_notebook_provenance import provenance_problems   # what that test will check (#25 B5)
+        problems += provenance_problems(json.loads(nbformat.writes(notebook)))
     source = "\n".join(c.source for c in notebook.cells if c.cell_type == "code")
     for module, name in ALSO_RETIRED:
         if re.search(rf"\b{name}\b", source):

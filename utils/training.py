@@ -66,7 +66,7 @@ def get_batch(data: np.ndarray, batch_size: int, context_length: int, device: to
     every call, and gathers the windows with one index. The start positions come from `generator` (None: torch's
     global generator).
     """
-    tokens = torch.from_numpy(np.asarray(data, dtype=np.int64))  # every token: fine for this lecture's 256 KB
+    tokens = torch.from_numpy(np.asarray(data, dtype=np.int64))  # every token: fine for this lecture's 256 KiB
     starts = torch.randint(0, len(tokens) - context_length, (batch_size, 1), generator=generator)
     windows = tokens[starts + torch.arange(context_length + 1)]   # (batch_size, context_length + 1)
     return windows[:, :-1].to(device), windows[:, 1:].to(device)

@@ -121,20 +121,6 @@ def test_positive_values_of_fp8_e4m3():
     assert values == sorted(values)
 
 
-# ---- exercise 1's hidden tests: the trusted half fails garbage with an AssertionError, never another error
-def test_exercise_1_hidden_checks_fail_garbage_with_an_assertion_error():
-    from reference import hidden
-    from reference.floats import HIDDEN_TESTS
-    from tests.exercise_cells import garbage_for
-    for test in HIDDEN_TESTS:
-        key = f"floats.{test}"
-        count = len(hidden.expected(key))
-        for garbage in garbage_for(hidden.cases(key), hidden.expected(key)) + [[(1.0, 2.0, 3.0)] * count,
-                                                                               [(1, 2)] * count, [0.5] * count]:
-            with pytest.raises(AssertionError):
-                hidden.check(key, garbage)
-
-
 def test_exercise_1_after_cast_cases_carry_the_right_limits_of_their_formats_only():
     """Task 4's stand-in for limits knows each checked format's limits (torch.finfo's where torch has it), no other."""
     from reference import hidden

@@ -113,19 +113,8 @@ def test_the_two_layer_model_is_a_stack_of_two():
     torch.testing.assert_close(weight_grads, [two["w1"], two["w2"]])
 
 
-# ---- exercise 6's hidden tests: the trusted half, and later tasks that earn their points after wrong earlier ones
+# ---- exercise 6: later tasks that earn their points after wrong earlier ones
 import pytest  # noqa: E402
-
-
-def test_exercise_6_hidden_checks_fail_garbage_with_an_assertion_error():
-    from reference import hidden
-    from reference.gradients import HIDDEN_TESTS
-    from tests.exercise_cells import garbage_for
-    for test in HIDDEN_TESTS:
-        key = f"gradients.{test}"
-        for garbage in garbage_for(hidden.cases(key), hidden.expected(key)):
-            with pytest.raises(AssertionError):
-                hidden.check(key, garbage)
 
 
 WRONG_EARLY_RIGHT_LATE = {

@@ -59,3 +59,15 @@ def test_values_cross_the_boundary_with_their_exact_types():
                 '{"dtype": "Tensor"}', "[" * 100_000 + "]" * 100_000):
         with pytest.raises((ValueError, RecursionError)):
             decode(bad)
+
+
+KEYS = [key for _, cell in TEST_CELLS for key in cell.hidden_keys]
+
+
+@pytest.mark.parametrize("key", KEYS)
+def test_every_hidden_check_fails_garbage_with_an_assertion_error(key):
+    """Wrong results of any shape are the student's failure (AssertionError), never the grader's (anything else)."""
+    from tests.exercise_cells import garbage_for
+    for garbage in garbage_for(hidden.cases(key), hidden.expected(key)):
+        with pytest.raises(AssertionError):
+            hidden.check(key, garbage)

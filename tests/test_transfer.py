@@ -233,27 +233,6 @@ def test_plots_are_labelled():
     assert list(ax.lines[0].get_ydata()) == [1.0, 20.0]
 
 
-# ---- exercise 2's hidden tests: the trusted half fails garbage with an AssertionError, never another error
-def test_exercise_2_hidden_checks_fail_garbage_with_an_assertion_error():
-    from reference import hidden
-    from reference.tensors_on_gpu import HIDDEN_TESTS
-    from tests.exercise_cells import garbage_for
-    timings = {"real_cpu": [1.0, 1.0, 1.0], "gpu": None, "real_gpu": {}, "simulated": []}
-    odd_timings = [{**timings, "real_gpu": [1.0]}, {**timings, "real_gpu": None}, {**timings, "gpu": 0},
-                   {**timings, "real_gpu": {"pinned": 1.0}}, {**timings, "gpu": "cuda:0"},
-                   {**timings, "gpu": "cuda:0", "real_gpu": {"pinned": None, "pageable": 1.0}},
-                   {**timings, "simulated": [None] * 60}, {**timings, "real_cpu": [None] * 3}]
-    for test in HIDDEN_TESTS:
-        key = f"tensors_on_gpu.{test}"
-        cases = hidden.cases(key)
-        count = (len(cases["lists"]) + len(cases["measured"]) if test == "allocated_bytes"
-                 else len(cases["scenarios"]) if test == "copy_gb_per_s" else len(cases))
-        for garbage in garbage_for(hidden.cases(key), hidden.expected(key)) + odd_timings + [
-                [("returned", None)] * count, [(("returned", 1), ("raised", 2))] * count, [(True, 1)] * count]:
-            with pytest.raises(AssertionError):
-                hidden.check(key, garbage)
-
-
 def _right_timings(cases: dict, gpu: str | None) -> dict:
     simulated = [(nbytes / statistics.median(durations[warmup:]) / 1e9, warmup + repeats)
                  for warmup, repeats, durations, nbytes, _ in cases["scenarios"]]

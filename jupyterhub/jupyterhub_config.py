@@ -1,0 +1,90 @@
+"""JupyterHub's configuration for the class (scripts/class_hub.py copies it into <prefix>/state/ and starts the hub
+with it). Everything class-specific comes from class.json beside it, which `make hub` wrote from the roster.
+
+- Login: the accounts' unix passwords (PAM, JupyterHub's default). For a real class swap in its own login; only
+  the lines marked LOGIN change (README: "Run a class").
+- Each user's server: JupyterLab as that unix user (LocalProcessSpawner), in their home, from the shared
+  environment, with the students' nbgrader configuration (Assignments tab, no Formgrader).
+- Formgrader: a JupyterHub service run as the grader account in its course folder (nbgrader's "one class,
+  multiple graders"); the instructor and the TAs, in the group formgrade-<course>, may open it.
+- The hub's database, cookie secret and the proxy's token live in this folder, so a restart keeps every user,
+  group and running server.
+"""
+import json
+import os
+
+c = get_config()  # noqa: F821
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+with open(os.path.join(HERE, "class.json")) as f:
+    CLASS = json.load(f)
+COURSE = "cs336-primitives"
+PREFIX = CLASS["prefix"]
+ENV_BIN = os.path.join(PREFIX, "env", "bin")
+GRADER = f"grader-{COURSE}"[:32]
+STAFF = CLASS["staff"] + [CLASS["instructor"]]
+PATH = f"{ENV_BIN}:/usr/local/bin:/usr/bin:/bin"
+
+# --- the hub, the proxy, the state that survives a restart
+c.JupyterHub.bind_url = f"http://{CLASS['ip']}:{CLASS['port']}"
+c.JupyterHub.hub_ip = "127.0.0.1"
+c.JupyterHub.hub_port = CLASS["hub_port"]
+c.JupyterHub.db_url = f"sqlite:///{os.path.join(HERE, 'jupyterhub.sqlite')}"
+c.JupyterHub.cookie_secret_file = os.path.join(HERE, "jupyterhub_cookie_secret")
+c.ConfigurableHTTPProxy.command = [os.path.join(PREFIX, "proxy", "node_modules", ".bin", "configurable-http-proxy")]
+c.ConfigurableHTTPProxy.api_url = f"http://127.0.0.1:{CLASS['proxy_api_port']}"
+with open(os.path.join(HERE, "proxy_token"), "a+") as f:   # the same token after a restart: servers stay reachable
+    f.seek(0)
+    token = f.read().strip() or os.urandom(32).hex()
+    f.seek(0), f.truncate(), f.write(token)
+os.chmod(os.path.join(HERE, "proxy_token"), 0o600)
+c.ConfigurableHTTPProxy.auth_token = token
+c.JupyterHub.cleanup_servers = False   # a restart of the hub leaves students' servers (and their kernels) running
+
+# --- who may log in (LOGIN: a real class replaces the authenticator here, keeping allowed_users and admin_users)
+c.JupyterHub.authenticator_class = CLASS["authenticator"]
+c.Authenticator.allowed_users = set(CLASS["students"]) | set(STAFF)
+c.Authenticator.admin_users = {CLASS["instructor"]}
+c.PAMAuthenticator.open_sessions = False   # no login session per spawn: nothing in PAM's session stack is needed
+
+# --- each user's server
+c.JupyterHub.spawner_class = "localprocess"
+c.Spawner.cmd = ["bash", os.path.join(PREFIX, "course-start.sh"), os.path.join(ENV_BIN, "jupyterhub-singleuser")]
+c.Spawner.notebook_dir = "~"
+c.Spawner.default_url = "/lab/tree/index.ipynb"
+c.Spawner.environment = {
+    "PATH": PATH, "COURSE": os.path.join(PREFIX, "course"), "COURSE_EXCHANGE": CLASS["exchange"],
+    "JUPYTER_CONFIG_PATH": os.path.join(PREFIX, "student-config"), "VENV": os.path.join(PREFIX, "env"),
+    "TORCH": "system", "LANG": "C.UTF-8",
+}
+c.Spawner.start_timeout = 120
+c.Spawner.http_timeout = 120
+
+# --- groups, roles and the Formgrader service
+c.JupyterHub.load_groups = {
+    f"formgrade-{COURSE}": {"users": STAFF},
+    f"nbgrader-{COURSE}": {"users": CLASS["students"]},
+}
+c.JupyterHub.load_roles = [
+    {"name": f"formgrade-{COURSE}", "groups": [f"formgrade-{COURSE}"],
+     "scopes": [f"access:services!service={COURSE}"]},
+    # the class's own admin token (scripts/class_hub.py, the tests): create users' tokens, list servers
+    {"name": "class-admin", "services": ["class-admin"], "scopes": ["admin:users", "admin:servers", "tokens",
+                                                                    "admin:groups", "list:services", "read:services"]},
+]
+c.JupyterHub.services = [
+    {
+        "name": COURSE,   # nbgrader finds Formgrader at /services/<course id>/
+        "url": f"http://127.0.0.1:{CLASS['service_port']}",
+        "command": [os.path.join(ENV_BIN, "jupyterhub-singleuser"), f"--ServerApp.root_dir={CLASS['homes']}/{GRADER}/course"],
+        "user": GRADER,
+        "cwd": f"{CLASS['homes']}/{GRADER}/course",
+        "environment": {
+            "PATH": PATH, "COURSE_EXCHANGE": CLASS["exchange"], "VENV": os.path.join(PREFIX, "env"),
+            "TORCH": "system", "LANG": "C.UTF-8", "JUPYTERHUB_DEFAULT_URL": "/lab",
+            "JUPYTER_CONFIG_PATH": os.path.join(PREFIX, "grader-config"),
+        },
+        "oauth_no_confirm": True,
+    },
+    {"name": "class-admin", "api_token": CLASS["admin_token"]},
+]

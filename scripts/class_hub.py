@@ -1,0 +1,516 @@
+"""A class on one machine: JupyterHub with one unix account per student, nbgrader's exchange, Formgrader as a
+JupyterHub service for the instructor and TAs (the single-machine layout of The Littlest JupyterHub).
+
+    sudo make hub ROSTER=students.csv STAFF=ta1,ta2 INSTRUCTOR=prof       set up what is missing, then run the hub
+    sudo python3 scripts/class_hub.py setup --roster students.csv --staff ta1,ta2 --instructor prof [--prefix P]
+    sudo python3 scripts/class_hub.py start [--prefix P]                  run the hub (the state survives restarts)
+    sudo python3 scripts/class_hub.py remove-accounts [--prefix P]        end of term: the accounts it created
+
+It must run as root: it creates unix accounts, and JupyterHub starts each user's server as that user
+(LocalProcessSpawner) and Formgrader as the grader account. What it lays out, under the prefix (/opt/cs336-hub):
+
+    env/             one Python environment for the hub and every user (as TLJH's /opt/tljh/user): the student
+                     edition's `utils` and pinned packages, CPU torch, JupyterHub; readable by all, writable by root
+    proxy/           configurable-http-proxy, JupyterHub's standard proxy, from npm (pinned)
+    course/          the student edition, read-only: copied into a student's home on their first start
+    student-config/  JUPYTER_CONFIG_PATH of user servers: the students' nbgrader config (exchange, Assignments
+                     tab), no Formgrader or assignment creation
+    grader-config/   JUPYTER_CONFIG_PATH of the Formgrader service: lets Formgrader's tab frame itself
+    state/           root only (0700): class.json (this class), JupyterHub's database and cookie secret, the
+                     proxy's token, the passwords it set, the hub's log
+
+and outside it: the accounts' homes (/home/<id>, mode 0700), the grader account `grader-<course>` whose home holds
+the instructor's course (a copy of this repository: source/, reference/, the gradebook), and nbgrader's exchange
+(/srv/nbgrader/exchange, mode 1777; nbgrader sets the permissions of what it creates inside).
+
+Why a script and not only configuration: JupyterHub, the proxy, the spawner and nbgrader do the serving, spawning,
+exchanging and grading; what none of them does is turn a roster into accounts, build one environment every
+account can run, and copy the course where each side needs it. That is all this file does.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import pwd
+import re
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import tomllib
+import urllib.request
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))  # autograder.student_edition, run as a script from any folder
+from autograder.student_edition import build as build_student_edition  # noqa: E402
+
+COURSE_ID = "cs336-primitives"
+PROXY_PACKAGE = "configurable-http-proxy@5.3.0"   # JupyterHub's standard proxy, pinned (npm)
+ACCOUNT_MARK = f"{COURSE_ID} class account"       # the comment (GECOS) of accounts this script created
+USERNAME = re.compile(r"^[a-z_][a-z0-9_-]{0,31}$")  # what useradd accepts everywhere (Debian's default rule)
+DISABLED_FOR_USERS = {  # nbgrader's instructor parts, off in every user's server (students and TAs alike)
+    "server": ["nbgrader.server_extensions.formgrader", "nbgrader.server_extensions.course_list"],
+    "lab": ["@jupyter/nbgrader:formgrader", "@jupyter/nbgrader:create-assignment", "@jupyter/nbgrader:course-list"],
+}
+# JupyterLab's defaults for the whole hub: no "be notified about official Jupyter news?" pop-up on a first start
+LAB_OVERRIDES = {"@jupyterlab/apputils-extension:notification": {"fetchNews": "false", "checkForUpdates": False}}
+
+
+class ClassError(Exception):
+    """Bad input or a machine that cannot host the class: the message says what to do. Nothing was changed
+    beyond what the message says."""
+
+
+@dataclass
+class ClassHub:
+    """One class's hub: what `setup` was given, kept in <prefix>/state/class.json for `start` and the tests."""
+    prefix: str
+    students: list[str]
+    staff: list[str]                 # TAs: Formgrader service, their own server
+    instructor: str                  # like a TA, and the hub's admin
+    homes: str = "/home"
+    exchange: str = "/srv/nbgrader/exchange"
+    ip: str = "0.0.0.0"
+    port: int = 8000
+    hub_port: int = 8081             # the hub's internal API (loopback)
+    proxy_api_port: int = 8001       # the proxy's REST API (loopback)
+    service_port: int = 9999         # the Formgrader service (loopback)
+    authenticator: str = "pam"       # the unix passwords; README: LTI 1.3 or OAuth for a real class
+    created: list[str] = field(default_factory=list)   # accounts this script made (removed by remove-accounts)
+    admin_token: str = field(default_factory=lambda: secrets.token_hex(32))  # the class-admin service's token
+
+    @property
+    def grader(self) -> str:
+        return f"grader-{COURSE_ID}"[:32]
+
+    @property
+    def env(self) -> Path:
+        return Path(self.prefix) / "env"
+
+    @property
+    def state(self) -> Path:
+        return Path(self.prefix) / "state"
+
+    @property
+    def course(self) -> Path:
+        """The instructor's course: the grader account's copy of this repository."""
+        return Path(self.homes) / self.grader / "course"
+
+    @property
+    def url(self) -> str:
+        host = "127.0.0.1" if self.ip in ("0.0.0.0", "") else self.ip
+        return f"http://{host}:{self.port}"
+
+    def save(self) -> None:
+        self.state.mkdir(parents=True, exist_ok=True)
+        self.state.chmod(0o700)
+        path = self.state / "class.json"
+        path.write_text(json.dumps(asdict(self), indent=1))
+        path.chmod(0o600)
+
+    @classmethod
+    def load(cls, prefix: str | Path) -> "ClassHub":
+        path = Path(prefix) / "state" / "class.json"
+        if not path.exists():
+            raise ClassError(f"no class set up in {prefix} ({path} is missing): run `make hub ROSTER=...` first")
+        return cls(**json.loads(path.read_text()))
+
+
+def run(command: list[str], **kwargs) -> subprocess.CompletedProcess:
+    """Run a command, stopping with what it printed when it fails."""
+    done = subprocess.run(command, capture_output=True, text=True, **kwargs)
+    if done.returncode != 0:
+        raise ClassError(f"`{' '.join(map(str, command))}` failed ({done.returncode}):\n{done.stdout}{done.stderr}")
+    return done
+
+
+def as_user(user: str, command: list[str], env: dict[str, str], cwd: str | Path | None = None,
+            check: bool = True, timeout: float | None = None, input: str | None = None) -> subprocess.CompletedProcess:
+    """Run `command` as the unix account `user` (util-linux's runuser), with exactly `env` plus HOME and USER,
+    in `cwd` (default: the account's home)."""
+    home = pwd.getpwnam(user).pw_dir
+    full = ["runuser", "-u", user, "--", "env", "-i", f"HOME={home}", f"USER={user}", f"LOGNAME={user}"]
+    full += [f"{k}={v}" for k, v in env.items()] + list(command)
+    done = subprocess.run(full, cwd=cwd or home, capture_output=True, text=True, timeout=timeout, input=input)
+    if check and done.returncode != 0:
+        raise ClassError(f"as {user}: `{' '.join(command)}` failed ({done.returncode}):\n{done.stdout}{done.stderr}")
+    return done
+
+
+# --- the roster -------------------------------------------------------------------------------------------------
+
+def read_roster(path: Path) -> list[str]:
+    """The student ids of an `nbgrader db student import` CSV (columns id, first_name, last_name, email; only id
+    is required). Each id becomes a unix account, so it must be a valid unix name, and appear once."""
+    if not path.is_file():
+        raise ClassError(f"roster {path} not found (a CSV with an `id` column, as `nbgrader db student import` takes)")
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    if not rows or "id" not in rows[0]:
+        raise ClassError(f"roster {path}: no `id` column (the header must name it: id,first_name,last_name,email)")
+    ids, problems = [], []
+    for line, row in enumerate(rows, start=2):
+        student = (row["id"] or "").strip()
+        if not USERNAME.match(student):
+            problems.append(f"line {line}: {student!r} is not a valid unix account name (lower-case letters, digits,"
+                            " '_' and '-', starting with a letter or '_', at most 32)")
+        elif student in ids:
+            problems.append(f"line {line}: {student!r} appears twice")
+        else:
+            ids.append(student)
+    if problems:
+        raise ClassError(f"roster {path}: nothing was set up:\n  " + "\n  ".join(problems))
+    return ids
+
+
+# --- unix accounts ----------------------------------------------------------------------------------------------
+
+def account_exists(name: str) -> bool:
+    try:
+        pwd.getpwnam(name)
+        return True
+    except KeyError:
+        return False
+
+
+def is_class_account(name: str) -> bool:
+    try:
+        return pwd.getpwnam(name).pw_gecos == ACCOUNT_MARK
+    except KeyError:
+        return False
+
+
+def create_account(name: str, homes: str) -> bool:
+    """Create the unix account `name` with a private group and a home only it can read (0700). An existing
+    account is left exactly as it is (False): the class uses it, and `remove-accounts` never removes it."""
+    if account_exists(name):
+        return False
+    home = Path(homes) / name
+    run(["useradd", "--create-home", "--home-dir", str(home), "--shell", "/bin/bash", "--user-group",
+         "--comment", ACCOUNT_MARK, name])
+    home.chmod(0o700)
+    return True
+
+
+def set_passwords(passwords: dict[str, str]) -> None:
+    """Unix passwords for the accounts (the PAM login of the hub), through chpasswd's standard input."""
+    if passwords:
+        run(["chpasswd"], input="".join(f"{user}:{word}\n" for user, word in passwords.items()))
+
+
+def remove_account(name: str) -> None:
+    """Stop the account's processes and remove it with its home, if this script created it."""
+    if not is_class_account(name):
+        return
+    for _ in range(50):   # its servers and kernels first: userdel refuses an account with processes
+        if subprocess.run(["pkill", "-KILL", "-u", name], capture_output=True).returncode == 1:
+            break         # none left
+        time.sleep(0.1)
+    run(["userdel", "--remove", "--force", name])
+
+
+# --- the shared environment and the proxy -----------------------------------------------------------------------
+
+def python_for_everyone() -> str:
+    """A Python 3.11+ that every account may run. A root-only Python (pyenv under /root, as on our CI machine)
+    cannot run a student's server, so the hub does not use the one running this script unless it can."""
+    candidates = [os.environ.get("HUB_PYTHON"), sys.executable, "/usr/bin/python3", "/usr/local/bin/python3"]
+    check = "import sys, venv, ensurepip; sys.exit(sys.version_info < (3, 11))"
+    for python in filter(None, candidates):
+        if Path(python).exists() and subprocess.run(["runuser", "-u", "nobody", "--", python, "-c", check],
+                                                    capture_output=True).returncode == 0:
+            return python
+    raise ClassError("no Python 3.11+ with venv that every account can run (HUB_PYTHON=/path/to/python3 names one); "
+                     "on Debian/Ubuntu: apt-get install -y python3 python3-venv")
+
+
+def hub_pin() -> str:
+    """JupyterHub's pin, from pyproject.toml's `hub` extra (one place for every version the course uses)."""
+    extras = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    return next(r for r in extras["hub"] if r.startswith("jupyterhub=="))
+
+
+def install_course(hub: ClassHub) -> None:
+    """The student edition, read-only in <prefix>/course, with release/ empty: exercises arrive through
+    nbgrader's exchange (the Assignments tab), not with the course."""
+    course = Path(hub.prefix) / "course"
+    with tempfile.TemporaryDirectory() as scratch:
+        edition = build_student_edition(Path(scratch) / "edition")
+        if course.exists():
+            shutil.rmtree(course)
+        shutil.copytree(edition, course, ignore=shutil.ignore_patterns(".student-edition"))
+    for exercise in (course / "release").iterdir():
+        shutil.rmtree(exercise)
+
+
+def install_env(hub: ClassHub) -> None:
+    """One environment for the hub and every user: the edition's pinned packages (CPU torch), its `utils`
+    (editable, from the read-only course), the course kernel and JupyterHub. Rebuilt only when what it was built
+    from changes (its stamp holds the edition's pyproject.toml and JupyterHub's pin)."""
+    course = Path(hub.prefix) / "course"
+    wanted = (course / "pyproject.toml").read_text() + hub_pin()
+    stamp = hub.env / ".installed"
+    if not (stamp.exists() and (hub.env / ".hub-stamp").exists() and (hub.env / ".hub-stamp").read_text() == wanted):
+        if hub.env.exists():
+            shutil.rmtree(hub.env)
+        run([python_for_everyone(), "-m", "venv", str(hub.env)])
+        python = str(hub.env / "bin" / "python")
+        print(f"installing the course and {hub_pin()} into {hub.env} (a few minutes the first time) ...", flush=True)
+        run([python, str(course / "scripts" / "install_env.py"), "--package", str(course), "--torch", "cpu"])
+        run([python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", hub_pin()])
+        run([python, "-m", "ipykernel", "install", "--sys-prefix", "--name", "cs336-primitives",
+             "--display-name", "Python (cs336 primitives)"])
+        (hub.env / ".hub-stamp").write_text(wanted)
+    for egg in course.glob("*.egg-info"):  # the editable install's build record: not for students' homes
+        shutil.rmtree(egg)
+    settings = hub.env / "share" / "jupyter" / "lab" / "settings"
+    settings.mkdir(parents=True, exist_ok=True)
+    (settings / "overrides.json").write_text(json.dumps(LAB_OVERRIDES, indent=1))
+    stamp.touch()  # newer than the courses' pyproject.toml: `make progress` and `make grade` install nothing
+
+
+def install_proxy(hub: ClassHub) -> Path:
+    """configurable-http-proxy from npm into <prefix>/proxy (once); its executable."""
+    proxy = Path(hub.prefix) / "proxy"
+    executable = proxy / "node_modules" / ".bin" / "configurable-http-proxy"
+    marker = proxy / ".package"
+    if executable.exists() and marker.exists() and marker.read_text() == PROXY_PACKAGE:
+        return executable
+    if not (shutil.which("node") and shutil.which("npm")):
+        raise ClassError("JupyterHub's proxy needs Node.js and npm: apt-get install -y nodejs npm")
+    proxy.mkdir(parents=True, exist_ok=True)
+    print(f"installing {PROXY_PACKAGE} from npm into {proxy} ...", flush=True)
+    run(["npm", "install", "--prefix", str(proxy), "--no-audit", "--no-fund", "--loglevel=error", PROXY_PACKAGE])
+    marker.write_text(PROXY_PACKAGE)
+    return executable
+
+
+def write_configs(hub: ClassHub) -> None:
+    """JUPYTER_CONFIG_PATH folders: user servers (students and TAs) and the Formgrader service."""
+    here = REPO / "jupyterhub"
+    users = Path(hub.prefix) / "student-config"
+    (users / "labconfig").mkdir(parents=True, exist_ok=True)
+    shutil.copy2(here / "nbgrader_config_student.py", users / "nbgrader_config.py")
+    (users / "jupyter_server_config.json").write_text(json.dumps(
+        {"ServerApp": {"jpserver_extensions": {name: False for name in DISABLED_FOR_USERS["server"]}}}, indent=1))
+    (users / "labconfig" / "page_config.json").write_text(json.dumps(
+        {"disabledExtensions": {name: True for name in DISABLED_FOR_USERS["lab"]}}, indent=1))
+    grader = Path(hub.prefix) / "grader-config"
+    grader.mkdir(parents=True, exist_ok=True)
+    # JupyterHub 4.1+ sends `frame-ancestors 'none'`, which blanks Formgrader's tab (an iframe of the same server):
+    # jupyter/nbgrader#1870. Only this service, which only the instructor and TAs can reach, lets its own pages
+    # frame it; students' servers keep JupyterHub's default.
+    (grader / "jupyter_server_config.json").write_text(json.dumps(
+        {"ServerApp": {"tornado_settings": {"headers": {"Content-Security-Policy": "frame-ancestors 'self'"}}}},
+        indent=1))
+    for folder in (users, grader):
+        for path in [folder, *folder.rglob("*")]:
+            path.chmod(0o755 if path.is_dir() else 0o644)
+    shutil.copy2(here / "start-course.sh", Path(hub.prefix) / "course-start.sh")
+    (Path(hub.prefix) / "course-start.sh").chmod(0o755)
+    shutil.copy2(here / "jupyterhub_config.py", hub.state / "jupyterhub_config.py")
+
+
+def install_grader_course(hub: ClassHub, roster: Path) -> None:
+    """The grader account's course: this repository's files (tracked and new, as git sees them), owned by it,
+    with the roster in its gradebook (`nbgrader db student import`). An existing course is kept as it is: it holds
+    the gradebook and the class's submissions."""
+    if not hub.course.exists():
+        listed = subprocess.run(["git", "-C", str(REPO), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+                                capture_output=True)
+        if listed.returncode == 0:
+            for name in filter(None, listed.stdout.decode().split("\0")):
+                source = REPO / name
+                if source.is_file():
+                    (hub.course / name).parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copy2(source, hub.course / name)
+        else:  # a release tarball: no git
+            shutil.copytree(REPO, hub.course, ignore=shutil.ignore_patterns(
+                ".git", ".venv", "*.egg-info", "__pycache__", "test-artifacts", "submitted", "autograded", "feedback",
+                "graded", "gradebook.db", "exchange"))
+        run(["chown", "-R", f"{hub.grader}:{hub.grader}", str(hub.course)])
+    shutil.copy2(roster, hub.state / "roster.csv")
+    readable = Path(tempfile.mkdtemp(prefix="roster-"))
+    try:
+        shutil.copy2(roster, readable / "roster.csv")
+        readable.chmod(0o755)
+        (readable / "roster.csv").chmod(0o644)
+        as_user(hub.grader, [str(hub.env / "bin" / "nbgrader"), "db", "student", "import", str(readable / "roster.csv")],
+                grader_env(hub), cwd=hub.course)
+    finally:
+        shutil.rmtree(readable)
+
+
+def grader_env(hub: ClassHub) -> dict[str, str]:
+    """The environment of the grader account's commands: the hub's Python first, the shared exchange."""
+    return {"PATH": f"{hub.env / 'bin'}:/usr/local/bin:/usr/bin:/bin", "COURSE_EXCHANGE": hub.exchange,
+            "VENV": str(hub.env), "TORCH": "system", "LANG": "C.UTF-8"}
+
+
+def student_env(hub: ClassHub) -> dict[str, str]:
+    """The environment of a user's server and of their nbgrader commands."""
+    return {"PATH": f"{hub.env / 'bin'}:/usr/local/bin:/usr/bin:/bin", "COURSE_EXCHANGE": hub.exchange,
+            "JUPYTER_CONFIG_PATH": str(Path(hub.prefix) / "student-config"), "VENV": str(hub.env),
+            "TORCH": "system", "COURSE": str(Path(hub.prefix) / "course"), "LANG": "C.UTF-8"}
+
+
+def setup(hub: ClassHub, roster: Path, passwords: dict[str, str] | None = None) -> ClassHub:
+    """Everything the class needs that is missing; safe to run again (existing accounts, the grader's course
+    and the environment are kept). `passwords`: the unix passwords to set for accounts created now (default:
+    random ones, written to state/passwords.csv for the instructor to hand out)."""
+    if os.geteuid() != 0:
+        raise ClassError("the class hub must be set up and run as root (sudo make hub ...): it creates accounts and "
+                         "starts each user's server as that user")
+    people = hub.students + hub.staff + [hub.instructor]
+    clash = sorted({p for p in people if people.count(p) > 1})
+    if clash:
+        raise ClassError(f"{', '.join(clash)}: listed more than once (a student, a TA and the instructor must differ)")
+    bad = [p for p in hub.staff + [hub.instructor] if not USERNAME.match(p)]
+    if bad:
+        raise ClassError(f"not valid unix account names: {', '.join(bad)}")
+    Path(hub.prefix).mkdir(parents=True, exist_ok=True)
+    Path(hub.prefix).chmod(0o755)
+    hub.state.mkdir(parents=True, exist_ok=True)
+    hub.state.chmod(0o700)
+    install_course(hub)
+    install_env(hub)
+    install_proxy(hub)
+    new_passwords = {}
+    for name in people + [hub.grader]:
+        if create_account(name, hub.homes):
+            hub.created.append(name)
+            if name != hub.grader:
+                new_passwords[name] = (passwords or {}).get(name) or secrets.token_urlsafe(12)
+    set_passwords(new_passwords)
+    if new_passwords:
+        with open(hub.state / "passwords.csv", "a") as f:
+            f.writelines(f"{user},{word}\n" for user, word in new_passwords.items())
+        (hub.state / "passwords.csv").chmod(0o600)
+    Path(hub.exchange).mkdir(parents=True, exist_ok=True)
+    Path(hub.exchange).chmod(0o1777)   # nbgrader's documented mode; it sets its own folders' modes inside
+    hub.save()
+    write_configs(hub)
+    install_grader_course(hub, roster)
+    return hub
+
+
+def start(hub: ClassHub) -> None:
+    """Run JupyterHub in the foreground (it starts the proxy, and Formgrader as the grader account)."""
+    os.chdir(hub.state)
+    os.execv(str(hub.env / "bin" / "jupyterhub"),
+             [str(hub.env / "bin" / "jupyterhub"), "-f", str(hub.state / "jupyterhub_config.py")])
+
+
+class HubProcess:
+    """The hub started as `scripts/class_hub.py start` in its own process group (tests and the bench): start,
+    stop, restart; its output appended to `log`."""
+
+    def __init__(self, hub: ClassHub, log: Path):
+        self.hub, self.log, self.process = hub, Path(log), None
+
+    def start(self, timeout: float = 120) -> "HubProcess":
+        with open(self.log, "ab") as out:
+            self.process = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "start", "--prefix",
+                                             self.hub.prefix], stdout=out, stderr=subprocess.STDOUT,
+                                            start_new_session=True)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                with urllib.request.urlopen(f"{self.hub.url}/hub/health", timeout=5) as answer:
+                    if answer.status == 200:
+                        return self
+            except OSError:
+                pass
+            if self.process.poll() is not None:
+                break
+            time.sleep(0.3)
+        self.stop()
+        raise ClassError(f"the hub did not answer at {self.hub.url}:\n{self.log.read_text(errors='replace')[-5000:]}")
+
+    def stop(self) -> None:
+        """SIGTERM, as systemd stops it: JupyterHub stops the proxy and Formgrader, and leaves users' servers."""
+        if self.process is None or self.process.poll() is not None:
+            return
+        for sig, wait in ((signal.SIGTERM, 30), (signal.SIGKILL, 5)):
+            try:
+                os.killpg(self.process.pid, sig)
+                self.process.wait(timeout=wait)
+                return
+            except ProcessLookupError:
+                return
+            except subprocess.TimeoutExpired:
+                continue
+
+    def restart(self) -> None:
+        self.stop()
+        self.start()
+
+
+def remove_accounts(hub: ClassHub) -> list[str]:
+    """Remove the accounts `setup` created (with their homes); accounts that existed before are kept. One that
+    cannot be removed is named at the end; the others are removed all the same."""
+    removed, failed = [], []
+    for name in hub.created:
+        try:
+            if is_class_account(name):
+                remove_account(name)
+                removed.append(name)
+        except ClassError as error:
+            failed.append(str(error))
+    hub.created = [name for name in hub.created if account_exists(name)]
+    hub.save()
+    if failed:
+        raise ClassError("some accounts were not removed:\n" + "\n".join(failed))
+    return removed
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("command", choices=["setup", "start", "remove-accounts"])
+    parser.add_argument("--prefix", default=os.environ.get("HUB_PREFIX", "/opt/cs336-hub"))
+    parser.add_argument("--roster", type=Path, help="nbgrader's student CSV (id,first_name,last_name,email)")
+    parser.add_argument("--staff", default="", help="TA accounts, comma-separated")
+    parser.add_argument("--instructor", default="", help="the instructor's account (the hub's admin)")
+    parser.add_argument("--homes", default="/home")
+    parser.add_argument("--exchange", default="/srv/nbgrader/exchange")
+    parser.add_argument("--ip", default="0.0.0.0", help="the address the hub listens on (default: all)")
+    parser.add_argument("--port", type=int, default=8000)
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "setup":
+            if not args.roster or not args.instructor:
+                raise ClassError("setup needs --roster students.csv and --instructor NAME (make hub ROSTER=... INSTRUCTOR=...)")
+            staff = [s.strip() for s in args.staff.split(",") if s.strip()]
+            try:
+                hub = ClassHub.load(args.prefix)
+                hub.students, hub.staff, hub.instructor = read_roster(args.roster), staff, args.instructor
+            except ClassError:
+                hub = ClassHub(prefix=args.prefix, students=read_roster(args.roster), staff=staff,
+                               instructor=args.instructor, homes=args.homes, exchange=args.exchange, ip=args.ip,
+                               port=args.port)
+            setup(hub, args.roster)
+            print(f"class ready: {len(hub.students)} students, {len(hub.staff)} TAs, instructor {hub.instructor}, "
+                  f"grader account {hub.grader} (course {hub.course}); exchange {hub.exchange}; "
+                  f"passwords of new accounts in {hub.state / 'passwords.csv'}")
+        elif args.command == "start":
+            hub = ClassHub.load(args.prefix)
+            print(f"JupyterHub for {COURSE_ID} at {hub.url} (Formgrader: {hub.url}/services/{COURSE_ID}/)", flush=True)
+            start(hub)
+        else:
+            removed = remove_accounts(ClassHub.load(args.prefix))
+            print(f"removed {len(removed)} accounts: {', '.join(removed) or '-'}")
+    except ClassError as error:
+        print(f"class hub: {error}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

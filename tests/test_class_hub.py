@@ -1,0 +1,357 @@
+"""A class on a real JupyterHub (scripts/class_hub.py, `make hub`): real unix accounts from a roster, PAM logins,
+each user's server started as that user by LocalProcessSpawner through configurable-http-proxy, Formgrader as a
+JupyterHub service run by the grader account, nbgrader's exchange in one folder.
+
+The hub is set up and started once for this file, in scratch folders (the accounts' homes, the exchange, the hub's
+state; the shared environment and the proxy are kept in HUB_TEST_PREFIX between runs, rebuilt when the course's
+pins change), and everything is removed afterwards: servers, accounts, homes. It needs root (it creates accounts);
+without root it is skipped with the reason, and under CI=true that skip is a failure.
+
+1. The whole cycle in headless Chromium through the hub's URL (screenshots in test-artifacts/class-hub/).
+2. Every way in that a student must not have, tried as that student, each refused with the error seen.
+3. A class of 30 accounts submitting at once while the grader collects and the hub restarts: nothing lost
+   (bench/hub_load.py runs the same with 200).
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from bench.hub_load import ASSIGNMENT, submit_class
+from scripts.class_hub import (ClassError, ClassHub, HubProcess, as_user, grader_env, read_roster, remove_account,
+                               remove_accounts, setup, student_env)
+from tests import submissions
+from tests.test_browser import CHROMIUM_ARGS, chromium_path
+
+REPO = Path(__file__).resolve().parent.parent
+ARTIFACTS = Path(os.environ.get("PYTEST_ARTIFACTS", REPO / "test-artifacts")) / "class-hub"
+PREFIX = os.environ.get("HUB_TEST_PREFIX", "/var/tmp/cs336-hub-test")
+LOAD_STUDENTS = 30
+RIGHT, HALF, TA, PROF = "hubt-ada", "hubt-ben", "hubt-tina", "hubt-prof"
+PASSWORDS = {RIGHT: "ada-pass-7", HALF: "ben-pass-7", TA: "tina-pass-7", PROF: "prof-pass-7"}
+
+
+def required(reason: str) -> None:
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"the class hub test must run on CI: {reason}")
+    pytest.skip(reason)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def running():
+    """A class of LOAD_STUDENTS accounts (two of them for the browser), a TA and the instructor, with the hub up and
+    07_models_optimizers released; torn down to nothing afterwards."""
+    if os.geteuid() != 0:
+        required("the class hub needs root (it creates unix accounts): run `make test` as root, as CI does")
+    for tool in ("runuser", "useradd", "node", "npm"):
+        if not shutil.which(tool):
+            required(f"{tool} is missing (Node.js and npm: apt-get install -y nodejs npm)")
+    scratch = Path(tempfile.mkdtemp(prefix="class-hub-"))
+    scratch.chmod(0o755)  # the accounts' homes and the exchange live below it
+    (scratch / "home").mkdir(mode=0o755)
+    students = [RIGHT, HALF] + [f"hubt-{i:03d}" for i in range(LOAD_STUDENTS - 2)]
+    roster = scratch / "roster.csv"
+    roster.write_text("id,first_name,last_name,email\n" + "".join(f"{s},{s[5:]},Test,{s}@example.org\n" for s in students))
+    ports = {name: free_port() for name in ("port", "hub_port", "proxy_api_port", "service_port")}
+    hub = ClassHub(prefix=PREFIX, students=students, staff=[TA], instructor=PROF, homes=str(scratch / "home"),
+                   exchange=str(scratch / "exchange"), ip="127.0.0.1", **ports)
+    for leftover in ("state", "course"):  # an earlier run killed before its clean-up
+        shutil.rmtree(Path(PREFIX) / leftover, ignore_errors=True)
+    for name in students + [TA, PROF, hub.grader]:
+        remove_account(name)  # only a class account (an earlier run's), never another
+    started = time.monotonic()
+    server = None
+    try:
+        setup(hub, roster, passwords=PASSWORDS)
+        print(f"\nclass hub set up in {time.monotonic() - started:.1f} s")
+        server = HubProcess(hub, scratch / "hub.log").start()
+        as_user(hub.grader, ["nbgrader", "release_assignment", ASSIGNMENT], grader_env(hub), cwd=hub.course)
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        yield hub, server
+    finally:
+        if server:
+            server.stop()
+        removed = remove_accounts(hub) if (hub.state / "class.json").exists() else []
+        for name in removed:
+            assert subprocess.run(["id", name], capture_output=True).returncode != 0, f"{name} still exists"
+        if (scratch / "hub.log").exists():
+            ARTIFACTS.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(scratch / "hub.log", ARTIFACTS / "hub.log")
+        shutil.rmtree(scratch, ignore_errors=True)
+        for kept_out in ("state", "course", "student-config", "grader-config", "course-start.sh"):
+            path = Path(PREFIX) / kept_out
+            shutil.rmtree(path, ignore_errors=True) if path.is_dir() else path.unlink(missing_ok=True)
+        print(f"class hub: {len(removed)} accounts removed; {time.monotonic() - started:.1f} s in all")
+
+
+# --- bad input ---------------------------------------------------------------------------------------------------
+
+def test_a_bad_roster_is_refused_with_every_problem_named(tmp_path):
+    roster = tmp_path / "roster.csv"
+    roster.write_text("id,first_name\nada,Ada\nBen Smith,Ben\nada,Again\n")
+    with pytest.raises(ClassError) as refused:
+        read_roster(roster)
+    assert "line 3: 'Ben Smith' is not a valid unix account name" in str(refused.value)
+    assert "line 4: 'ada' appears twice" in str(refused.value)
+    roster.write_text("name,email\nada,a@x\n")
+    with pytest.raises(ClassError, match="no `id` column"):
+        read_roster(roster)
+    with pytest.raises(ClassError, match="not found"):
+        read_roster(tmp_path / "missing.csv")
+
+
+# --- helpers for the browser and HTTP ----------------------------------------------------------------------------
+
+def login(browser, hub: ClassHub, user: str):
+    """A new browser context logged in as `user` (PAM, the account's unix password); the page after the spawn."""
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    page.set_default_timeout(120_000)
+    page.goto(f"{hub.url}/hub/login")
+    page.fill("#username_input", user)
+    page.fill("#password_input", PASSWORDS[user])
+    page.click("#login_submit")
+    return page
+
+
+def wait_for_lab(page, user: str) -> None:
+    page.wait_for_url(re.compile(f"/user/{re.escape(user)}/lab"), timeout=180_000)
+    page.locator(".jp-DirListing-item").first.wait_for()
+
+
+def shot(page, name: str) -> None:
+    page.screenshot(path=str(ARTIFACTS / name))
+
+
+def api(page, method: str, path: str, data=None):
+    """A request from the page's own session (its cookies and the server's XSRF token), as the UI makes them."""
+    xsrf = next((c["value"] for c in page.context.cookies() if c["name"] == "_xsrf"), "")
+    return page.request.fetch(path if path.startswith("http") else page.url.split("/user/")[0] + path, method=method,
+                              headers={"X-XSRFToken": xsrf, "Content-Type": "application/json"},
+                              data=json.dumps(data) if data is not None else None)
+
+
+def open_assignments(page) -> None:
+    page.locator(".lm-MenuBar-itemLabel", has_text=re.compile("^Nbgrader$")).click()
+    page.locator(".lm-Menu-itemLabel", has_text=re.compile("^Assignment List$")).click()
+    page.locator("#released_assignments_list, #fetched_assignments_list").first.wait_for()
+
+
+def put_notebook(page, user: str, notebook: nbformat.NotebookNode) -> None:
+    """Save the student's answers into their fetched copy through their server's contents API (what typing and
+    saving in JupyterLab ends in)."""
+    path = f"release/{ASSIGNMENT}/{ASSIGNMENT}.ipynb"
+    answer = api(page, "PUT", f"/user/{user}/api/contents/{path}",
+                 {"type": "notebook", "format": "json", "content": json.loads(nbformat.writes(notebook))})
+    assert answer.status in (200, 201), answer.text()
+
+
+def fetch_submit(page, hub: ClassHub, user: str, notebook: nbformat.NotebookNode) -> str:
+    """Fetch in the Assignments tab, fill in, Validate, Submit; the validation's message."""
+    open_assignments(page)
+    released = page.locator("#released_assignments_list .list_item", has_text=ASSIGNMENT)
+    released.locator("button", has_text="Fetch").click()
+    fetched = page.locator("#fetched_assignments_list .list_item", has_text=ASSIGNMENT).first
+    fetched.wait_for()
+    shot(page, f"2-{user}-fetched.png")
+    put_notebook(page, user, notebook)
+    page.locator("#fetched_assignments_list a", has_text=ASSIGNMENT).first.click()   # show its notebooks
+    page.locator("#fetched_assignments_list button", has_text="Validate").first.click()
+    dialog = page.locator(".jp-Dialog")
+    dialog.wait_for(timeout=300_000)
+    message = dialog.inner_text()
+    shot(page, f"3-{user}-validated.png")
+    dialog.locator("button").last.click()
+    page.locator("#fetched_assignments_list button", has_text="Submit").first.click()
+    page.locator("#submitted_assignments_list .list_item", has_text=ASSIGNMENT).first.wait_for()
+    shot(page, f"4-{user}-submitted.png")
+    return message
+
+
+# --- 1. the whole cycle in a browser ------------------------------------------------------------------------------
+
+def test_the_whole_cycle_in_a_browser(running):
+    hub, server = running
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        required("playwright is not installed (the `test` extra)")
+    executable = chromium_path()
+    if executable is None:
+        required("no Chromium (make test installs it: tests/ensure_chromium.sh)")
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=executable, headless=True, args=CHROMIUM_ARGS)
+        students = {RIGHT: submissions.solved(ASSIGNMENT), HALF: submissions.half_done(ASSIGNMENT)}
+        pages = {}
+        for user in students:    # both log in and their servers start side by side
+            pages[user] = login(browser, hub, user)
+        for user, page in pages.items():
+            try:
+                wait_for_lab(page, user)
+                page.locator(".jp-Notebook").first.wait_for()        # the landing page, index.ipynb
+                time.sleep(2)   # a news pop-up, if any, shows within a second of the first start
+                assert "official Jupyter news" not in page.inner_text("body")
+                names = page.locator(".jp-DirListing-itemText").all_inner_texts()
+                assert "index.ipynb" in names and "notebooks" in names, names
+                assert not [n for n in names if n.endswith(".egg-info") or n in ("test-artifacts", "source",
+                                                                                 "reference", "autograder")], names
+                shot(page, f"1-{user}-landing-page.png")
+                message = fetch_submit(page, hub, user, students[user][ASSIGNMENT])
+                if user == RIGHT:
+                    assert "Success" in message or "passed" in message.lower(), message
+                else:
+                    assert "failed" in message.lower() or "error" in message.lower(), message
+            except BaseException:
+                shot(page, f"failure-{user}.png")
+                raise
+
+        ta = login(browser, hub, TA)
+        try:
+            wait_for_lab(ta, TA)
+            ta.goto(f"{hub.url}/services/cs336-primitives/lab?formgrader=true")
+            frame = ta.frame_locator("#formgrader-iframe")
+            frame.locator("text=Manage Assignments").first.wait_for(timeout=120_000)
+            frame.locator(f"text={ASSIGNMENT}").first.wait_for()
+            shot(ta, "5-ta-formgrader-in-jupyterlab.png")
+        except BaseException:
+            shot(ta, "failure-ta.png")
+            raise
+
+        env = grader_env(hub)
+        as_user(hub.grader, ["nbgrader", "collect", ASSIGNMENT], env, cwd=hub.course)
+        graded = as_user(hub.grader, ["make", "grade", f"VENV={hub.env}", "TORCH=system"], env, cwd=hub.course,
+                         timeout=900)
+        (ARTIFACTS / "make-grade.log").write_text(graded.stdout + graded.stderr)
+
+        comment = "Good work on the optimizer state; see the note on task 4."
+        submission = as_user(hub.grader, ["python", "-c", (
+            "from nbgrader.api import Gradebook\n"
+            "with Gradebook('sqlite:///gradebook.db') as gb:\n"
+            f"    print(gb.find_submission_notebook('{ASSIGNMENT}', '{ASSIGNMENT}', '{HALF}').id)")],
+            env, cwd=hub.course).stdout.strip()
+        try:
+            ta.goto(f"{hub.url}/services/cs336-primitives/formgrader/submissions/{submission}/")
+            box = ta.locator("textarea.comment").first
+            box.fill(comment)
+            box.press("Tab")
+            ta.locator(".comment-saved").first.wait_for(state="visible", timeout=30_000)
+            shot(ta, "6-ta-manual-comment.png")
+        except BaseException:
+            shot(ta, "failure-ta-comment.png")
+            raise
+
+        as_user(hub.grader, ["nbgrader", "generate_feedback", ASSIGNMENT], env, cwd=hub.course)
+        as_user(hub.grader, ["nbgrader", "release_feedback", ASSIGNMENT], env, cwd=hub.course)
+        for user, page in pages.items():
+            page.reload()
+            wait_for_lab(page, user)
+            open_assignments(page)
+            page.locator("#submitted_assignments_list button", has_text="Fetch Feedback").first.click()
+            page.locator("#submitted_assignments_list a", has_text="view feedback").first.wait_for()
+            shot(page, f"7-{user}-feedback.png")
+            feedback = list((Path(hub.homes) / user / "release" / ASSIGNMENT / "feedback").rglob("*.html"))
+            assert len(feedback) == 1, feedback
+            html = feedback[0].read_text()
+            assert (comment in html) == (user == HALF)
+        browser.close()
+
+
+# --- 2. nobody gets in where they don't belong ---------------------------------------------------------------------
+
+def hub_request(hub: ClassHub, path: str, token: str, method: str = "GET", body: dict | None = None) -> tuple[int, str]:
+    request = urllib.request.Request(hub.url + path, method=method, headers={"Authorization": f"token {token}"},
+                                     data=json.dumps(body).encode() if body is not None else None)
+    try:
+        with urllib.request.urlopen(request, timeout=60) as answer:
+            return answer.status, answer.read().decode(errors="replace")
+    except urllib.error.HTTPError as error:
+        return error.code, error.read().decode(errors="replace")
+
+
+def token_of(hub: ClassHub, user: str) -> str:
+    """An API token of `user` (the hub's admin API, as an instructor would issue one): it carries that user's
+    own permissions, nothing more."""
+    status, body = hub_request(hub, f"/hub/api/users/{user}/tokens", hub.admin_token, "POST", {"note": "access test"})
+    assert status in (200, 201), body
+    return json.loads(body)["token"]
+
+
+def refused(hub: ClassHub, user: str, shell: str) -> str:
+    """Run `shell` as `user`; it must fail, and what it printed is returned (the error seen)."""
+    done = as_user(user, ["sh", "-c", shell], student_env(hub), check=False)
+    assert done.returncode != 0, f"as {user}, `{shell}` succeeded:\n{done.stdout}"
+    return done.stderr + done.stdout
+
+
+def test_nobody_gets_in_where_they_do_not_belong(running):
+    hub, server = running
+    other = Path(hub.homes) / HALF
+    exchange = Path(hub.exchange) / "cs336-primitives"
+    # somebody else's work: their home, their notebook
+    assert "Permission denied" in refused(hub, RIGHT, f"ls {other}")
+    assert "Permission denied" in refused(hub, RIGHT, f"cat {other}/release/{ASSIGNMENT}/{ASSIGNMENT}.ipynb")
+    # the exchange: submissions cannot be listed; a known one can be neither overwritten nor deleted
+    assert "Permission denied" in refused(hub, RIGHT, f"ls {exchange}/inbound")
+    theirs = sorted(p for p in (exchange / "inbound").iterdir() if p.name.startswith(HALF + "+"))
+    assert theirs, "the browser test's submission of the half-done student is in the exchange"
+    notebook = theirs[-1] / f"{ASSIGNMENT}.ipynb"
+    before = notebook.read_bytes()
+    assert "Permission denied" in refused(hub, RIGHT, f"echo stolen > {notebook}")
+    assert "Permission denied" in refused(hub, RIGHT, f"rm -rf {theirs[-1]}")
+    assert notebook.read_bytes() == before
+    assert "Permission denied" in refused(hub, RIGHT, f"ls {exchange}/feedback")
+    # their feedback: nbgrader finds feedback by the hash of the submitter's own secret, so asking for another
+    # student's brings nothing of theirs
+    as_user(RIGHT, ["nbgrader", "fetch_feedback", ASSIGNMENT, f"--student={HALF}"], student_env(hub), check=False)
+    mine = Path(hub.homes) / RIGHT / "release" / ASSIGNMENT / "feedback"
+    assert not any("see the note on task 4" in p.read_text() for p in mine.rglob("*.html"))
+    # the instructor's course
+    for inside in ("source", "reference", "autograded", "gradebook.db", "submitted"):
+        assert "Permission denied" in refused(hub, RIGHT, f"ls {hub.course / inside}")
+    # the hub: Formgrader, the admin API, somebody else's server (running) through the proxy
+    status, _ = hub_request(hub, f"/hub/api/users/{HALF}/server", hub.admin_token, "POST")
+    assert status in (201, 202, 400), status   # 400: already running
+    token = token_of(hub, RIGHT)
+    assert hub_request(hub, f"/user/{RIGHT}/api/status", token)[0] == 200, "the student's own token works"
+    for path in ("/services/cs336-primitives/formgrader", "/services/cs336-primitives/api/contents",
+                 "/hub/api/users", f"/hub/api/users/{HALF}", f"/user/{HALF}/api/contents/release"):
+        status, body = hub_request(hub, path, token)
+        assert status in (403, 404), f"{RIGHT} reached {path}: {status} {body[:200]}"
+        assert status == 403 or "services" not in path, (path, status)
+
+
+# --- 3. a class submits at once ------------------------------------------------------------------------------------
+
+def test_a_class_submits_at_once_and_nothing_is_lost(running):
+    hub, server = running
+    load = submit_class(hub, hub.students[2:], workers=6, twice=1, in_the_middle=server.restart)
+    assert not load.problems, "\n".join(load.problems)
+    print(f"\n{len(load.submitted)} accounts: {load.per_second:.2f} submissions/s; collect "
+          f"{load.collect_seconds[0]:.1f} s (middle), {load.collect_seconds[1]:.1f} s (end)")
+    # the one who submitted twice: both copies kept in the exchange, the later one collected (checked above)
+    twice = hub.students[2]
+    kept = [p for p in (Path(hub.exchange) / "cs336-primitives" / "inbound").iterdir() if p.name.startswith(twice + "+")]
+    assert len(kept) == 2, kept
+    # after the restart the hub still knows everyone, and the groups
+    status, body = hub_request(hub, "/hub/api/users?limit=500", hub.admin_token)
+    assert status == 200 and {u["name"] for u in json.loads(body)} >= set(hub.students) | {TA, PROF}
+    status, body = hub_request(hub, "/hub/api/groups/formgrade-cs336-primitives", hub.admin_token)
+    assert status == 200 and set(json.loads(body)["users"]) == {TA, PROF}

@@ -18,7 +18,7 @@ DOWNLOAD ?=
 PROGRESS_ARGS ?=
 EDITION ?= student-edition
 
-.PHONY: help install lab test test-gpu gpu-session gpu-wheels test-units test-notebooks test-gpu-notebooks test-all-notebooks test-other-cpu notebooks chromium progress student-edition release grade report lms-import clean
+.PHONY: help hub install lab test test-gpu gpu-session gpu-wheels test-units test-notebooks test-gpu-notebooks test-all-notebooks test-other-cpu notebooks chromium progress student-edition release grade report lms-import clean
 
 help:
 	@echo "make lab      set up (first time) and open JupyterLab on the course, at its landing page index.ipynb"
@@ -38,6 +38,8 @@ help:
 	@echo "              autograded/, and $(GRADED)/ (grades.csv, summary.txt, feedback); sandboxed and parallel,"
 	@echo "              limits in autograder/limits.toml; GRADE_ARGS=\"--fresh --workers 4\""
 	@echo "make report   the class report from the gradebook: $(GRADED)/report.html with its plots (after make grade)"
+	@echo "make hub      (as root) a class on this machine: JupyterHub, an account per student of ROSTER=students.csv,"
+	@echo "              Formgrader for INSTRUCTOR=name STAFF=ta1,ta2; HUB_PREFIX=$(HUB_PREFIX) (README: Run a class)"
 	@echo "make lms-import DOWNLOAD=submissions.zip  put a Canvas-style download into submitted/ (roster from the gradebook)"
 
 # The virtual environment: created if missing, reinstalled when pyproject.toml changes. The torch build suits
@@ -144,6 +146,19 @@ grade: $(STAMP)
 
 report: $(STAMP)
 	$(BIN)/python -m autograder.report --out $(GRADED)
+
+# A class on this machine (README: "Run a class"), as root: accounts from the roster, the shared environment, the
+# proxy and Formgrader's service, then JupyterHub in the foreground (Ctrl-C stops it; running it again keeps
+# everything). Plain python3: the set-up needs only the standard library, and builds the hub's own environment.
+HUB_PREFIX ?= /opt/cs336-hub
+ROSTER ?=
+STAFF ?=
+INSTRUCTOR ?=
+HUB_ARGS ?=
+hub:
+	$(PYTHON) scripts/class_hub.py setup --prefix $(HUB_PREFIX) --roster "$(ROSTER)" --staff "$(STAFF)" \
+		--instructor "$(INSTRUCTOR)" $(HUB_ARGS)
+	$(PYTHON) scripts/class_hub.py start --prefix $(HUB_PREFIX)
 
 lms-import: $(STAMP)
 	$(BIN)/python -m autograder.lms_import $(DOWNLOAD)

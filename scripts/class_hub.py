@@ -335,7 +335,12 @@ def install_grader_course(hub: ClassHub, roster: Path) -> None:
             shutil.copytree(REPO, hub.course, ignore=shutil.ignore_patterns(
                 ".git", ".venv", "*.egg-info", "__pycache__", "test-artifacts", "submitted", "autograded", "feedback",
                 "graded", "gradebook.db", "exchange"))
-        run(["chown", "-R", f"{hub.grader}:{hub.grader}", str(hub.course)])
+        # a login shell of the grader account (sudo -u grader-cs336-primitives -i) finds nbgrader, make grade's
+        # environment and the shared exchange
+        profile = Path(hub.homes) / hub.grader / ".profile"
+        exports = "".join(f"export {k}={v}\n" for k, v in grader_env(hub).items())
+        profile.write_text((profile.read_text() if profile.exists() else "") + "\n# the class hub\n" + exports)
+        run(["chown", "-R", f"{hub.grader}:{hub.grader}", str(hub.course), str(profile)])
     shutil.copy2(roster, hub.state / "roster.csv")
     readable = Path(tempfile.mkdtemp(prefix="roster-"))
     try:
@@ -415,11 +420,13 @@ class HubProcess:
     def __init__(self, hub: ClassHub, log: Path):
         self.hub, self.log, self.process = hub, Path(log), None
 
-    def start(self, timeout: float = 120) -> "HubProcess":
+    def start(self, timeout: float = 120, command: list[str] | None = None, cwd: Path | None = None) -> "HubProcess":
+        """Start the hub (`command`: another way to start it, such as the README's `make hub ...`) and wait until
+        it answers."""
+        command = command or [sys.executable, str(Path(__file__).resolve()), "start", "--prefix", self.hub.prefix]
         with open(self.log, "ab") as out:
-            self.process = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "start", "--prefix",
-                                             self.hub.prefix], stdout=out, stderr=subprocess.STDOUT,
-                                            start_new_session=True)
+            self.process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+                                            cwd=cwd)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             try:
@@ -481,7 +488,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--homes", default="/home")
     parser.add_argument("--exchange", default="/srv/nbgrader/exchange")
     parser.add_argument("--ip", default="0.0.0.0", help="the address the hub listens on (default: all)")
-    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--port", type=int, default=8000, help="the hub's public port (default 8000)")
+    parser.add_argument("--internal-ports", default="8081,8001,9999",
+                        help="loopback ports of the hub's API, the proxy's API and Formgrader (default 8081,8001,9999)")
     args = parser.parse_args(argv)
     try:
         if args.command == "setup":
@@ -495,6 +504,7 @@ def main(argv: list[str] | None = None) -> int:
                 hub = ClassHub(prefix=args.prefix, students=read_roster(args.roster), staff=staff,
                                instructor=args.instructor, homes=args.homes, exchange=args.exchange, ip=args.ip,
                                port=args.port)
+                hub.hub_port, hub.proxy_api_port, hub.service_port = map(int, args.internal_ports.split(","))
             setup(hub, args.roster)
             print(f"class ready: {len(hub.students)} students, {len(hub.staff)} TAs, instructor {hub.instructor}, "
                   f"grader account {hub.grader} (course {hub.course}); exchange {hub.exchange}; "

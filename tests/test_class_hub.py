@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import shutil
 import socket
 import subprocess
@@ -31,7 +32,7 @@ import pytest
 
 from bench.hub_load import ASSIGNMENT, submit_class
 from scripts.class_hub import (ClassError, ClassHub, HubProcess, as_user, grader_env, read_roster, remove_account,
-                               remove_accounts, setup, student_env)
+                               remove_accounts, student_env)
 from tests import submissions
 from tests.test_browser import CHROMIUM_ARGS, chromium_path
 
@@ -39,8 +40,14 @@ REPO = Path(__file__).resolve().parent.parent
 ARTIFACTS = Path(os.environ.get("PYTEST_ARTIFACTS", REPO / "test-artifacts")) / "class-hub"
 PREFIX = os.environ.get("HUB_TEST_PREFIX", "/var/tmp/cs336-hub-test")
 LOAD_STUDENTS = 30
-RIGHT, HALF, TA, PROF = "hubt-ada", "hubt-ben", "hubt-tina", "hubt-prof"
-PASSWORDS = {RIGHT: "ada-pass-7", HALF: "ben-pass-7", TA: "tina-pass-7", PROF: "prof-pass-7"}
+RIGHT, HALF = "hubt-ada", "hubt-ben"
+README = (REPO / "README.md").read_text()
+SECTION = README[README.index("### Run a class: JupyterHub on one machine"):README.index("### Running a class on JupyterHub, and")]
+SETUP_BLOCK, GRADER_BLOCK = re.findall(r"^```bash\n(.*?)^```$", SECTION, flags=re.MULTILINE | re.DOTALL)
+HUB_COMMAND = SETUP_BLOCK.splitlines()[1]                    # make hub ROSTER=students.csv STAFF=... INSTRUCTOR=...
+TA = re.search(r"STAFF=(\w+)", HUB_COMMAND).group(1)
+PROF = re.search(r"INSTRUCTOR=(\w+)", HUB_COMMAND).group(1)
+GRADING = GRADER_BLOCK.splitlines()                          # cd course, then the nbgrader and make commands
 
 
 def required(reason: str) -> None:
@@ -77,16 +84,38 @@ def running():
         shutil.rmtree(Path(PREFIX) / leftover, ignore_errors=True)
     for name in students + [TA, PROF, hub.grader]:
         remove_account(name)  # only a class account (an earlier run's), never another
+    # The README's commands exactly as printed, as root in the repository; only where things go differs, through
+    # the Makefile's variables: a scratch prefix, homes, exchange and free ports. The roster is students.csv.
+    csv = REPO / "students.csv"
+    kept = csv.read_bytes() if csv.exists() else None
+    csv.write_text(roster.read_text())
+    os.environ.update(HUB_PREFIX=PREFIX, HUB_ARGS=(
+        f"--homes {hub.homes} --exchange {hub.exchange} --ip 127.0.0.1 --port {hub.port} "
+        f"--internal-ports {hub.hub_port},{hub.proxy_api_port},{hub.service_port}"))
     started = time.monotonic()
     server = None
     try:
-        setup(hub, roster, passwords=PASSWORDS)
-        print(f"\nclass hub set up in {time.monotonic() - started:.1f} s")
-        server = HubProcess(hub, scratch / "hub.log").start()
-        as_user(hub.grader, ["nbgrader", "release_assignment", ASSIGNMENT], grader_env(hub), cwd=hub.course)
+        installed = subprocess.run(["bash", "-e", "-c", SETUP_BLOCK.splitlines()[0]], capture_output=True, text=True,
+                                   env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"}, timeout=600)
+        assert installed.returncode == 0, installed.stdout[-3000:] + installed.stderr[-3000:]
+        server = HubProcess(hub, scratch / "hub.log").start(command=["bash", "-e", "-c", HUB_COMMAND], cwd=REPO,
+                                                            timeout=900)
+        hub = ClassHub.load(PREFIX)
+        server.hub = hub
+        printed = (scratch / "hub.log").read_text()
+        assert f"class ready: {LOAD_STUDENTS} students, 1 TAs, instructor {PROF}" in printed, printed[-3000:]
+        assert "JupyterHub for cs336-primitives at" in printed
+        print(f"\nclass hub set up and started by `{HUB_COMMAND}` in {time.monotonic() - started:.1f} s")
+        grade(hub, GRADING[1])   # nbgrader release_assignment 07_models_optimizers
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         yield hub, server
     finally:
+        if kept is None:
+            csv.unlink(missing_ok=True)
+        else:
+            csv.write_bytes(kept)
+        for name in ("HUB_PREFIX", "HUB_ARGS"):
+            os.environ.pop(name, None)
         if server:
             server.stop()
         removed = remove_accounts(hub) if (hub.state / "class.json").exists() else []
@@ -100,6 +129,22 @@ def running():
             path = Path(PREFIX) / kept_out
             shutil.rmtree(path, ignore_errors=True) if path.is_dir() else path.unlink(missing_ok=True)
         print(f"class hub: {len(removed)} accounts removed; {time.monotonic() - started:.1f} s in all")
+
+
+def grade(hub: ClassHub, line: str) -> subprocess.CompletedProcess:
+    """One line of the README's grading block, exactly as printed, in a login shell of the grader account in its
+    course (the block's first line is `cd course`)."""
+    assert GRADING[0] == "cd course" and line in GRADING[1:], line
+    done = subprocess.run(["su", "-", hub.grader, "-c", f"cd course && {line}"], capture_output=True, text=True,
+                          timeout=900)
+    assert done.returncode == 0, f"{line}:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    return done
+
+
+def password(hub: ClassHub, user: str) -> str:
+    """The unix password `make hub` set for a new account (state/passwords.csv, for the instructor to hand out)."""
+    rows = dict(line.split(",", 1) for line in (hub.state / "passwords.csv").read_text().splitlines())
+    return rows[user]
 
 
 # --- bad input ---------------------------------------------------------------------------------------------------
@@ -123,11 +168,12 @@ def test_a_bad_roster_is_refused_with_every_problem_named(tmp_path):
 def login(browser, hub: ClassHub, user: str):
     """A new browser context logged in as `user` (PAM, the account's unix password); the page after the spawn."""
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    context.hub_homes = hub.homes
     page = context.new_page()
     page.set_default_timeout(120_000)
     page.goto(f"{hub.url}/hub/login")
     page.fill("#username_input", user)
-    page.fill("#password_input", PASSWORDS[user])
+    page.fill("#password_input", password(hub, user))
     page.click("#login_submit")
     return page
 
@@ -161,7 +207,8 @@ def put_notebook(page, user: str, notebook: nbformat.NotebookNode) -> None:
     path = f"release/{ASSIGNMENT}/{ASSIGNMENT}.ipynb"
     answer = api(page, "PUT", f"/user/{user}/api/contents/{path}",
                  {"type": "notebook", "format": "json", "content": json.loads(nbformat.writes(notebook))})
-    assert answer.status in (200, 201), answer.text()
+    found = subprocess.run(["find", str(Path(page.context.hub_homes) / user / "release")], capture_output=True, text=True)
+    assert answer.status in (200, 201), answer.text() + found.stdout
 
 
 def fetch_submit(page, hub: ClassHub, user: str, notebook: nbformat.NotebookNode) -> str:
@@ -227,7 +274,7 @@ def test_the_whole_cycle_in_a_browser(running):
         try:
             wait_for_lab(ta, TA)
             ta.goto(f"{hub.url}/services/cs336-primitives/lab?formgrader=true")
-            frame = ta.frame_locator("#formgrader-iframe")
+            frame = ta.frame_locator("#formgrader-iframe iframe")
             frame.locator("text=Manage Assignments").first.wait_for(timeout=120_000)
             frame.locator(f"text={ASSIGNMENT}").first.wait_for()
             shot(ta, "5-ta-formgrader-in-jupyterlab.png")
@@ -236,9 +283,8 @@ def test_the_whole_cycle_in_a_browser(running):
             raise
 
         env = grader_env(hub)
-        as_user(hub.grader, ["nbgrader", "collect", ASSIGNMENT], env, cwd=hub.course)
-        graded = as_user(hub.grader, ["make", "grade", f"VENV={hub.env}", "TORCH=system"], env, cwd=hub.course,
-                         timeout=900)
+        grade(hub, f"nbgrader collect {ASSIGNMENT}")
+        graded = grade(hub, "make grade")
         (ARTIFACTS / "make-grade.log").write_text(graded.stdout + graded.stderr)
 
         comment = "Good work on the optimizer state; see the note on task 4."
@@ -258,8 +304,8 @@ def test_the_whole_cycle_in_a_browser(running):
             shot(ta, "failure-ta-comment.png")
             raise
 
-        as_user(hub.grader, ["nbgrader", "generate_feedback", ASSIGNMENT], env, cwd=hub.course)
-        as_user(hub.grader, ["nbgrader", "release_feedback", ASSIGNMENT], env, cwd=hub.course)
+        grade(hub, f"nbgrader generate_feedback {ASSIGNMENT}")
+        grade(hub, f"nbgrader release_feedback {ASSIGNMENT}")
         for user, page in pages.items():
             page.reload()
             wait_for_lab(page, user)
@@ -306,18 +352,19 @@ def test_nobody_gets_in_where_they_do_not_belong(running):
     other = Path(hub.homes) / HALF
     exchange = Path(hub.exchange) / "cs336-primitives"
     # somebody else's work: their home, their notebook
-    assert "Permission denied" in refused(hub, RIGHT, f"ls {other}")
-    assert "Permission denied" in refused(hub, RIGHT, f"cat {other}/release/{ASSIGNMENT}/{ASSIGNMENT}.ipynb")
+    q = shlex.quote   # nbgrader's submission folders have spaces in their names
+    assert "Permission denied" in refused(hub, RIGHT, f"ls {q(str(other))}")
+    assert "Permission denied" in refused(hub, RIGHT, f"cat {q(f'{other}/release/{ASSIGNMENT}/{ASSIGNMENT}.ipynb')}")
     # the exchange: submissions cannot be listed; a known one can be neither overwritten nor deleted
-    assert "Permission denied" in refused(hub, RIGHT, f"ls {exchange}/inbound")
+    assert "Permission denied" in refused(hub, RIGHT, f"ls {q(str(exchange / 'inbound'))}")
     theirs = sorted(p for p in (exchange / "inbound").iterdir() if p.name.startswith(HALF + "+"))
     assert theirs, "the browser test's submission of the half-done student is in the exchange"
     notebook = theirs[-1] / f"{ASSIGNMENT}.ipynb"
     before = notebook.read_bytes()
-    assert "Permission denied" in refused(hub, RIGHT, f"echo stolen > {notebook}")
-    assert "Permission denied" in refused(hub, RIGHT, f"rm -rf {theirs[-1]}")
+    assert "Permission denied" in refused(hub, RIGHT, f"echo stolen > {q(str(notebook))}")
+    assert "Permission denied" in refused(hub, RIGHT, f"rm -rf {q(str(theirs[-1]))}")
     assert notebook.read_bytes() == before
-    assert "Permission denied" in refused(hub, RIGHT, f"ls {exchange}/feedback")
+    assert "Permission denied" in refused(hub, RIGHT, f"ls {q(str(exchange / 'feedback'))}")
     # their feedback: nbgrader finds feedback by the hash of the submitter's own secret, so asking for another
     # student's brings nothing of theirs
     as_user(RIGHT, ["nbgrader", "fetch_feedback", ASSIGNMENT, f"--student={HALF}"], student_env(hub), check=False)
@@ -325,7 +372,7 @@ def test_nobody_gets_in_where_they_do_not_belong(running):
     assert not any("see the note on task 4" in p.read_text() for p in mine.rglob("*.html"))
     # the instructor's course
     for inside in ("source", "reference", "autograded", "gradebook.db", "submitted"):
-        assert "Permission denied" in refused(hub, RIGHT, f"ls {hub.course / inside}")
+        assert "Permission denied" in refused(hub, RIGHT, f"ls {q(str(hub.course / inside))}")
     # the hub: Formgrader, the admin API, somebody else's server (running) through the proxy
     status, _ = hub_request(hub, f"/hub/api/users/{HALF}/server", hub.admin_token, "POST")
     assert status in (201, 202, 400), status   # 400: already running
@@ -342,6 +389,9 @@ def test_nobody_gets_in_where_they_do_not_belong(running):
 
 def test_a_class_submits_at_once_and_nothing_is_lost(running):
     hub, server = running
+    big = hub.students[3]   # a file over nbgrader's Exchange.max_file_size beside the notebook: left out at submit
+    as_user(big, ["sh", "-c", f"mkdir -p release/{ASSIGNMENT} && head -c 21000000 /dev/zero > release/{ASSIGNMENT}/big.bin"],
+            student_env(hub))
     load = submit_class(hub, hub.students[2:], workers=6, twice=1, in_the_middle=server.restart)
     assert not load.problems, "\n".join(load.problems)
     print(f"\n{len(load.submitted)} accounts: {load.per_second:.2f} submissions/s; collect "
@@ -350,6 +400,8 @@ def test_a_class_submits_at_once_and_nothing_is_lost(running):
     twice = hub.students[2]
     kept = [p for p in (Path(hub.exchange) / "cs336-primitives" / "inbound").iterdir() if p.name.startswith(twice + "+")]
     assert len(kept) == 2, kept
+    theirs = [p for p in (Path(hub.exchange) / "cs336-primitives" / "inbound").iterdir() if p.name.startswith(big + "+")]
+    assert (theirs[0] / f"{ASSIGNMENT}.ipynb").exists() and not (theirs[0] / "big.bin").exists()
     # after the restart the hub still knows everyone, and the groups
     status, body = hub_request(hub, "/hub/api/users?limit=500", hub.admin_token)
     assert status == 200 and {u["name"] for u in json.loads(body)} >= set(hub.students) | {TA, PROF}

@@ -57,9 +57,10 @@ def test_fetched_exercises_land_where_the_landing_page_and_the_progress_check_lo
     instructor = PyFileConfigLoader("nbgrader_config_hub.py", path=str(REPO)).load_config()
     assert student.CourseDirectory.course_id == instructor.CourseDirectory.course_id
     assert student.Exchange.root == instructor.Exchange.root
-    assert student.Exchange.assignment_dir == "release" and student.Exchange.path_includes_course is False
+    assert student.Exchange.assignment_dir == os.path.join(os.path.expanduser("~"), "release")
+    assert student.Exchange.path_includes_course is False
     # nbgrader's fetch puts an assignment at <assignment_dir>/<assignment>/, relative to the server's root (home)
-    fetched = tmp_path / student.Exchange.assignment_dir / "01_floats"
+    fetched = tmp_path / "release" / "01_floats"
     fetched.mkdir(parents=True)
     (fetched / "01_floats.ipynb").write_bytes((REPO / "release" / "01_floats" / "01_floats.ipynb").read_bytes())
     assert "release/01_floats/01_floats.ipynb" in (REPO / "index.ipynb").read_text()

@@ -17,6 +17,7 @@ import argparse
 import json
 import secrets
 import shutil
+import socket
 import sys
 import tempfile
 import threading
@@ -158,13 +159,20 @@ def main(argv: list[str] | None = None) -> int:
     students = [f"load{i:04d}" for i in range(args.students)]
     roster.write_text("id\n" + "".join(f"{s}\n" for s in students))
     (scratch / "home").mkdir(mode=0o755)
+    ports = []
+    for _ in range(4):   # free loopback ports: the hub, its API, the proxy's API, Formgrader
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            ports.append(s.getsockname()[1])
     hub = ClassHub(prefix=args.prefix, students=students, staff=[], instructor="loadprof",
-                   homes=str(scratch / "home"), exchange=str(scratch / "exchange"), ip="127.0.0.1")
+                   homes=str(scratch / "home"), exchange=str(scratch / "exchange"), ip="127.0.0.1", port=ports[0],
+                   hub_port=ports[1], proxy_api_port=ports[2], service_port=ports[3])
     started = time.monotonic()
     setup(hub, roster)
     print(f"{args.students} accounts and the class set up in {time.monotonic() - started:.1f} s", flush=True)
-    server = HubProcess(hub, scratch / "hub.log").start()
+    server = HubProcess(hub, scratch / "hub.log")
     try:
+        server.start()
         as_user(hub.grader, [str(hub.env / "bin" / "nbgrader"), "release_assignment", ASSIGNMENT, "--force"],
                 grader_env(hub), cwd=hub.course)
         load = submit_class(hub, students, workers=args.workers,

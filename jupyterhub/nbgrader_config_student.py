@@ -13,7 +13,7 @@ c.Exchange.path_includes_course = False
 # absolute: the Assignments tab changes into this folder before fetching into it, so a relative one would nest
 # (release/release/<assignment>)
 c.Exchange.assignment_dir = os.path.join(os.path.expanduser("~"), "release")
-c.Exchange.max_file_size = 20_000       # kB: a larger file beside a notebook is left out at submit, with a warning
+c.CourseDirectory.max_file_size = 20_000       # kB: a larger file beside a notebook is left out at submit, with a warning
 
 
 # nbgrader makes each submission's folder in the exchange writable by everyone (0777, "so the instructor can delete

@@ -44,8 +44,9 @@ RIGHT, HALF = "hubt-ada", "hubt-ben"
 README = (REPO / "README.md").read_text()
 SECTION = README[README.index("### Run a class: JupyterHub on one machine"):README.index("### Running a class on JupyterHub, and")]
 SETUP_BLOCK, GRADER_BLOCK = re.findall(r"^```bash\n(.*?)^```$", SECTION, flags=re.MULTILINE | re.DOTALL)
-HUB_COMMAND = SETUP_BLOCK.splitlines()[1]                    # make hub ROSTER=students.csv STAFF=... INSTRUCTOR=...
-TA = re.search(r"STAFF=(\w+)", HUB_COMMAND).group(1)
+HUB_COMMAND = SETUP_BLOCK.splitlines()[-1]                   # make hub ROSTER=students.csv STAFF=... INSTRUCTOR=...
+STAFF = re.search(r"STAFF=([\w,-]+)", HUB_COMMAND).group(1).split(",")
+TA = STAFF[0]
 PROF = re.search(r"INSTRUCTOR=(\w+)", HUB_COMMAND).group(1)
 GRADING = GRADER_BLOCK.splitlines()                          # cd course, then the nbgrader and make commands
 
@@ -78,11 +79,11 @@ def running():
     roster = scratch / "roster.csv"
     roster.write_text("id,first_name,last_name,email\n" + "".join(f"{s},{s[5:]},Test,{s}@example.org\n" for s in students))
     ports = {name: free_port() for name in ("port", "hub_port", "proxy_api_port", "service_port")}
-    hub = ClassHub(prefix=PREFIX, students=students, staff=[TA], instructor=PROF, homes=str(scratch / "home"),
+    hub = ClassHub(prefix=PREFIX, students=students, staff=STAFF, instructor=PROF, homes=str(scratch / "home"),
                    exchange=str(scratch / "exchange"), ip="127.0.0.1", **ports)
     for leftover in ("state", "course"):  # an earlier run killed before its clean-up
         shutil.rmtree(Path(PREFIX) / leftover, ignore_errors=True)
-    for name in students + [TA, PROF, hub.grader]:
+    for name in students + STAFF + [PROF, hub.grader]:
         remove_account(name)  # only a class account (an earlier run's), never another
     # The README's commands exactly as printed, as root in the repository; only where things go differs, through
     # the Makefile's variables: a scratch prefix, homes, exchange and free ports. The roster is students.csv.
@@ -95,7 +96,7 @@ def running():
     started = time.monotonic()
     server = None
     try:
-        installed = subprocess.run(["bash", "-e", "-c", SETUP_BLOCK.splitlines()[0]], capture_output=True, text=True,
+        installed = subprocess.run(["bash", "-e", "-c", "\n".join(SETUP_BLOCK.splitlines()[:-1])], capture_output=True, text=True,
                                    env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"}, timeout=600)
         assert installed.returncode == 0, installed.stdout[-3000:] + installed.stderr[-3000:]
         server = HubProcess(hub, scratch / "hub.log").start(command=["bash", "-e", "-c", HUB_COMMAND], cwd=REPO,
@@ -103,7 +104,7 @@ def running():
         hub = ClassHub.load(PREFIX)
         server.hub = hub
         printed = (scratch / "hub.log").read_text()
-        assert f"class ready: {LOAD_STUDENTS} students, 1 TAs, instructor {PROF}" in printed, printed[-3000:]
+        assert f"class ready: {LOAD_STUDENTS} students, {len(STAFF)} TAs, instructor {PROF}" in printed, printed[-3000:]
         assert "JupyterHub for cs336-primitives at" in printed
         print(f"\nclass hub set up and started by `{HUB_COMMAND}` in {time.monotonic() - started:.1f} s")
         grade(hub, GRADING[1])   # nbgrader release_assignment 07_models_optimizers
@@ -404,6 +405,6 @@ def test_a_class_submits_at_once_and_nothing_is_lost(running):
     assert (theirs[0] / f"{ASSIGNMENT}.ipynb").exists() and not (theirs[0] / "big.bin").exists()
     # after the restart the hub still knows everyone, and the groups
     status, body = hub_request(hub, "/hub/api/users?limit=500", hub.admin_token)
-    assert status == 200 and {u["name"] for u in json.loads(body)} >= set(hub.students) | {TA, PROF}
+    assert status == 200 and {u["name"] for u in json.loads(body)} >= set(hub.students) | set(STAFF) | {PROF}
     status, body = hub_request(hub, "/hub/api/groups/formgrade-cs336-primitives", hub.admin_token)
-    assert status == 200 and set(json.loads(body)["users"]) == {TA, PROF}
+    assert status == 200 and set(json.loads(body)["users"]) == set(STAFF) | {PROF}

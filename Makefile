@@ -18,7 +18,7 @@ DOWNLOAD ?=
 PROGRESS_ARGS ?=
 EDITION ?= student-edition
 
-.PHONY: help hub install lab test test-gpu gpu-session gpu-wheels test-units test-notebooks test-gpu-notebooks test-all-notebooks test-other-cpu notebooks chromium progress student-edition release grade report lms-import clean
+.PHONY: help hub hub-test-env install lab test test-gpu gpu-session gpu-wheels test-units test-notebooks test-gpu-notebooks test-all-notebooks test-other-cpu notebooks chromium progress student-edition release grade report lms-import clean
 
 help:
 	@echo "make lab      set up (first time) and open JupyterLab on the course, at its landing page index.ipynb"
@@ -62,8 +62,19 @@ lab: $(STAMP)
 # The unit tests and the notebooks run side by side, one part on each of two cores: tests/ (but test_variants.py) on
 # two workers; nbval of the lectures, then the checks as on another CPU (test-other-cpu). Each part's output is
 # printed together when it ends.
-test: $(STAMP) chromium
+# First what the tests need, side by side (pip is mostly one core): the course's environment, Chromium, and (as
+# root) the class hub's shared environment and proxy, so that tests/test_class_hub.py finds them built when it runs
+# the README's `make hub`.
+test:
+	$(MAKE) --no-print-directory -j3 --output-sync=target $(STAMP) chromium hub-test-env
 	$(MAKE) --no-print-directory -j2 --output-sync=target test-units test-all-notebooks UNIT_ARGS=--ignore=tests/test_variants.py
+
+HUB_TEST_PREFIX ?= /var/tmp/cs336-hub-test
+export HUB_TEST_PREFIX
+hub-test-env:
+	@if [ "$$(id -u)" != 0 ]; then echo "make: not root, so no class hub environment (tests/test_class_hub.py is skipped)"; \
+	else $(PYTHON) scripts/class_hub.py prepare --prefix $(HUB_TEST_PREFIX) || \
+	echo "make: the class hub's environment was not built (tests/test_class_hub.py says why)"; fi
 
 test-all-notebooks:
 	$(MAKE) --no-print-directory test-notebooks

@@ -17,7 +17,6 @@ import argparse
 import json
 import secrets
 import shutil
-import socket
 import sys
 import tempfile
 import threading
@@ -29,6 +28,7 @@ from pathlib import Path
 import nbformat
 
 from scripts.class_hub import ClassHub, as_user, grader_env, student_env
+from tests.lab_server import free_port
 
 REPO = Path(__file__).resolve().parent.parent
 ASSIGNMENT = "07_models_optimizers"
@@ -159,11 +159,7 @@ def main(argv: list[str] | None = None) -> int:
     students = [f"load{i:04d}" for i in range(args.students)]
     roster.write_text("id\n" + "".join(f"{s}\n" for s in students))
     (scratch / "home").mkdir(mode=0o755)
-    ports = []
-    for _ in range(4):   # free loopback ports: the hub, its API, the proxy's API, Formgrader
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            ports.append(s.getsockname()[1])
+    ports = [free_port() for _ in range(4)]   # loopback: the hub, its API, the proxy's API, Formgrader
     hub = ClassHub(prefix=args.prefix, students=students, staff=[], instructor="loadprof",
                    homes=str(scratch / "home"), exchange=str(scratch / "exchange"), ip="127.0.0.1", port=ports[0],
                    hub_port=ports[1], proxy_api_port=ports[2], service_port=ports[3])

@@ -5,6 +5,7 @@ JupyterHub service for the instructor and TAs (the single-machine layout of The 
     sudo python3 scripts/class_hub.py setup --roster students.csv --staff ta1,ta2 --instructor prof [--prefix P]
     sudo python3 scripts/class_hub.py start [--prefix P]                  run the hub (the state survives restarts)
     sudo python3 scripts/class_hub.py remove-accounts [--prefix P]        end of term: the accounts it created
+    sudo python3 scripts/class_hub.py prepare [--prefix P]                only the shared parts: course, env, proxy
 
 It must run as root: it creates unix accounts, and JupyterHub starts each user's server as that user
 (LocalProcessSpawner) and Formgrader as the grader account. What it lays out, under the prefix (/opt/cs336-hub):
@@ -237,10 +238,10 @@ def hub_pin() -> str:
     return next(r for r in extras["hub"] if r.startswith("jupyterhub=="))
 
 
-def install_course(hub: ClassHub) -> None:
+def install_course(prefix: Path) -> None:
     """The student edition, read-only in <prefix>/course, with release/ empty: exercises arrive through
     nbgrader's exchange (the Assignments tab), not with the course."""
-    course = Path(hub.prefix) / "course"
+    course = prefix / "course"
     with tempfile.TemporaryDirectory() as scratch:
         edition = build_student_edition(Path(scratch) / "edition")
         if course.exists():
@@ -250,35 +251,35 @@ def install_course(hub: ClassHub) -> None:
         shutil.rmtree(exercise)
 
 
-def install_env(hub: ClassHub) -> None:
+def install_env(prefix: Path) -> None:
     """One environment for the hub and every user: the edition's pinned packages (CPU torch), its `utils`
     (editable, from the read-only course), the course kernel and JupyterHub. Rebuilt only when what it was built
     from changes (its stamp holds the edition's pyproject.toml and JupyterHub's pin)."""
-    course = Path(hub.prefix) / "course"
+    course, env = prefix / "course", prefix / "env"
     wanted = (course / "pyproject.toml").read_text() + hub_pin()
-    stamp = hub.env / ".installed"
-    if not (stamp.exists() and (hub.env / ".hub-stamp").exists() and (hub.env / ".hub-stamp").read_text() == wanted):
-        if hub.env.exists():
-            shutil.rmtree(hub.env)
-        run([python_for_everyone(), "-m", "venv", str(hub.env)])
-        python = str(hub.env / "bin" / "python")
-        print(f"installing the course and {hub_pin()} into {hub.env} (a few minutes the first time) ...", flush=True)
+    stamp = env / ".installed"
+    if not (stamp.exists() and (env / ".hub-stamp").exists() and (env / ".hub-stamp").read_text() == wanted):
+        if env.exists():
+            shutil.rmtree(env)
+        run([python_for_everyone(), "-m", "venv", str(env)])
+        python = str(env / "bin" / "python")
+        print(f"installing the course and {hub_pin()} into {env} (a few minutes the first time) ...", flush=True)
         run([python, str(course / "scripts" / "install_env.py"), "--package", str(course), "--torch", "cpu"])
         run([python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", hub_pin()])
         run([python, "-m", "ipykernel", "install", "--sys-prefix", "--name", "cs336-primitives",
              "--display-name", "Python (cs336 primitives)"])
-        (hub.env / ".hub-stamp").write_text(wanted)
+        (env / ".hub-stamp").write_text(wanted)
     for egg in course.glob("*.egg-info"):  # the editable install's build record: not for students' homes
         shutil.rmtree(egg)
-    settings = hub.env / "share" / "jupyter" / "lab" / "settings"
+    settings = env / "share" / "jupyter" / "lab" / "settings"
     settings.mkdir(parents=True, exist_ok=True)
     (settings / "overrides.json").write_text(json.dumps(LAB_OVERRIDES, indent=1))
     stamp.touch()  # newer than the courses' pyproject.toml: `make progress` and `make grade` install nothing
 
 
-def install_proxy(hub: ClassHub) -> Path:
+def install_proxy(prefix: Path) -> Path:
     """configurable-http-proxy from npm into <prefix>/proxy (once); its executable."""
-    proxy = Path(hub.prefix) / "proxy"
+    proxy = prefix / "proxy"
     executable = proxy / "node_modules" / ".bin" / "configurable-http-proxy"
     marker = proxy / ".package"
     if executable.exists() and marker.exists() and marker.read_text() == PROXY_PACKAGE:
@@ -366,6 +367,21 @@ def student_env(hub: ClassHub) -> dict[str, str]:
             "TORCH": "system", "COURSE": str(Path(hub.prefix) / "course"), "LANG": "C.UTF-8"}
 
 
+def prepare(prefix: str) -> None:
+    """What every class on this machine shares, built where missing or out of date: the student edition, the
+    environment and the proxy under `prefix`. No accounts. (`setup` starts with it; `make test` runs it beside the
+    course's own install, so that the hub test finds it built.)"""
+    if os.geteuid() != 0:
+        raise ClassError("the class hub's environment is built as root (it is shared by every account)")
+    started = time.monotonic()
+    Path(prefix).mkdir(parents=True, exist_ok=True)
+    Path(prefix).chmod(0o755)
+    install_course(Path(prefix))
+    install_env(Path(prefix))
+    install_proxy(Path(prefix))
+    print(f"course, environment and proxy ready in {prefix} in {time.monotonic() - started:.1f} s", flush=True)
+
+
 def setup(hub: ClassHub, roster: Path, passwords: dict[str, str] | None = None) -> ClassHub:
     """Everything the class needs that is missing; safe to run again (existing accounts, the grader's course
     and the environment are kept). `passwords`: the unix passwords to set for accounts created now (default:
@@ -380,13 +396,10 @@ def setup(hub: ClassHub, roster: Path, passwords: dict[str, str] | None = None) 
     bad = [p for p in hub.staff + [hub.instructor] if not USERNAME.match(p)]
     if bad:
         raise ClassError(f"not valid unix account names: {', '.join(bad)}")
-    Path(hub.prefix).mkdir(parents=True, exist_ok=True)
-    Path(hub.prefix).chmod(0o755)
+    started = time.monotonic()
+    prepare(hub.prefix)
     hub.state.mkdir(parents=True, exist_ok=True)
     hub.state.chmod(0o700)
-    install_course(hub)
-    install_env(hub)
-    install_proxy(hub)
     new_passwords = {}
     for name in people + [hub.grader]:
         if create_account(name, hub.homes):
@@ -403,6 +416,7 @@ def setup(hub: ClassHub, roster: Path, passwords: dict[str, str] | None = None) 
     hub.save()
     write_configs(hub)
     install_grader_course(hub, roster)
+    print(f"accounts and the grader's course ready in {time.monotonic() - started:.1f} s in all", flush=True)
     return hub
 
 
@@ -480,7 +494,7 @@ def remove_accounts(hub: ClassHub) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("command", choices=["setup", "start", "remove-accounts"])
+    parser.add_argument("command", choices=["setup", "start", "remove-accounts", "prepare"])
     parser.add_argument("--prefix", default=os.environ.get("HUB_PREFIX", "/opt/cs336-hub"))
     parser.add_argument("--roster", type=Path, help="nbgrader's student CSV (id,first_name,last_name,email)")
     parser.add_argument("--staff", default="", help="TA accounts, comma-separated")
@@ -509,6 +523,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"class ready: {len(hub.students)} students, {len(hub.staff)} TAs, instructor {hub.instructor}, "
                   f"grader account {hub.grader} (course {hub.course}); exchange {hub.exchange}; "
                   f"passwords of new accounts in {hub.state / 'passwords.csv'}")
+        elif args.command == "prepare":
+            prepare(args.prefix)
         elif args.command == "start":
             hub = ClassHub.load(args.prefix)
             print(f"JupyterHub for {COURSE_ID} at {hub.url} (Formgrader: {hub.url}/services/{COURSE_ID}/)", flush=True)

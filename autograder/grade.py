@@ -43,6 +43,7 @@ from autograder.checker import CourseError
 from autograder.course import CONFIG_NAME, REPO_ROOT, Course
 from autograder.gradebook import TOTAL, GradebookError, Row
 from autograder.plan import NotANotebook, make_plan, read_notebook, source_cells
+from autograder.progress import Progress
 from autograder.runner import KEPT_ENVIRONMENT, readable_paths, run_plan
 
 SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@+-]{0,99}$")
@@ -217,15 +218,25 @@ def _write_atomically(path: Path, text: str) -> None:
 
 
 def run_jobs(jobs: list[Job], course: Course, limits: sandbox.Limits, readable: list[Path], out: Path,
-             stubs: dict, cases: dict[str, str], expected_dir: Path | None = None) -> None:
-    """Grade `jobs` with up to `limits.workers` at once, each in a forked grader process of its own."""
+             stubs: dict, cases: dict[str, str], expected_dir: Path | None = None,
+             progress: Progress | None = None) -> None:
+    """Grade `jobs` with up to `limits.workers` at once, each in a forked grader process of its own; `progress`
+    advances as each one ends."""
     workers = limits.workers or os.cpu_count() or 1
     running: dict[int, Job] = {}
 
     def finish_one() -> None:
-        pid, status = os.wait()
+        pid, status = os.waitpid(-1, os.WNOHANG)
+        while not pid:   # no worker done yet: show the progress if it is time, and look again shortly
+            if progress is not None:
+                progress.tick()
+            time.sleep(0.05)
+            pid, status = os.waitpid(-1, os.WNOHANG)
         job = running.pop(pid)
-        if os.waitstatus_to_exitcode(status) != 0 and not result_path(out, job).exists():
+        failed = os.waitstatus_to_exitcode(status) != 0
+        if progress is not None:
+            progress.advance(len(course.notebooks(job.assignment)), failed)
+        if failed and not result_path(out, job).exists():
             error = {"key": job.key, "student": job.student, "assignment": job.assignment, "notebooks": {},
                      "problems": [], "grader_errors": ["the grader failed on this submission (its traceback is in "
                                                        "the grader's output); an instructor will look at it"]}
@@ -526,8 +537,13 @@ def grade(submitted: Path | None, out: Path, names: list[str] | None = None, lim
                          grader_digest(limits), out / "work" / "self-check", expected_dir) if todo else []
     if checked:
         summary.append(f"self-check passed (solutions full marks, empty notebooks 0): {', '.join(checked)}")
-    # 5. Run the notebooks (forked, sandboxed workers); each result is a file, so a stopped run resumes.
-    run_jobs(todo, course, limits, readable, out, stubs, cases, expected_dir)
+    # 5. Run the notebooks (forked, sandboxed workers); each result is a file, so a stopped run resumes. Progress
+    #    on stderr: a bar on a terminal, a plain line every few seconds in a log (progress.py).
+    def notebooks(some: list[Job]) -> int:
+        return sum(len(course.notebooks(job.assignment)) for job in some)
+    label = "grading" if (index, count) == (1, 1) else f"grading shard {index}/{count}"
+    with Progress(notebooks(jobs), reused=notebooks(jobs) - notebooks(todo), label=label) as progress:
+        run_jobs(todo, course, limits, readable, out, stubs, cases, expected_dir, progress)
     shutil.rmtree(out / "work", ignore_errors=True)
     ran = time.monotonic()
     summary.insert(0, f"graded {len(todo)} submission(s) in {ran - started:.1f} s "

@@ -93,6 +93,9 @@ def main() -> None:
     parser.add_argument("--sample", type=int, default=50, help="notebooks graded by plain nbgrader for the ratio")
     parser.add_argument("--workers", type=int, default=0, help="notebooks at once (default 0: every core)")
     parser.add_argument("--keep", type=Path, help="copy report.html and its plots here")
+    parser.add_argument("--keep-class", type=Path, help="grade the class in this (new) folder and keep it: the "
+                        "course (source/, submitted/, autograded/), the grader's log and the gradebook as "
+                        "gradebook.pgdump (pg_dump), for bench/formgrader_pages.py")
     args = parser.parse_args()
     names = args.assignment or assignments()
     cores = args.workers or os.cpu_count() or 1
@@ -102,9 +105,11 @@ def main() -> None:
           f"{platform.python_version()}")
     server = postgres_server.start()
     scratch = Path(tempfile.mkdtemp(prefix="bench-1000-"))
+    if args.keep_class:
+        args.keep_class.mkdir(parents=True)   # a new folder: never another run's class
     try:
         db_url = server.create_database("class")
-        course_root = scratch / "course"
+        course_root = args.keep_class.resolve() if args.keep_class else scratch / "course"
         for a in names:
             shutil.copytree(REPO / "source" / a, course_root / "source" / a)
         (course_root / "nbgrader_config.py").write_text("\n".join([
@@ -130,12 +135,18 @@ def main() -> None:
         for a in names:
             command += ["--assignment", a]
         start = time.perf_counter()
-        done = subprocess.run(command, cwd=REPO, capture_output=True, text=True,
-                              env={**os.environ, "PYTHONPATH": str(REPO)})
+        log = course_root / "grader.log"   # its stderr: the progress lines (not a terminal), then the summary
+        with open(log, "w") as stderr:
+            done = subprocess.run(command, cwd=REPO, stdout=subprocess.PIPE, stderr=stderr, text=True,
+                                  env={**os.environ, "PYTHONPATH": str(REPO)})
         seconds = time.perf_counter() - start
+        logged = log.read_text()
         if done.returncode not in (0,):
-            print(done.stdout[-3000:], done.stderr[-5000:])
+            print(done.stdout[-3000:], logged[-5000:])
             raise SystemExit(f"the grader failed ({done.returncode})")
+        progress = [line for line in logged.splitlines() if line.startswith("grading: ")]
+        print("the grader's progress (plain lines, every 10 s), the first four and the last:",
+              *dict.fromkeys(progress[:4] + progress[-1:]), sep="\n  ")
         children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
         summary = (out / "summary.txt").read_text()
         graded = re.search(r"graded (\d+) submission\(s\) in ([\d.]+) s", summary)
@@ -179,6 +190,12 @@ def main() -> None:
               f"= {9000 / per_core_hour:.1f} core-hours; 10,000 students x 10 = {90000 / per_core_hour:.0f} "
               f"core-hours (e.g. {90000 / per_core_hour / 32:.1f} h on 32 cores, "
               f"{90000 / per_core_hour / 256:.2f} h on 8 shards x 32 cores)")
+        if args.keep_class:
+            dump = args.keep_class / "gradebook.pgdump"
+            subprocess.run([str(postgres_server.binaries() / "pg_dump"), "--format=custom", "--no-owner",
+                            "--host", str(server.folder), "--port", str(server.port), "--username", "postgres",
+                            "--file", str(dump), "class"], check=True)
+            print(f"the class is kept in {args.keep_class} (gradebook: {dump.name}, {dump.stat().st_size / 2**20:.1f} MiB)")
         if differ:
             print("differences (first 10):", [(k, theirs[k], ours.get(k)) for k in differ[:10]])
             raise SystemExit(1)

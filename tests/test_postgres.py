@@ -209,6 +209,7 @@ def test_two_hosts_graded_the_class_once_each_student_in_one_shard(cycle):
             shard_students.append({r["student"] for r in csv.DictReader(f)})
     assert not shard_students[0] & shard_students[1] and shard_students[0] | shard_students[1] == set(ROSTER)
     assert "shard 1 of 2, from --shard 1/2" in cycle["errors"]["a"]
+    assert "grading shard 1/2: 0/" in cycle["errors"]["a"]   # each shard shows its own progress
     points = sum(submissions.task_points(A))
     total = totals(ours)
     for student, (kind, _) in CLASS.items():
@@ -229,6 +230,13 @@ def test_the_killed_shard_lost_nothing_and_duplicated_nothing(cycle):
     ran, reused = (int(n) for n in re.search(r"graded (\d+) submission\(s\) in [\d.]+ s \((\d+) unchanged, reused\)",
                                             cycle["errors"]["b"]).groups())
     assert reused >= cycle["results_at_kill"] and ran + reused == len(cycle["shard_b"]), cycle["errors"]["b"]
+    # its progress (a log, not a terminal: plain lines) starts at the reused results and ends at the whole shard
+    per = len(list((REPO / "source" / A).glob("*.ipynb")))     # notebooks per submission
+    lines = [line for line in cycle["errors"]["b"].splitlines() if line.startswith("grading shard 2/2: ")]
+    total = len(cycle["shard_b"]) * per
+    assert lines[0].startswith(f"grading shard 2/2: {reused * per}/{total} notebooks"), lines
+    assert lines[-1].startswith(f"grading shard 2/2: {total}/{total} notebooks (100%)"), lines
+    assert lines[-1].endswith(", 0 failed"), lines
     from sqlalchemy import create_engine, text
     engine = create_engine(cycle["db_url"])
     with engine.connect() as c:

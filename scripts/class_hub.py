@@ -38,7 +38,6 @@ import pwd
 import re
 import secrets
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -51,6 +50,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))  # autograder.student_edition, run as a script from any folder
 from autograder.student_edition import build as build_student_edition  # noqa: E402
+from scripts import process_group  # noqa: E402
 
 COURSE_ID = "cs336-primitives"
 PROXY_PACKAGE = "configurable-http-proxy@5.3.0"   # JupyterHub's standard proxy, pinned (npm)
@@ -457,17 +457,8 @@ class HubProcess:
 
     def stop(self) -> None:
         """SIGTERM, as systemd stops it: JupyterHub stops the proxy and Formgrader, and leaves users' servers."""
-        if self.process is None or self.process.poll() is not None:
-            return
-        for sig, wait in ((signal.SIGTERM, 30), (signal.SIGKILL, 5)):
-            try:
-                os.killpg(self.process.pid, sig)
-                self.process.wait(timeout=wait)
-                return
-            except ProcessLookupError:
-                return
-            except subprocess.TimeoutExpired:
-                continue
+        if self.process is not None and self.process.poll() is None:
+            process_group.stop(self.process, grace=30)
 
     def restart(self) -> None:
         self.stop()

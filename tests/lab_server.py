@@ -6,7 +6,6 @@ session in headless Chromium).
 from __future__ import annotations
 
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -14,6 +13,8 @@ import time
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
+
+from scripts import process_group
 
 REPO = Path(__file__).resolve().parent.parent
 TOKEN = "course-test-token"
@@ -84,12 +85,4 @@ def start_lab(scratch: Path, root: Path | None = None, extra_args: str = "", tim
 
 def stop(server: subprocess.Popen) -> None:
     """Stop make and the JupyterLab it started (they share a process group)."""
-    for sig, wait in ((signal.SIGTERM, 20), (signal.SIGKILL, 5)):
-        try:
-            os.killpg(server.pid, sig)
-            server.wait(timeout=wait)
-            return
-        except ProcessLookupError:
-            return
-        except subprocess.TimeoutExpired:
-            continue
+    process_group.stop(server)

@@ -87,6 +87,25 @@ def one_transaction(gradebook):
         session.commit = commit
 
 
+def refresh_statistics(gradebook) -> None:
+    """Bring the database's planner statistics up to date after a large write (SQL's ANALYZE, under a second).
+
+    A grading run writes a whole class in one transaction. PostgreSQL plans queries from table statistics that its
+    autovacuum refreshes only some time after such a write, and until then it plans nbgrader's Formgrader queries
+    for tables it believes small: at 1,000 students the Manual Grading list took 6.7 s to load instead of 3.3 s, its
+    request 5.7 s instead of 2.2 s (bench/formgrader_pages.py; README, "Formgrader at 1,000 students"). A
+    database user not allowed to analyze a table gets a warning from the server, not an error; any other failure
+    only leaves the statistics as they were, so it never fails a run that has written its grades."""
+    from sqlalchemy import text
+    from sqlalchemy.exc import SQLAlchemyError
+    try:
+        with gradebook.engine.connect() as connection:
+            connection.execute(text("ANALYZE"))
+            connection.commit()
+    except SQLAlchemyError:
+        pass
+
+
 # ---- the assignments: the gradebook must know each one as source/ has it -------------------------------------
 
 def _source_layout(course: Course, assignment: str) -> dict:
@@ -338,6 +357,7 @@ def write(course: Course, graded: list[Graded], create_students: bool = True) ->
                     late.append(f"{item.student} {item.assignment}: {seconds_late / 3600:.1f} h after the due date "
                                 f"{'(with an extension) ' if submission.extension else ''}"
                                 f"-> late penalty {submission.late_submission_penalty or 0:g} points")
+        refresh_statistics(gradebook)
     finally:
         gradebook.close()
     late += [f"{student} {assignment}: {REGRADED_AFTER_HAND_GRADE}" for student, assignment in sorted(resubmitted)]

@@ -6,7 +6,9 @@
 The class that bench/class_of_1000.py graded and kept (its course folder and gradebook.pgdump) is served the way an
 instructor serves it, `make lab` in the course folder (tests/lab_server.py), once with its gradebook restored into a
 PostgreSQL server (pg_restore) and once copied into SQLite (gradebook.db, table by table through nbgrader's own
-schema). Four pages a TA opens, each loaded `--repeat` times in a fresh browser page, timed from the request to the
+schema), each with its planner statistics fresh, as the grader leaves them (gradebook.refresh_statistics); and
+once more on PostgreSQL without them, as a bulk write leaves them until autovacuum gets to it. Four pages a TA
+opens, each loaded `--repeat` times in a fresh browser page, timed from the request to the
 moment the page's own script says its data is in (Formgrader's `models.loaded`, or the grades and comments of the
 submission page): Manage Assignments, Manage Submissions of one assignment, the Manual Grading list of its notebook,
 and one submission. Beside each page, the JSON request behind it alone (urllib), which is nbgrader's query time
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import json
 import os
 import platform
 import re
@@ -39,12 +42,18 @@ SUBMISSION_LOADED = ("() => typeof formgrader !== 'undefined' && !!formgrader.gr
                      " && !!formgrader.comments && formgrader.comments.loaded === true")
 
 
-def restore_postgres(server: postgres_server.Postgres, dump: Path) -> str:
-    """A new database on `server` with the kept gradebook in it; its URL."""
-    url = server.create_database("formgrader")
+def restore_postgres(server: postgres_server.Postgres, dump: Path, analyze: bool = True, name: str = "formgrader") -> str:
+    """A new database on `server` with the kept gradebook in it, its statistics fresh (`analyze`) or as pg_restore
+    leaves them, none: as right after a grading run's write until autovacuum gets to it; its URL."""
+    url = server.create_database(name)
     subprocess.run([str(postgres_server.binaries() / "pg_restore"), "--no-owner", "--role", postgres_server.USER,
                     "--host", str(server.folder), "--port", str(server.port), "--username", "postgres",
-                    "--dbname", "formgrader", str(dump)], check=True)
+                    "--dbname", name, str(dump)], check=True)
+    if analyze:   # what the grader does after writing the class (gradebook.refresh_statistics)
+        from nbgrader.api import Gradebook
+        from autograder.gradebook import refresh_statistics
+        with Gradebook(url, COURSE_ID) as gb:
+            refresh_statistics(gb)
     return url
 
 
@@ -65,6 +74,9 @@ def copy_to_sqlite(source_url: str, path: Path) -> str:
                 write.execute(table.insert(), rows)
     source.dispose()
     target.dispose()
+    from autograder.gradebook import refresh_statistics
+    with Gradebook(url, COURSE_ID) as gb:
+        refresh_statistics(gb)   # as the grader leaves it
     return url
 
 
@@ -114,9 +126,14 @@ def time_pages(lab, listed, repeat: int) -> dict[str, dict[str, list[float]]]:
                 times[name]["page"].append(time.perf_counter() - start)
                 page.close()
                 start = time.perf_counter()
-                status, _ = get(lab.url(api), timeout=600)
+                status, body = get(lab.url(api), timeout=600)
                 times[name]["api"].append(time.perf_counter() - start)
                 assert status == 200, (api, status)
+            if api.startswith("/formgrader/api/submissions/"):   # what the page lists: graded, or to autograde
+                listed_rows = json.loads(body)
+                print(f"  Manage Submissions lists {len(listed_rows)} rows, "
+                      f"{sum(1 for r in listed_rows if r['autograded'])} autograded, "
+                      f"{sum(1 for r in listed_rows if r['submitted'])} submitted")
         browser.close()
     return times
 
@@ -148,27 +165,28 @@ def main() -> None:
     try:
         with tempfile.TemporaryDirectory(prefix="formgrader-pages-") as scratch:
             start = time.perf_counter()
-            pg_url = restore_postgres(server, course / "gradebook.pgdump")
+            stale_url = restore_postgres(server, course / "gradebook.pgdump", analyze=False, name="stale")
             print(f"gradebook restored into PostgreSQL in {time.perf_counter() - start:.1f} s")
+            pg_url = restore_postgres(server, course / "gradebook.pgdump", name="analyzed")
             sqlite_path = course / "gradebook.db"
             sqlite_path.unlink(missing_ok=True)
             start = time.perf_counter()
             sqlite_url = copy_to_sqlite(pg_url, sqlite_path)
             print(f"gradebook copied into SQLite ({sqlite_path.stat().st_size / 2**20:.0f} MiB) in "
                   f"{time.perf_counter() - start:.1f} s")
-            for backend, url in (("PostgreSQL", pg_url), ("SQLite", sqlite_url)):
-                results[backend] = measure(course, url, args.assignment, args.repeat, Path(scratch) / backend)
+            backends = (("PostgreSQL, no statistics yet", stale_url), ("PostgreSQL", pg_url), ("SQLite", sqlite_url))
+            for backend, url in backends:
+                print(f"{backend}:")
+                results[backend] = measure(course, url, args.assignment, args.repeat, Path(scratch) / f"server-{len(results)}")
     finally:
         server.stop()
     print(f"\nseconds per load (median of {args.repeat}; first load in brackets), page in Chromium until its data is "
           f"in / its JSON request alone:")
-    for name in results["PostgreSQL"]:
-        cells = []
-        for backend in results:
-            t = results[backend][name]
-            cells.append(f"{backend} {statistics.median(t['page']):6.2f} ({t['page'][0]:.2f}) / "
-                         f"{statistics.median(t['api']):6.2f}")
-        print(f"  {name:45s} " + "   ".join(cells))
+    for backend, times in results.items():
+        print(f"  {backend}")
+        for name, t in times.items():
+            print(f"    {name:45s} {statistics.median(t['page']):6.2f} ({t['page'][0]:.2f}) / "
+                  f"{statistics.median(t['api']):6.2f}")
 
 
 if __name__ == "__main__":

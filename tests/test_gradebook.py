@@ -137,6 +137,13 @@ def test_autograded_notebooks_have_outputs_metadata_and_no_ansi(tiny):
     assert "Task 1: double a number (2 points)" in page and "\x1b" not in page and "red text" in page
 
 
+def test_the_planner_statistics_are_fresh_after_a_run(tiny):
+    """SQLite keeps ANALYZE's statistics in sqlite_stat1 (gradebook.refresh_statistics; PostgreSQL: test_postgres)."""
+    with sqlite3.connect(tiny["root"] / "gradebook.db") as con:
+        tables = {row[0] for row in con.execute("SELECT tbl FROM sqlite_stat1")}
+    assert {"grade", "submitted_notebook", "submitted_assignment"} <= tables, tables
+
+
 def test_submissions_are_only_read(tiny):
     assert digest(tiny["root"] / "submitted") == tiny["before"]
 

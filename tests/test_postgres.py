@@ -251,6 +251,18 @@ def test_the_killed_shard_lost_nothing_and_duplicated_nothing(cycle):
     assert grades == cells * len(CLASS)
 
 
+def test_the_grader_leaves_the_planner_statistics_fresh(cycle):
+    """After its one big transaction the grader runs ANALYZE (gradebook.refresh_statistics), so that Formgrader's
+    queries are planned for the class's real size at once, not after autovacuum's next round (README: Formgrader at
+    class size). `last_analyze` is set by an explicit ANALYZE only, never by autovacuum."""
+    from sqlalchemy import create_engine, text
+    engine = create_engine(cycle["db_url"])
+    with engine.connect() as c:
+        analyzed = dict(c.execute(text("SELECT relname, last_analyze IS NOT NULL FROM pg_stat_user_tables")).all())
+    engine.dispose()
+    assert analyzed["grade"] and analyzed["submitted_notebook"] and analyzed["submitted_assignment"], analyzed
+
+
 def test_formgrader_shows_the_whole_class_from_the_database(cycle):
     fg = cycle["formgrader"]
     assert fg["status"] == 200 and "Manage Submissions" in fg["page"] or "gradebook" in fg["page"].lower()

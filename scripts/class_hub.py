@@ -38,6 +38,7 @@ import pwd
 import re
 import secrets
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -427,6 +428,26 @@ def start(hub: ClassHub) -> None:
              [str(hub.env / "bin" / "jupyterhub"), "-f", str(hub.state / "jupyterhub_config.py")])
 
 
+def stop_leftover_proxy(pid_file: Path) -> None:
+    """Stop the configurable-http-proxy whose pid `pid_file` holds, if it still runs (and is that proxy)."""
+    try:
+        pid = int(pid_file.read_text().strip())
+        command = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except (OSError, ValueError):
+        return   # no pid file, or the process is gone
+    if b"configurable-http-proxy" not in command:
+        return   # the pid now belongs to something else
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            return
+        for _ in range(50):
+            if not Path(f"/proc/{pid}").exists():
+                return
+            time.sleep(0.1)
+
+
 class HubProcess:
     """The hub started as `scripts/class_hub.py start` in its own process group (tests and the bench): start,
     stop, restart; its output appended to `log`."""
@@ -456,9 +477,13 @@ class HubProcess:
         raise ClassError(f"the hub did not answer at {self.hub.url}:\n{self.log.read_text(errors='replace')[-5000:]}")
 
     def stop(self) -> None:
-        """SIGTERM, as systemd stops it: JupyterHub stops the proxy and Formgrader, and leaves users' servers."""
+        """SIGTERM, as systemd stops it: JupyterHub stops Formgrader and the proxy, and leaves users' servers.
+        Under load that takes up to half a minute (most of it stopping Formgrader), so it gets a minute; the proxy
+        runs in a session of its own, outside the hub's process group, so one still running after a hub that had
+        to be killed is stopped through the pid file JupyterHub keeps in state/."""
         if self.process is not None and self.process.poll() is None:
-            process_group.stop(self.process, grace=30)
+            process_group.stop(self.process, grace=60)
+        stop_leftover_proxy(self.hub.state / "jupyterhub-proxy.pid")
 
     def restart(self) -> None:
         self.stop()

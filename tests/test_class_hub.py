@@ -113,6 +113,8 @@ def running():
             os.environ.pop(name, None)
         if server:
             server.stop()
+            left = subprocess.run(["pgrep", "-f", f"configurable-http-proxy .*--port {hub.port}( |$)"], capture_output=True)
+            assert left.returncode != 0, f"the hub's proxy is still running: {left.stdout.decode()}"
         removed = remove_accounts(hub) if (hub.state / "class.json").exists() else []
         for name in removed:
             assert subprocess.run(["id", name], capture_output=True).returncode != 0, f"{name} still exists"

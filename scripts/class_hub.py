@@ -460,8 +460,12 @@ class HubProcess:
         it answers."""
         command = command or [sys.executable, str(Path(__file__).resolve()), "start", "--prefix", self.hub.prefix]
         with open(self.log, "ab") as out:
+            # SIGINT back to its default: started from a background job (`make test &`, nohup) it is ignored, and
+            # every process below inherits that, so JupyterHub's SIGINT to Formgrader, its first way of stopping a
+            # service, did nothing and each stop waited 30 s for the SIGTERM that follows (as systemd or a
+            # terminal starts it, SIGINT is already the default).
             self.process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
-                                            cwd=cwd)
+                                            cwd=cwd, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             try:
@@ -477,10 +481,9 @@ class HubProcess:
         raise ClassError(f"the hub did not answer at {self.hub.url}:\n{self.log.read_text(errors='replace')[-5000:]}")
 
     def stop(self) -> None:
-        """SIGTERM, as systemd stops it: JupyterHub stops Formgrader and the proxy, and leaves users' servers.
-        Under load that takes up to half a minute (most of it stopping Formgrader), so it gets a minute; the proxy
-        runs in a session of its own, outside the hub's process group, so one still running after a hub that had
-        to be killed is stopped through the pid file JupyterHub keeps in state/."""
+        """SIGTERM, as systemd stops it: JupyterHub stops Formgrader and the proxy, and leaves users' servers. It
+        gets a minute; the proxy runs in a session of its own, outside the hub's process group, so one still running
+        after a hub that had to be killed is stopped through the pid file JupyterHub keeps in state/."""
         if self.process is not None and self.process.poll() is None:
             process_group.stop(self.process, grace=60)
         stop_leftover_proxy(self.hub.state / "jupyterhub-proxy.pid")

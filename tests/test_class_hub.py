@@ -4,8 +4,9 @@ JupyterHub service run by the grader account, nbgrader's exchange in one folder.
 
 The hub is set up and started once for this file, in scratch folders (the accounts' homes, the exchange, the hub's
 state; the shared environment and the proxy are kept in HUB_TEST_PREFIX between runs, rebuilt when the course's
-pins change; `make test` builds them beside the course's own install, before the tests start), and everything is removed afterwards: servers, accounts, homes. It needs root (it creates accounts);
-without root it is skipped with the reason, and under CI=true that skip is a failure.
+pins change; `make test` builds them beside the course's own install, before the tests start), and everything is
+removed afterwards: servers, the proxy, accounts, homes. It needs root (it creates accounts); without root it is
+skipped with the reason, and under CI=true that skip is a failure.
 
 1. The whole cycle in headless Chromium through the hub's URL (screenshots in test-artifacts/class-hub/).
 2. Every way in that a student must not have, tried as that student, each refused with the error seen.

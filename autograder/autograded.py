@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 
-from autograder.plan import Plan, nbgrader_meta, text_of
+from autograder.grader.plan import Plan, nbgrader_meta, text_of
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
 NO_RESPONSE = "No response."  # nbgrader's own comment for an unchanged answer

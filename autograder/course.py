@@ -29,6 +29,11 @@ CONFIG_FILE = REPO_ROOT / CONFIG_NAME
 os.environ["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
 
 
+def default_course() -> Path:
+    """The current folder when it is an nbgrader course (holds nbgrader_config.py), else this repository."""
+    return Path.cwd() if (Path.cwd() / CONFIG_NAME).is_file() else REPO_ROOT
+
+
 def assignments(source: Path = SOURCE_DIR) -> list[str]:
     """Names of the assignments in a `source/` folder (folders such as '01_floats')."""
     if not source.is_dir():

@@ -20,6 +20,24 @@ import os
 _checked: set[str] = set()
 
 
+class GradebookError(Exception):
+    """The gradebook could not be read or written; the message says why and what to do."""
+
+
+def explain(error: BaseException, db_url: str) -> str:
+    """A database error in words, with what to do (never the password of the URL)."""
+    text = str(getattr(error, "orig", None) or error).strip().splitlines()[0][:300]
+    where = f"the gradebook ({safe_url(db_url)})"
+    if "locked" in text:
+        return (f"{where} is locked by another process (a formgrader saving a score, or another grading run): {text}. "
+                "Nothing was written and the grades in it are as before; run the command again when that process "
+                "is done. The graded results are kept, so the notebooks will not run again.")
+    if "not a database" in text or "malformed" in text or "file is encrypted" in text:
+        return (f"{where} is not a readable database ({text}). Nothing was written and the file was not changed; "
+                "restore it from a backup.")
+    return f"{where} could not be used: {text}. Nothing was written; the grades in it are as before."
+
+
 def safe_url(db_url: str) -> str:
     """The URL with its password masked, for messages and logs."""
     try:
@@ -71,7 +89,6 @@ def check(db_url: str) -> None:
     from sqlalchemy import create_engine, inspect, text
     from sqlalchemy.engine import make_url
     from sqlalchemy.exc import ArgumentError, NoSuchModuleError, SQLAlchemyError
-    from autograder.gradebook import GradebookError, explain
     shown = safe_url(db_url)
     try:
         url = make_url(db_url)

@@ -111,7 +111,7 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> None:
     args = parser().parse_args(argv)
-    from autograder.grade import default_course
+    from autograder.course import default_course
     course = Course.load(args.course or default_course())
     try:
         if args.command == "extend":

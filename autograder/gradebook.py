@@ -21,35 +21,18 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from autograder import database
 from autograder.autograded import graded_kind, nbgrader_meta
 from autograder.course import Course
+from autograder.database import GradebookError, explain  # noqa: F401 - GradebookError is part of this module's API
 
 TOTAL = "TOTAL"
-
-
-class GradebookError(Exception):
-    """The gradebook could not be read or written; the message says why and what to do."""
-
-
-def explain(error: BaseException, db_url: str) -> str:
-    text = str(getattr(error, "orig", None) or error).strip().splitlines()[0][:300]
-    from autograder.database import safe_url
-    where = f"the gradebook ({safe_url(db_url)})"  # never the password of a database server's URL
-    if "locked" in text:
-        return (f"{where} is locked by another process (a formgrader saving a score, or another grading run): {text}. "
-                "Nothing was written and the grades in it are as before; run the command again when that process "
-                "is done. The graded results are kept, so the notebooks will not run again.")
-    if "not a database" in text or "malformed" in text or "file is encrypted" in text:
-        return (f"{where} is not a readable database ({text}). Nothing was written and the file was not changed; "
-                "restore it from a backup, or move it away to start a new gradebook.")
-    return f"{where} could not be used: {text}. Nothing was written; the grades in it are as before."
 
 
 def open_gradebook(course: Course):
     """nbgrader's Gradebook for the course (created, empty, on first use), or GradebookError."""
     from nbgrader.api import Gradebook
     from sqlalchemy.exc import SQLAlchemyError
-    from autograder import database
     database.check(course.db_url)  # reachable, credentials, schema of this nbgrader version (database.py)
     try:
         return Gradebook(course.db_url, course.course_id)
@@ -76,7 +59,6 @@ def one_transaction(gradebook):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", SAWarning)
             yield gradebook
-        commit()
     except (SQLAlchemyError, InvalidEntry) as error:
         session.rollback()
         raise GradebookError(explain(error, str(gradebook.engine.url))) from None
@@ -85,6 +67,14 @@ def one_transaction(gradebook):
         raise
     finally:
         session.commit = commit
+    try:
+        commit()
+    except SQLAlchemyError as error:  # the server may or may not have committed before the connection went
+        raise CommitUncertain(explain(error, str(gradebook.engine.url))) from None
+
+
+class CommitUncertain(GradebookError):
+    """The connection failed during the commit itself: whether it happened must be checked, not guessed."""
 
 
 def refresh_statistics(gradebook) -> None:
@@ -305,63 +295,116 @@ def write(course: Course, graded: list[Graded], create_students: bool = True) ->
     manual score (a new submission, or a changed test). Late penalties: the configured plugin's, per notebook,
     clipped to [0, score] as nbgrader's AssignLatePenalties does.
     """
-    from nbgrader.api import MissingEntry
     plugin = course.late_plugin()
     late, resubmitted = [], set()
     gradebook = open_gradebook(course)
     try:
         with one_transaction(gradebook):
             for item in graded:
-                try:
-                    gradebook.find_student(item.student)
-                except MissingEntry:
-                    if not create_students:
-                        continue
-                    gradebook.add_student(item.student)
-                try:
-                    submission = gradebook.find_submission(item.assignment, item.student)
-                    moved = submission.timestamp != item.timestamp
-                    submission.timestamp = item.timestamp
-                except MissingEntry:
-                    submission = gradebook.add_submission(item.assignment, item.student, timestamp=item.timestamp)
-                    moved = False
-                for notebook in submission.notebooks:
-                    record = item.notebooks.get(notebook.name, {"grades": {}, "comments": {}})
-                    if moved and any(grade.manual_score is not None for grade in notebook.grades):
-                        resubmitted.add((item.student, item.assignment))
-                        notebook.flagged = True
-                    if item.flagged.get(notebook.name):
-                        notebook.flagged = True
-                    for grade in notebook.grades:
-                        auto = record["grades"].get(grade.name)
-                        changed = moved or grade.auto_score != auto
-                        grade.auto_score = auto
-                        if grade.manual_score is None:
-                            grade.needs_manual_grade = auto is None
-                        else:
-                            grade.needs_manual_grade = bool(grade.needs_manual_grade or changed)
-                    for comment in notebook.comments:
-                        comment.auto_comment = record["comments"].get(comment.name)
-                gradebook.db.flush()
-                seconds_late = submission.total_seconds_late
-                for notebook in submission.notebooks:
-                    gradebook.db.expire(notebook, ["score"])
-                    notebook.late_submission_penalty = None
-                    if seconds_late > 0:
-                        penalty = plugin.late_submission_penalty(item.student, notebook.score, seconds_late)
-                        if penalty is not None:
-                            notebook.late_submission_penalty = min(max(penalty, 0.0), notebook.score)
-                if seconds_late > 0:
-                    gradebook.db.flush()
-                    gradebook.db.expire(submission, ["late_submission_penalty"])
-                    late.append(f"{item.student} {item.assignment}: {seconds_late / 3600:.1f} h after the due date "
-                                f"{'(with an extension) ' if submission.extension else ''}"
-                                f"-> late penalty {submission.late_submission_penalty or 0:g} points")
+                late += _write_one(gradebook, item, plugin, create_students, resubmitted)
         refresh_statistics(gradebook)
+    except CommitUncertain as error:
+        if not holds(course, graded):
+            raise GradebookError(f"{error} The connection was lost during the commit; the gradebook was checked "
+                                 "afterwards and does not hold this run's grades: nothing was written.") from None
+        late.append(f"the connection to the gradebook was lost during the commit; checked afterwards: the "
+                    f"gradebook holds this run's {len(graded)} submission(s)")
     finally:
         gradebook.close()
     late += [f"{student} {assignment}: {REGRADED_AFTER_HAND_GRADE}" for student, assignment in sorted(resubmitted)]
     return late, resubmitted
+
+
+def _write_one(gradebook, item: Graded, plugin, create_students: bool, resubmitted: set) -> list[str]:
+    """Write one graded submission (inside the run's transaction); the line saying it was late, if it was."""
+    from nbgrader.api import MissingEntry
+    late = []
+    try:
+        gradebook.find_student(item.student)
+    except MissingEntry:
+        if not create_students:
+            return []
+        gradebook.add_student(item.student)
+    try:
+        submission = gradebook.find_submission(item.assignment, item.student)
+        moved = submission.timestamp != item.timestamp
+        submission.timestamp = item.timestamp
+    except MissingEntry:
+        submission = gradebook.add_submission(item.assignment, item.student, timestamp=item.timestamp)
+        moved = False
+    for notebook in submission.notebooks:
+        record = item.notebooks.get(notebook.name, {"grades": {}, "comments": {}})
+        if moved and any(grade.manual_score is not None for grade in notebook.grades):
+            resubmitted.add((item.student, item.assignment))
+            notebook.flagged = True
+        if item.flagged.get(notebook.name):
+            notebook.flagged = True
+        for grade in notebook.grades:
+            auto = record["grades"].get(grade.name)
+            changed = moved or grade.auto_score != auto
+            grade.auto_score = auto
+            if grade.manual_score is None:
+                grade.needs_manual_grade = auto is None
+            else:
+                grade.needs_manual_grade = bool(grade.needs_manual_grade or changed)
+        for comment in notebook.comments:
+            comment.auto_comment = record["comments"].get(comment.name)
+    gradebook.db.flush()
+    seconds_late = submission.total_seconds_late
+    for notebook in submission.notebooks:
+        gradebook.db.expire(notebook, ["score"])
+        notebook.late_submission_penalty = None
+        if seconds_late > 0:
+            penalty = plugin.late_submission_penalty(item.student, notebook.score, seconds_late)
+            if penalty is not None:
+                notebook.late_submission_penalty = min(max(penalty, 0.0), notebook.score)
+    if seconds_late > 0:
+        gradebook.db.flush()
+        gradebook.db.expire(submission, ["late_submission_penalty"])
+        late.append(f"{item.student} {item.assignment}: {seconds_late / 3600:.1f} h after the due date "
+                    f"{'(with an extension) ' if submission.extension else ''}"
+                    f"-> late penalty {submission.late_submission_penalty or 0:g} points")
+    return late
+
+
+def holds(course: Course, graded: list[Graded]) -> bool:
+    """True when the gradebook (read afresh) holds every submission of `graded` with its time and automatic scores."""
+    from nbgrader.api import MissingEntry
+    from sqlalchemy.exc import SQLAlchemyError
+    try:
+        gradebook = open_gradebook(course)
+    except GradebookError:
+        return False
+    try:
+        for item in graded:
+            try:
+                submission = gradebook.find_submission(item.assignment, item.student)
+            except MissingEntry:
+                return False
+            if submission.timestamp != item.timestamp:
+                return False
+            for notebook in submission.notebooks:
+                wanted = item.notebooks.get(notebook.name, {"grades": {}})["grades"]
+                if any(grade.auto_score != wanted.get(grade.name) for grade in notebook.grades):
+                    return False
+        return True
+    except SQLAlchemyError:
+        return False
+    finally:
+        gradebook.close()
+
+
+def recorded(course: Course) -> tuple[set[tuple[str, str]], set[str]]:
+    """(every (student, assignment) with a submission in the gradebook, the assignments with a due date)."""
+    from sqlalchemy.exc import SQLAlchemyError
+    gradebook = open_gradebook(course)
+    try:
+        submissions = {(s.student.id, a.name) for a in gradebook.assignments for s in a.submissions}
+        return submissions, {a.name for a in gradebook.assignments if a.duedate is not None}
+    except SQLAlchemyError as error:
+        raise GradebookError(explain(error, course.db_url)) from None
+    finally:
+        gradebook.close()
 
 
 # ---- reading it back -----------------------------------------------------------------------------------------
@@ -380,11 +423,14 @@ class Row:
 
 
 def rows(course: Course, students: list[str], names: list[str], submitted: set[tuple[str, str]],
-         titles: dict, notes: dict) -> list[Row]:
+         titles: dict, notes: dict, not_graded: dict | None = None) -> list[Row]:
     """grades.csv from the gradebook: for each student and assignment, one row per graded cell (in the source's
     order) and a TOTAL row with the late penalty taken off; 'no submission' (0) where the gradebook holds no graded
-    submission. `titles`: {(assignment, grade_id): title}; `notes`: {(student, assignment, grade_id or TOTAL): text}.
+    submission. `titles`: {(assignment, grade_id): title}; `notes`: {(student, assignment, grade_id or TOTAL): text};
+    `not_graded`: {(student, assignment): why} for submissions the grader failed on, which get 'NOT GRADED: why' and
+    no score (never 'no submission'), or the earlier run's scores where the gradebook has them.
     """
+    not_graded = not_graded or {}
     from nbgrader.api import MissingEntry
     from sqlalchemy.exc import SQLAlchemyError
     out = []
@@ -410,6 +456,11 @@ def rows(course: Course, students: list[str], names: list[str], submitted: set[t
                     submission = None
                 grades = {(nb.name, g.name): g for nb in submission.notebooks for g in nb.grades} if submission else {}
                 graded = any(g.auto_score is not None or g.manual_score is not None for g in grades.values())
+                failure = not_graded.get((student, name))
+                if failure and (submission is None or not graded):
+                    out.append(Row(student, name, TOTAL, "assignment total", None, float(assignment.max_score), None,
+                                   f"NOT GRADED: {failure}"))
+                    continue
                 if submission is None or not ((student, name) in submitted or graded):
                     out.append(Row(student, name, TOTAL, "assignment total", 0.0, float(assignment.max_score), 0.0,
                                    "no submission"))
@@ -428,8 +479,11 @@ def rows(course: Course, students: list[str], names: list[str], submitted: set[t
                                    float(grade.max_score), None, note))
                 penalty = float(submission.late_submission_penalty or 0.0)
                 score = max(0.0, float(submission.score) - penalty)
+                note = notes.get((student, name, TOTAL), "")
+                if failure:
+                    note = f"NOT GRADED: {failure} (the scores are an earlier run's)"
                 out.append(Row(student, name, TOTAL, "assignment total", score, float(submission.max_score), penalty,
-                               notes.get((student, name, TOTAL), "")))
+                               note))
     except SQLAlchemyError as error:
         raise GradebookError(explain(error, course.db_url)) from None
     finally:

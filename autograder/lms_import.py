@@ -37,8 +37,7 @@ from pathlib import Path
 from autograder import gradebook
 from autograder.course import Course
 from autograder.gradebook import GradebookError
-from autograder.grade import SAFE_NAME
-from autograder.plan import MAX_NOTEBOOK_BYTES
+from autograder.grader.find import MAX_NOTEBOOK_BYTES, SAFE_NAME
 
 CANVAS = re.compile(r"^(?P<name>[^_]+)_(?:(?P<late>LATE|late)_)?(?P<user>\d+)_(?P<submission>\d+)_(?P<file>.+)$")
 # Canvas's re-upload suffix (`-1`) and a browser's second download (` (1)`), in either order, before `.ipynb`.
@@ -178,7 +177,7 @@ def main() -> None:
     parser.add_argument("--course", type=Path, help="the course folder (default: as autograder.grade)")
     parser.add_argument("--submitted", type=Path, help="where to put them (default: the course's submitted/)")
     args = parser.parse_args()
-    from autograder.grade import default_course
+    from autograder.course import default_course
     course = Course.load(args.course or default_course())
     if args.assignment and args.assignment not in course.assignments():
         parser.error(f"no assignment {args.assignment!r} in {course.source}")

@@ -12,7 +12,7 @@ import csv
 import shutil
 from pathlib import Path
 
-from autograder.grade import CSV_COLUMNS
+from autograder.grader.write import CSV_COLUMNS
 
 
 def merge(shards: list[Path], out: Path) -> int:

@@ -209,7 +209,7 @@ def _recorded(course: Course) -> set[str]:
 
 
 def main() -> None:
-    from autograder.grade import default_course
+    from autograder.course import default_course
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--course", type=Path, help="the nbgrader course folder (default: as autograder.grade)")
     parser.add_argument("--out", type=Path, default=Path("graded"), help="the grading run's output folder")

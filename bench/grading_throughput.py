@@ -1,9 +1,10 @@
 """Plain `nbgrader autograde` against our grader, on the same generated class, side by side in one run.
 
-    .venv/bin/python -m bench.grading_throughput [STUDENTS] [--assignment NAME ...]
+    .venv/bin/python -m bench.grading_throughput [STUDENTS] [--assignment NAME ...] [--complete]
 
 The class: STUDENTS students (default 40) x the assignments in source/, each student's notebook solved, half
-done or blank in turn. Both graders grade every notebook into a gradebook of their own (each run's time includes recording the
+done or blank in turn (a mixed class), or with --complete every notebook solved (the hardest case for our grader:
+every hidden test runs). Both graders grade every notebook into a gradebook of their own (each run's time includes recording the
 assignments and writing the grades); the script checks that they give every student the same score per task,
 then prints wall time, notebooks per minute, seconds per notebook and the ratio.
 Where the time goes in ours is printed too: starting a sandboxed notebook process vs running the cells.
@@ -16,23 +17,25 @@ import tempfile
 import time
 from pathlib import Path
 
-from autograder import sandbox
 import shutil
 
-from autograder.course import SOURCE_DIR, Course, assignments, make_course
+from autograder.course import REPO_ROOT, SOURCE_DIR, Course, assignments, make_course
 from autograder.gradebook import TOTAL
-from autograder.grade import grade, preload
-from autograder.runner import NotebookProcess, readable_paths
+from autograder.grade import grade
+from autograder.grader.notebooks import NotebookProcess, Zygote
+from autograder.grader.pipeline import probe
+from autograder.limits import Limits, load_limits
 from tests import submissions
 
 KINDS = (("solved", submissions.solved), ("half", submissions.half_done), ("blank", submissions.release_notebooks))
 
 
-def make_class(submitted: Path, students: int, names: list[str]) -> None:
+def make_class(submitted: Path, students: int, names: list[str], complete: bool = False) -> None:
+    kinds = KINDS[:1] if complete else KINDS
     for a in names:
-        notebooks = {kind: maker(a) for kind, maker in KINDS}
+        notebooks = {kind: maker(a) for kind, maker in kinds}
         for i in range(students):
-            kind = KINDS[i % len(KINDS)][0]
+            kind = kinds[i % len(kinds)][0]
             submissions.write_submission(submitted, f"student{i:03d}_{kind}", a, notebooks[kind])
 
 
@@ -57,17 +60,20 @@ def grade_with_nbgrader(submitted: Path, course: Path, names: list[str]) -> dict
     return scores
 
 
-def process_start_seconds(limits: sandbox.Limits, repeats: int = 10) -> float:
-    """Median seconds to fork, wall in and stop one notebook process (no cells run)."""
-    preload()
+def process_start_seconds(limits: Limits, repeats: int = 10) -> float:
+    """Median seconds to fork, wall in and stop one notebook process from a warm zygote (no cells run)."""
+    zygote = Zygote([REPO_ROOT])
     times = []
-    with tempfile.TemporaryDirectory() as work:
+    try:
+        NotebookProcess(zygote, 0, limits).kill()  # the zygote's own start (an interpreter and torch) is not counted
         for _ in range(repeats):
             start = time.perf_counter()
-            process = NotebookProcess(limits, Path(work), readable_paths(Path.cwd(), [Path(work)]))
+            process = NotebookProcess(zygote, 0, limits)
             process.run("setup", "pass", 30)
             process.kill()
             times.append(time.perf_counter() - start)
+    finally:
+        zygote.close()
     return sorted(times)[len(times) // 2]
 
 
@@ -75,15 +81,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("students", type=int, nargs="?", default=40)
     parser.add_argument("--assignment", action="append", help="only these assignments (default: all)")
+    parser.add_argument("--complete", action="store_true", help="every notebook solved (default: solved, half done "
+                        "and blank in turn)")
     args = parser.parse_args()
     names = args.assignment or assignments()
-    limits = sandbox.load_limits()
+    limits = load_limits()
     with tempfile.TemporaryDirectory(prefix="bench-throughput-") as scratch:
         submitted = Path(scratch) / "submitted"
-        make_class(submitted, args.students, names)
+        make_class(submitted, args.students, names, args.complete)
         notebooks = sum(1 for _ in submitted.rglob("*.ipynb"))
-        print(f"class: {args.students} students x {len(names)} assignment(s) = {notebooks} notebooks; "
-              f"{os.cpu_count()} CPU cores; sandbox: {', '.join(sandbox.probe(limits))}")
+        print(f"class: {args.students} {'complete ' if args.complete else 'mixed (solved, half, blank) '}students x "
+              f"{len(names)} assignment(s) = {notebooks} notebooks; {os.cpu_count()} CPU cores; "
+              f"sandbox: {', '.join(probe(limits))}")
 
         start = time.perf_counter()
         theirs = grade_with_nbgrader(submitted, Path(scratch) / "nbgrader-course", names)
@@ -103,7 +112,7 @@ def main() -> None:
         print(f"{label:28s} {seconds:8.1f} {60 * notebooks / seconds:14.1f} {seconds / notebooks:11.2f}")
     print(f"throughput ratio (ours / nbgrader): {nbgrader_seconds / our_seconds:.1f}x")
     print(f"identical scores on all {len(ours)} task grades: {same}")
-    print(f"starting one sandboxed notebook process (fork, namespaces, limits, Landlock, IPython): "
+    print(f"starting one sandboxed notebook process (fork of the zygote, uid, namespaces, limits, Landlock, IPython): "
           f"{process_start_seconds(limits) * 1000:.0f} ms (median of 10)")
     if not same:
         differ = sorted(k for k in set(ours) | set(theirs) if ours.get(k) != theirs.get(k))

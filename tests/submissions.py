@@ -348,7 +348,8 @@ def duplicated(assignment: str) -> dict[str, nbformat.NotebookNode]:
 
 def snooper(assignment: str, secrets: list[str], writes: list[str], port: int, grader_pid: int) -> dict[str, nbformat.NotebookNode]:
     """Solved, but the first answer cell tries to read `secrets`, write `writes`, connect to `port` and kill
-    the grader; it prints 'LEAK: ...' for anything that works."""
+    the grader; it prints 'LEAK: ...' for anything that works, and 'WROTE: ...' for a write that seemed to work (it
+    may have landed in the notebook's own private folder: the test looks at each target from outside)."""
     code = f'''
 import os, socket, signal
 for _path in {secrets!r}:
@@ -361,7 +362,7 @@ for _path in {writes!r}:
     try:
         with open(_path, "w") as _f:
             _f.write("student,assignment,task,score,max_score,note\\nme,x,y,1000,1,\\n")
-        print("LEAK: wrote", _path)
+        print("WROTE:", _path)
     except OSError:
         pass
 try:
@@ -404,3 +405,211 @@ HONEST_EDITS = {"solved": solved, "variant": variant, "noisy": noisy, "testsdele
                 "duplicated": duplicated, "flood": output_flood}                      # must score full marks
 FAULTS = {"loop": infinite_loop, "memory": memory_bomb, "forks": fork_loop, "osexit": hard_exit,
           "sysexit": sys_exit, "segfault": segfault}                                  # must score like first_task_error
+
+
+# ---- issue #30: a student's process starts from nothing secret; the grader trusts nothing a student wrote ----------
+MEMORY_SNOOP = r'''
+import gc as _gc, os as _os, sys as _sys
+_NEEDLES = __NEEDLES__  # (what, head, tail): each secret is head + tail, never written whole in this process
+def _found(data):
+    hits = []
+    for what, head, tail in _NEEDLES:
+        h, t = head.encode(), tail.encode()
+        at = data.find(h)
+        while at != -1:
+            if data[at + len(h): at + len(h) + len(t)] == t:
+                hits.append(what)
+                break
+            at = data.find(h, at + 1)
+    return hits
+def _snoop():
+    seen = set()
+    try:  # every anonymous mapping of this process: the heap, Python's arenas, the stacks
+        with open("/proc/self/maps") as maps, open("/proc/self/mem", "rb", 0) as mem:
+            for line in maps:
+                fields = line.split()
+                if "r" not in fields[1] or (len(fields) > 5 and not fields[5].startswith("[")):
+                    continue
+                start, end = (int(x, 16) for x in fields[0].split("-"))
+                try:
+                    mem.seek(start)
+                    data = mem.read(end - start)
+                except (OSError, ValueError, OverflowError, MemoryError):
+                    continue
+                seen.update(f"memory holds {hit}" for hit in _found(data))
+    except OSError as error:
+        print("could not read my own memory:", error)
+    for frame in _sys._current_frames().values():
+        while frame is not None:
+            for name, value in list(frame.f_locals.items()):
+                if name == "_NEEDLES":
+                    continue
+                seen.update(f"a frame's {name} holds {hit}" for hit in _found(repr(value)[:100000].encode(errors="ignore")))
+            frame = frame.f_back
+    for thing in _gc.get_objects():
+        if isinstance(thing, dict) and ("cells" in thing or "db_url" in thing or "roster" in thing):
+            seen.add(f"gc holds a dict with {sorted(k for k in thing if k in ('cells', 'db_url', 'roster'))}")
+    seen.update(f"the environment holds {hit}" for hit in _found(repr(dict(_os.environ)).encode()))
+    for fd in _os.listdir("/proc/self/fd"):
+        try:
+            target = _os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            continue
+        if not target.startswith(("pipe:", "/dev/null", "/proc/")) and "anon_inode" not in target:
+            seen.add(f"an inherited descriptor {fd} -> {target}")
+    mine = {_os.getpid()} | {int(p) for p in _os.listdir(f"/proc/{_os.getpid()}/task")}
+    others = [p for p in _os.listdir("/proc") if p.isdigit() and int(p) not in mine]
+    for pid in others:
+        try:
+            command = open(f"/proc/{pid}/cmdline", "rb").read().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if command.strip():
+            seen.add(f"another process: {pid} {command[:80]}")
+    for line in sorted(seen):
+        print("LEAK:", line)
+    print(f"snooped: {len(seen)} finding(s)")
+_snoop()
+'''
+
+
+def memory_snooper(assignment: str, needles: list[tuple[str, str, str]]) -> dict[str, nbformat.NotebookNode]:
+    """Solved, but the first answer cell looks for secrets everywhere a process can look at itself: its whole memory
+    (/proc/self/mem), the stack frames, gc's objects, the environment, inherited descriptors and the other processes
+    in /proc. `needles`: (what, head, tail), a secret split in two so that this code never holds it whole. Anything
+    found is printed as 'LEAK: ...'."""
+    return _first_task_only(assignment, MEMORY_SNOOP.replace("__NEEDLES__", repr(needles)))
+
+
+STARTUP_IMPERSONATOR = '''
+import os
+for name, target in ((".startup-error.txt", "/proc/kmsg"), ("startup-error.txt", "__OTHER__"),
+                     (".startup-error", "/etc/hostname")):
+    try:
+        os.symlink(target, name)
+    except OSError:
+        pass
+try:
+    os.mkfifo("fifo-error.txt")
+except OSError:
+    pass
+os._exit(71)
+'''
+
+
+def startup_impersonator(assignment: str, other: str) -> dict[str, nbformat.NotebookNode]:
+    """The first answer cell leaves links named as the old grader's start-up error file (to /proc/kmsg, to `other`,
+    a classmate's result, and to /etc/hostname) and a fifo, then exits with the code the old grader read them on."""
+    return _first_task_only(assignment, STARTUP_IMPERSONATOR.replace("__OTHER__", other))
+
+
+CRAFTED = r'''
+import utils.handin as _handin
+_LIES = [
+    '{"tensor": {"dtype": "int8", "shape": [-1, -1], "device": "cpu", "parameter": false, "requires_grad": false, "data": "AA=="}}',
+    '{"float": "0x1p99999"}',
+    '{"tensor": {"dtype": "qint8", "shape": [4], "device": "cpu", "parameter": false, "requires_grad": false, "data": "AAAAAA=="}}',
+    '{"tensor": {"dtype": "float32", "shape": [1099511627775], "device": "cpu", "parameter": false, "requires_grad": false, "data": ""}}',
+    '{"tensor": {"dtype": "bool", "shape": [1], "device": "cpu", "parameter": false, "requires_grad": false, "data": "Ag=="}}',
+    "[" * 100000 + "]" * 100000, "NaN", "not json at all", '{"other": 5}',
+]
+_TOLD = [0]
+class _Lies(dict):
+    def __setitem__(self, key, value):
+        super().__setitem__(key, _LIES[_TOLD[0] % len(_LIES)])
+        _TOLD[0] += 1
+'''
+
+
+def crafted_handin(assignment: str) -> dict[str, nbformat.NotebookNode]:
+    """Correct answers, but whenever a hidden test hands them in, they are swapped for crafted JSON (a negative or
+    huge shape, a float that overflows, a quantized dtype, a bool byte of 2, deep nesting, NaN, not JSON at all)."""
+    def body(i, g, solution):
+        header = _function_header(solution)
+        swap = "    _handin.CHANNEL.handed = _Lies(_handin.CHANNEL.handed)\n"
+        code = header + "\n" + swap + solution[len(header) + 1:] if header.lstrip().startswith("def ") else solution
+        return (CRAFTED if i == 0 else "") + code
+    return _fill(assignment, body)
+
+
+DISK_BOMB = '''
+_written = 0
+try:
+    for _i in range(1536):
+        with open(f"bomb-{_i // 60}.bin", "ab") as _f:
+            _f.write(b"x" * 2**20)
+        _written += 1
+except OSError as _error:
+    print(f"the disk stopped me after {_written} MiB: {_error.strerror}")
+'''
+
+
+def disk_bomb(assignment: str) -> dict[str, nbformat.NotebookNode]:
+    """Solved, but the first answer cell first tries to write 1.5 GiB (in files under the per-file cap)."""
+    return _first_task_only(assignment, DISK_BOMB)
+
+
+def markdown_answer(assignment: str) -> dict[str, nbformat.NotebookNode]:
+    """Solved, but the first answer cell was turned into a markdown cell (nbgrader grades it as code)."""
+    notebooks = solved(assignment)
+    for nb in notebooks.values():
+        cell = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("solution") and c.cell_type == "code")
+        cell.cell_type = "markdown"
+        for key in ("outputs", "execution_count"):
+            cell.pop(key, None)
+        break
+    return notebooks
+
+
+# A correct answer reached by a route its task's rule forbids (utils/rules.py): each scores 0 on that task, however
+# it hides the route from the checks that run in its own process.
+RULE_BREAKERS = {
+    ("04_einops_jaxtyping", "merge_heads"): '''
+def merge_heads(x):
+    rearrange(x, "b h s d -> b h s d")  # called, so that einops is "used"; the work is done below
+    b, h, s, d = x.shape
+    return x.permute(0, 2, 1, 3).reshape(b, s, h * d)
+''',
+    ("05_flops_mfu", "matmul_flop_count"): '''
+def matmul_flop_count(a_shape, b_shape, _counter=torch.utils.flop_counter.FlopCounterMode):
+    a, b = torch.empty(tuple(a_shape), device="meta"), torch.empty(tuple(b_shape), device="meta")
+    with _counter(display=False) as counter:
+        torch.matmul(a, b)
+    return int(counter.get_total_flops())
+''',
+    ("06_gradients", "w2_grad"): '''
+def w2_grad(h1, h2_grad, _grad=torch.autograd.grad):
+    w2 = torch.zeros(h1.shape[1], h2_grad.shape[1], dtype=h1.dtype, requires_grad=True)
+    with torch.enable_grad():
+        (grad,) = _grad(h1 @ w2, w2, h2_grad)
+    return grad.detach()
+''',
+    ("07_models_optimizers", "AdamW"): '''
+_TORCH_ADAMW = torch.optim.AdamW  # taken before the tests stub it
+_INNER = {}
+class AdamW(torch.optim.Optimizer):
+    def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8, weight_decay: float = 1e-2):
+        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay))
+        inner = _TORCH_ADAMW(self.param_groups, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay)
+        self.state = inner.state
+        _INNER[id(self)] = inner
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        return _INNER[id(self)].step(closure)
+''',
+    ("08_training_loop", "get_batch"): '''
+def get_batch(data, batch_size, context_length, device, generator):
+    device = torch.device(device)
+    tokens = getattr(data, "_array", data)  # the stand-in's own array: nothing read is counted
+    starts = torch.randint(0, len(data) - context_length, (batch_size,), generator=generator).tolist()
+    windows = np.stack([np.asarray(tokens[s : s + context_length + 1]) for s in starts]).astype(np.int64)
+    return torch.from_numpy(windows[:, :-1].copy()).to(device), torch.from_numpy(windows[:, 1:].copy()).to(device)
+''',
+}
+
+
+def rule_breaker(assignment: str) -> dict[str, nbformat.NotebookNode]:
+    """Solved, with the task of RULE_BREAKERS for this assignment answered by a forbidden route."""
+    return _fill(assignment, lambda i, g, solution: RULE_BREAKERS[(assignment, g)].strip("\n") + "\n"
+                 if (assignment, g) in RULE_BREAKERS else solution)

@@ -19,8 +19,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from autograder import sandbox
-from autograder.plan import HIDDEN_PLACEHOLDER
+from autograder.grader.pipeline import probe
+from autograder.limits import load_limits
+from autograder.grader.plan import HIDDEN_PLACEHOLDER
 from autograder.course import assignments
 from tests import submissions
 
@@ -32,7 +33,7 @@ CELL_SECONDS = 30 if torch.cuda.is_available() else 10
 LIMITS = ["--limit", f"cell_seconds={CELL_SECONDS}", "--limit", "memory_mib=1024", "--limit", "notebook_seconds=300"]
 ARTIFACTS = Path(os.environ.get("PYTEST_ARTIFACTS", REPO / "test-artifacts")) / "autograde"
 # A fork loop is only safe to run where the process limit binds: in a user namespace, or as a non-root user.
-FORKS_CONTAINED = "user namespace" in sandbox.probe(sandbox.load_limits()) or os.geteuid() != 0
+FORKS_CONTAINED = "user namespace" in probe(load_limits()) or os.geteuid() != 0
 FAULTS = {k: v for k, v in submissions.FAULTS.items() if k != "forks" or FORKS_CONTAINED}
 # What depends on each exercise's own checks runs on every assignment: the solution, a variant solution, the comparison
 # tricks, a blank and a half-done notebook, a wrong first task. What the grader contains or undoes whatever the

@@ -60,24 +60,24 @@ def test_peak_memory_of_a_training_step_is_within_5_percent_of_the_prediction():
 
 
 def test_the_graders_sandbox_gives_notebooks_the_gpu():
-    """In a fresh process, as in `python -m autograder.grade`: notebook processes are forks of the grader, and CUDA
-    cannot be used in a fork of a process that has initialised it, so the grader never does (this test's own process
-    has, in the tests above)."""
+    """As in `python -m autograder.grade`: notebook processes are forks of the zygote, a fresh interpreter that never
+    initialises CUDA (a fork of a process that has cannot use it), so each notebook initialises its own."""
     probe = textwrap.dedent("""
-        import json, tempfile, torch
-        from pathlib import Path
-        from autograder import sandbox
+        import json, torch
         from autograder.course import REPO_ROOT
-        from autograder.runner import NotebookProcess, readable_paths
-        with tempfile.TemporaryDirectory() as work:
-            process = NotebookProcess(sandbox.load_limits(), Path(work), readable_paths(REPO_ROOT, [Path(work)]))
+        from autograder.grader.notebooks import NotebookProcess, Zygote
+        from autograder.limits import load_limits
+        zygote = Zygote([REPO_ROOT])
+        try:
+            process = NotebookProcess(zygote, 0, load_limits())
             try:
                 reply = process.run("setup", "import torch\\nassert torch.cuda.is_available()\\n"
                                              "print((torch.ones(4, device='cuda') * 2).sum().item())", 120)
             finally:
                 process.kill()
+        finally:
+            zygote.close()
         print(json.dumps(reply))
-        assert not torch.cuda.is_initialized(), "the grader itself must not initialise CUDA"
     """)
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=300,
                             cwd=Path(__file__).resolve().parent.parent)

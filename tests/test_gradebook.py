@@ -13,7 +13,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder import sandbox
+from autograder.limits import load_limits
 from autograder.course import Course
 from autograder.feedback import render
 from autograder.grade import grade
@@ -23,7 +23,7 @@ A = tiny_course.ASSIGNMENT
 REPO = Path(__file__).resolve().parent.parent
 ON_TIME = "2026-01-05 12:00:00.000000 UTC"
 DUE = "2026-01-06 12:00:00 UTC"
-LIMITS = sandbox.load_limits(overrides=["cell_seconds=3", "notebook_seconds=60", "memory_mib=1024"])
+LIMITS = load_limits(overrides=["cell_seconds=3", "notebook_seconds=60", "memory_mib=1024"])
 RED = "\x1b[31mred text\x1b[0m"
 WORK = {  # student -> (answers, timestamp.txt or None for none)
     "ok": (tiny_course.answers(double=f"print({RED!r}); return 2 * x"), ON_TIME),

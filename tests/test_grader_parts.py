@@ -4,10 +4,10 @@ import json
 
 import pytest
 
-from autograder import sandbox
+from autograder.limits import load_limits
 from autograder.merge import merge
-from autograder.plan import NotANotebook, make_plan, read_notebook, source_cells
-from autograder.runner import readable_paths
+from autograder.grader.plan import NotANotebook, make_plan, read_notebook, source_cells
+from autograder.sandboxed.walls import readable_paths
 from autograder.course import REPO_ROOT
 
 SOURCE = {"cells": [
@@ -23,10 +23,10 @@ def submitted(*cells):
 
 
 def test_limits_file_loads_and_overrides_are_typed():
-    limits = sandbox.load_limits(overrides=["cell_seconds=5", "network=true", "workers=3"])
+    limits = load_limits(overrides=["cell_seconds=5", "network=true", "workers=3"])
     assert limits.cell_seconds == 5 and limits.network is True and limits.workers == 3 and type(limits.workers) is int
     with pytest.raises(ValueError, match="unknown limit"):
-        sandbox.load_limits(overrides=["nonsense=1"])
+        load_limits(overrides=["nonsense=1"])
 
 
 def test_plan_takes_locked_cells_and_points_from_the_source():
@@ -65,7 +65,7 @@ def test_unreadable_files_say_why(tmp_path, content, reason):
 
 
 def test_the_source_tree_is_never_readable_by_a_notebook(tmp_path):
-    paths = readable_paths(REPO_ROOT, [tmp_path])
+    paths = readable_paths([REPO_ROOT, tmp_path], REPO_ROOT / "utils")
     assert REPO_ROOT / "utils" in paths
     for path in paths:
         assert not (REPO_ROOT / "source").is_relative_to(path), path
@@ -73,7 +73,8 @@ def test_the_source_tree_is_never_readable_by_a_notebook(tmp_path):
 
 
 def test_probe_reports_the_walls():
-    walls = sandbox.probe(sandbox.load_limits())
+    from autograder.grader.pipeline import probe
+    walls = probe(load_limits())
     assert "rlimits" in walls  # the rest depends on the platform; README.md lists what each gets
 
 
@@ -111,11 +112,15 @@ def test_feedback_gives_a_failed_hidden_check_only_its_hint(tmp_path, answer, fa
     """With feedback = "hints" (the default), a student reads that a hidden check failed and its hint, never the
     hidden case's input or expected value; a failed visible check shows everything; "full" shows everything."""
     from autograder.feedback import for_students
-    from autograder.runner import run_plan
+    from autograder.grader.notebooks import Zygote, run_plan
     plan = make_plan("nb", HIDDEN_SOURCE, submitted(
         ("", {"grade_id": "setup"}), (answer, {"grade_id": "f", "solution": True}), ("", {"grade_id": "test_f"})))
-    limits = sandbox.load_limits()
-    results = run_plan(plan, limits, tmp_path, readable_paths(REPO_ROOT, [tmp_path]))
+    limits = load_limits()
+    zygote = Zygote([REPO_ROOT, tmp_path])
+    try:
+        results = run_plan(plan, limits, zygote, 0)
+    finally:
+        zygote.close()
     test, result = plan.cells[-1], results[-1]
     assert not result["ok"]
     shown = for_students(test, result, "hints")
@@ -132,7 +137,7 @@ def test_feedback_gives_a_failed_hidden_check_only_its_hint(tmp_path, answer, fa
 
 
 def test_feedback_detail_is_a_limit():
-    assert sandbox.load_limits().feedback == "hints"
-    assert sandbox.load_limits(overrides=["feedback=full"]).feedback == "full"
+    assert load_limits().feedback == "hints"
+    assert load_limits(overrides=["feedback=full"]).feedback == "full"
     with pytest.raises(ValueError, match="hints"):
-        sandbox.load_limits(overrides=["feedback=everything"])
+        load_limits(overrides=["feedback=everything"])

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.plan import HIDDEN, source_cells
+from autograder.grader.plan import HIDDEN, source_cells
 from reference import hidden
 from utils.handin import decode, encode
 

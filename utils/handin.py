@@ -123,22 +123,41 @@ class Other:
         return f"<a {self.type_name}>"
 
 
+class DecodeError(ValueError):
+    """What was handed in is not an encoded value (malformed, or crafted to lie): the student's failure."""
+
+
+# The dtypes a hand-in may carry: those whose every bit pattern is a valid value (plus bool, checked byte by byte).
+# Anything else (quantized types, for one) is refused before a tensor is built from the bytes.
+SAFE_DTYPES = {str(t).removeprefix("torch."): t for t in (
+    torch.float64, torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32, torch.int16, torch.int8,
+    torch.uint8, torch.bool, torch.complex64, torch.complex128, torch.float8_e4m3fn, torch.float8_e5m2)}
+MAX_DIMS = 16
+
+
 def _dtype(name: object) -> torch.dtype:
-    dtype = getattr(torch, name, None) if isinstance(name, str) else None
-    if not isinstance(dtype, torch.dtype):
-        raise ValueError(f"not a torch dtype: {name!r}")
-    return dtype
+    if type(name) is not str or name not in SAFE_DTYPES:
+        raise DecodeError(f"not a dtype results may carry: {str(name)[:40]!r}")
+    return SAFE_DTYPES[name]
 
 
 def _tensor(spec: dict) -> torch.Tensor:
-    dtype, shape = _dtype(spec["dtype"]), [int(n) for n in spec["shape"]]
-    data = base64.b64decode(spec["data"])
+    if set(spec) != {"dtype", "shape", "device", "parameter", "requires_grad", "data"}:
+        raise DecodeError("a tensor with other fields than encode writes")
+    dtype, shape = _dtype(spec["dtype"]), spec["shape"]
+    if type(shape) is not list or len(shape) > MAX_DIMS or any(type(n) is not int or not 0 <= n < 2**40 for n in shape):
+        raise DecodeError("a tensor's shape must be a list of at most 16 sizes, each a whole number from 0")
+    if type(spec["data"]) is not str or any(type(spec[k]) is not bool for k in ("parameter", "requires_grad")):
+        raise DecodeError("a tensor's data must be base64 text and its flags true or false")
+    data = base64.b64decode(spec["data"], validate=True)
     if math.prod(shape) * torch.empty(0, dtype=dtype).element_size() != len(data):
-        raise ValueError("a tensor's bytes do not match its shape and dtype")
+        raise DecodeError("a tensor's bytes do not match its shape and dtype")
+    if dtype is torch.bool and data.translate(None, b"\x00\x01"):
+        raise DecodeError("a bool tensor's bytes must each be 0 or 1")
     tensor = torch.frombuffer(bytearray(data), dtype=dtype).reshape(shape) if data else torch.empty(shape, dtype=dtype)
-    if spec.get("parameter"):
-        return torch.nn.Parameter(tensor, requires_grad=bool(spec.get("requires_grad")))
-    return tensor.requires_grad_(bool(spec.get("requires_grad")) and dtype.is_floating_point)
+    if spec["parameter"]:
+        return torch.nn.Parameter(tensor, requires_grad=spec["requires_grad"] and dtype.is_floating_point)
+    return tensor.requires_grad_(spec["requires_grad"] and (dtype.is_floating_point or dtype.is_complex))
 
 
 def _from_json(value: object) -> object:
@@ -160,10 +179,21 @@ def _from_json(value: object) -> object:
             return _tensor(inner)
         if tag == "other" and type(inner) is str:
             return Other(inner[:200])
-    raise ValueError(f"not an encoded value: {str(value)[:80]!r}")
+    raise DecodeError(f"not an encoded value: {str(value)[:80]!r}")
 
 
-def decode(text: str) -> object:
+def decode(text: object) -> object:
     """The value `encode` wrote, with tensors on the CPU (a hidden test that cares about the device hands in
-    `str(tensor.device)` too). ValueError for anything else."""
-    return _from_json(json.loads(text))
+    `str(tensor.device)` too). DecodeError, and nothing else, for anything that is not such a value."""
+    if type(text) is not str or len(text) > HANDIN_LIMIT_BYTES:
+        raise DecodeError("results must be JSON text within the hand-in limit")
+    try:
+        return _from_json(json.loads(text, parse_constant=_no_constants))
+    except DecodeError:
+        raise
+    except (ValueError, TypeError, KeyError, OverflowError, RecursionError, RuntimeError, MemoryError) as error:
+        raise DecodeError(f"the results could not be read ({error.__class__.__name__})") from None
+
+
+def _no_constants(name: str) -> object:
+    raise DecodeError(f"{name} is not a value encode writes")

@@ -1,8 +1,8 @@
-"""Runs a notebook's cells inside the sandbox, one request at a time, and guards the tests' tools.
+"""Runs as the student, inside the sandbox: a notebook's cells, one request at a time, with the tests' tools guarded.
 
-The process reads one JSON request per line ({"id", "kind", "code", "cases"}) and answers one JSON line
-({"id", "ok", "output", "error", "restored", "tampered", "line", "handed"}). It runs cells with IPython, as a
-notebook would. A test cell's hidden tests get their cases from the request and leave the student's results in
+The process first says Ready (with the walls it was built with), then reads one request per line (protocol.Files:
+the assignment's files for its working folder; protocol.CellRequest: one cell) and answers each with one line
+(protocol.CellResult). It runs cells with IPython, as a notebook would. A test cell's hidden tests get their cases from the request and leave the student's results in
 `handed` (utils/handin.py); what they are compared with never enters this process.
 
 The guard: after the locked set-up cell has run, it records every attribute of the modules and classes the
@@ -14,12 +14,15 @@ device, grad mode) are reset before each test too.
 """
 from __future__ import annotations
 
+import base64
 import builtins
 import io
-import json
 import os
 import sys
 import traceback
+from pathlib import Path
+
+from autograder.protocol import CellRequest, CellResult, Files, Message, Ready
 
 MISSING = object()
 # Caches Python itself adds to a class on first use (copyreg stores __slotnames__ when a tensor is first pickled).
@@ -132,8 +135,26 @@ def _line_in_cell(error: BaseException, code: str) -> int | None:
     return lines[-1] if lines else None
 
 
-def serve(requests: io.TextIOBase, replies: io.TextIOBase, output_chars: int) -> None:
-    """Answer requests until the grader closes the channel."""
+def write_files(files: dict[str, str]) -> list[str]:
+    """Put the assignment's files (relative path -> base64) in the working folder; the paths it could not write."""
+    refused = []
+    here = Path.cwd()
+    for name, data in files.items():
+        target = (here / name).resolve()
+        if not target.is_relative_to(here) or target == here:
+            refused.append(name)
+            continue
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(base64.b64decode(data))
+        except (OSError, ValueError):
+            refused.append(name)
+    return refused
+
+
+def serve(requests: io.TextIOBase, replies: io.TextIOBase, output_chars: int, walls: list[str]) -> None:
+    """Say Ready once the shell is up (everything after it is the student's), then answer requests until the grader
+    closes the channel."""
     from IPython.core.interactiveshell import InteractiveShell
     from traitlets.config import Config
 
@@ -146,17 +167,27 @@ def serve(requests: io.TextIOBase, replies: io.TextIOBase, output_chars: int) ->
     guard = None
     serving_pid = os.getpid()
     real_stdout, real_stderr = sys.stdout, sys.stderr
+    replies.write(Ready(walls).to_line().decode())
+    replies.flush()
     for line in requests:
-        request = json.loads(line)
+        request = Message.parse(line)
+        if isinstance(request, Files):
+            refused = write_files(request.files)
+            reply = CellResult(request.id, not refused, "", f"could not write {', '.join(refused)}" if refused else "",
+                               [], [], None, {})
+            replies.write(reply.to_line().decode())
+            replies.flush()
+            continue
+        assert isinstance(request, CellRequest)
         restored, tampered = [], []
-        if request["kind"] == "test" and guard is not None:
+        if request.kind == "test" and guard is not None:
             restored = guard.differences(fix=True)
             reset_torch_state()
         out = CappedText(output_chars)
-        CHANNEL.begin(request.get("cases") or {} if request["kind"] == "test" else {})
+        CHANNEL.begin(request.cases if request.kind == "test" else {})
         sys.stdout = sys.stderr = out  # stderr joins stdout: warnings are shown, never scored
         try:
-            result = shell.run_cell(request["code"], store_history=False, silent=False)
+            result = shell.run_cell(request.code, store_history=False, silent=False)
             error = result.error_before_exec or result.error_in_exec
         except BaseException as raised:  # noqa: BLE001 - anything a cell throws is its own failure
             error = raised
@@ -164,20 +195,21 @@ def serve(requests: io.TextIOBase, replies: io.TextIOBase, output_chars: int) ->
             sys.stdout, sys.stderr = real_stdout, real_stderr
         handed = CHANNEL.end()
         builtins_ok = isinstance(builtins.__dict__.get("print"), type(len))
-        if request["kind"] == "setup" and error is None and guard is None:
+        if request.kind == "setup" and error is None and guard is None:
             guard = Guard(shell.user_ns)
-        if request["kind"] == "test" and guard is not None:
+        if request.kind == "test" and guard is not None:
             tampered = guard.differences(fix=True)
-        reply = {"id": request["id"], "ok": error is None and not tampered and builtins_ok, "output": out.value(),
-                 "error": _error_text(error) if error is not None else "", "restored": restored, "tampered": tampered,
-                 "line": _line_in_cell(error, request["code"]) if error is not None and error.__traceback__ else None,
-                 "handed": {k: v for k, v in handed.items() if type(k) is str and type(v) is str}}
+        reply = CellResult(
+            id=request.id, ok=error is None and not tampered and builtins_ok, output=out.value(),
+            error=_error_text(error) if error is not None else "", restored=restored, tampered=tampered,
+            line=_line_in_cell(error, request.code) if error is not None and error.__traceback__ else None,
+            handed={k: v for k, v in handed.items() if type(k) is str and type(v) is str})
         if os.getpid() != serving_pid:  # a process the cell forked got here: only the original answers
             os._exit(0)
-        replies.write(json.dumps(reply) + "\n")
+        replies.write(reply.to_line().decode())
         replies.flush()
 
 
-def main(request_fd: int, reply_fd: int, output_chars: int) -> None:
+def main(request_fd: int, reply_fd: int, output_chars: int, walls: list[str]) -> None:
     with os.fdopen(request_fd, "r") as requests, os.fdopen(reply_fd, "w") as replies:
-        serve(requests, replies, output_chars)
+        serve(requests, replies, output_chars, walls)

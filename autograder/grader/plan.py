@@ -1,9 +1,11 @@
-"""What gets run for one submitted notebook: the instructor's cells, with only the student's answers swapped in.
+"""Runs in the grader: what gets run for one submitted notebook, the instructor's cells with only the student's
+answers swapped in.
 
 The order and code of every locked cell (set-up, tests with their hidden part) and every cell's points come
 from `source/`, never from the submission, so editing, deleting or duplicating test cells, or changing their
 `points` or `grade_id` metadata, changes nothing. The student's solution cells (matched by `grade_id`) and any
-cells they added are kept in their place.
+cells they added are kept in their place. An answer cell the student turned into markdown or raw text is graded as
+code, as nbgrader does (its OverwriteCells puts the cell type back), with a note saying so.
 """
 from __future__ import annotations
 
@@ -12,11 +14,12 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from autograder.grader.find import MAX_NOTEBOOK_BYTES, Unreadable, read_capped
+
 HIDDEN = re.compile(r"^[ \t]*### BEGIN HIDDEN TESTS[\s\S]*?^[ \t]*### END HIDDEN TESTS[ \t]*$\n?", re.MULTILINE)
 HIDDEN_PLACEHOLDER = "# (hidden tests ran here)"  # what feedback shows where the hidden tests were
 # A hidden test names its key literally: hidden_cases("models_optimizers.largest_model") (utils/handin.py).
 HIDDEN_KEY = re.compile(r"""\b(?:hidden_cases|hand_in)\(\s*["']([a-z][a-z0-9_]*\.[A-Za-z_]\w*)["']""")
-MAX_NOTEBOOK_BYTES = 20 * 2**20
 
 # Constructs with no business in an exercise answer that could reach into the grader's own process.
 SUSPICIOUS = {
@@ -68,6 +71,7 @@ class Plan:
     notebook: str
     cells: list[Cell]
     flags: list[str] = field(default_factory=list)  # suspicious constructs found in the student's code
+    notes: list[str] = field(default_factory=list)  # what the grader changed back, as nbgrader would
 
 
 class NotANotebook(Exception):
@@ -76,16 +80,15 @@ class NotANotebook(Exception):
 
 def read_notebook(path: Path) -> dict:
     """The notebook JSON of a submitted file, or NotANotebook with a readable reason."""
-    if not path.is_file() or path.is_symlink():
-        raise NotANotebook("not a regular file")
-    size = path.stat().st_size
-    if size == 0:
-        raise NotANotebook("the file is empty")
-    if size > MAX_NOTEBOOK_BYTES:
-        raise NotANotebook(f"the file is {size:,} bytes; the limit is {MAX_NOTEBOOK_BYTES:,}")
     try:
-        notebook = json.loads(path.read_bytes())
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        data = read_capped(path, MAX_NOTEBOOK_BYTES)
+    except Unreadable as why:
+        raise NotANotebook(f"the file is {why}") from None
+    if not data:
+        raise NotANotebook("the file is empty")
+    try:
+        notebook = json.loads(data)
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as error:
         raise NotANotebook(f"not valid JSON ({error.__class__.__name__}: {str(error)[:120]})") from None
     if not isinstance(notebook, dict) or not isinstance(notebook.get("cells"), list):
         raise NotANotebook("valid JSON, but not a notebook (no list of cells)")
@@ -131,11 +134,19 @@ def make_plan(name: str, source_notebook: dict, submitted: dict) -> Plan:
     answers: dict[str, str] = {}
     added_after: dict[str, list[str]] = {}  # grade_id of the source cell they follow ('' = the top)
     anchor = ""
+    notes = []
     for cell in submitted["cells"]:
-        if not isinstance(cell, dict) or cell.get("cell_type") != "code":
+        if not isinstance(cell, dict):
             continue
         grade_id = nbgrader_meta(cell).get("grade_id")
         code = text_of(cell.get("source"))
+        if cell.get("cell_type") != "code":
+            if isinstance(grade_id, str) and grade_id in answer_ids and grade_id not in answers:
+                answers[grade_id] = code
+                anchor = grade_id
+                notes.append(f"answer cell {grade_id!r} was submitted as a {str(cell.get('cell_type'))[:20]} cell; "
+                             "graded as code, as nbgrader does")
+            continue
         if isinstance(grade_id, str) and grade_id in answer_ids and grade_id not in answers:
             answers[grade_id] = code
             anchor = grade_id
@@ -153,4 +164,4 @@ def make_plan(name: str, source_notebook: dict, submitted: dict) -> Plan:
         cells += [Cell("added", "", code) for code in added_after.get(cell.grade_id, [])]
     student_code = "\n".join(c.code for c in cells if c.kind in ("answer", "added"))
     flags = [label for label, pattern in SUSPICIOUS.items() if re.search(pattern, student_code)]
-    return Plan(name, cells, flags)
+    return Plan(name, cells, flags, notes)

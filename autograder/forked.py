@@ -1,0 +1,103 @@
+"""Runs in the grader: the one way it runs a function in a forked child of its own and gets a JSON-able answer back.
+
+Used for the grader's own work only (the trusted checker, recording assignments, the grading workers); a student's
+code never runs in such a child (notebooks come from the zygote, autograder/sandboxed/zygote.py). The child's answer
+comes back over a pipe, so the parent knows exactly what happened: an answer, an error (the child's traceback), a
+child that died without answering, or one that ran past its time.
+"""
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import time
+import traceback
+from typing import Callable
+
+PR_SET_PDEATHSIG = 1
+
+
+class ChildFailed(Exception):
+    """The child raised (the message is its traceback), died without an answer, or ran past its time."""
+
+
+class Child:
+    """A forked child running `work()`; its answer is read with `pump()` (non-blocking) until `done`."""
+
+    def __init__(self, work: Callable[[], object]):
+        read_fd, write_fd = os.pipe()
+        self.pid = os.fork()
+        if self.pid == 0:
+            os.close(read_fd)
+            _serve(work, write_fd)
+        os.close(write_fd)
+        self.fd, self.chunks, self.done, self.status = read_fd, [], False, None
+
+    def fileno(self) -> int:
+        return self.fd
+
+    def pump(self) -> None:
+        """Read what the child has written; at its end, reap it."""
+        chunk = os.read(self.fd, 1 << 20)
+        if chunk:
+            self.chunks.append(chunk)
+            return
+        os.close(self.fd)
+        _, self.status = os.waitpid(self.pid, 0)
+        self.done = True
+
+    def kill(self) -> None:
+        if not self.done:
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            os.close(self.fd)
+            os.waitpid(self.pid, 0)
+            self.done = True
+
+    def answer(self) -> object:
+        """The child's answer; ChildFailed if it raised or died without one."""
+        try:
+            reply = json.loads(b"".join(self.chunks))
+        except ValueError:
+            code = os.waitstatus_to_exitcode(self.status) if self.status is not None else None
+            raise ChildFailed(f"the child process died without an answer (exit status {code})") from None
+        if "error" in reply:
+            raise ChildFailed(reply["error"])
+        return reply["ok"]
+
+
+def _serve(work: Callable[[], object], write_fd: int) -> None:
+    """In the child: die with the parent, run `work`, write its answer (or its traceback), exit. Never returns."""
+    code = 0
+    try:
+        import ctypes
+        ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        try:
+            reply = {"ok": work()}
+        except BaseException as error:  # noqa: BLE001 - the parent decides what it means
+            reply = {"error": "".join(traceback.format_exception(error)).strip()}
+        view = memoryview(json.dumps(reply).encode())
+        while view:
+            view = view[os.write(write_fd, view):]
+    except BaseException:  # noqa: BLE001
+        code = 1
+    finally:
+        os._exit(code)
+
+
+def call_in_child(work: Callable[[], object], seconds: float) -> object:
+    """`work()` run in a forked child: its JSON-able answer, or ChildFailed."""
+    child = Child(work)
+    deadline = time.monotonic() + seconds
+    try:
+        while not child.done:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([child], [], [], left)[0]:
+                raise ChildFailed(f"ran longer than {seconds:g} s")
+            child.pump()
+    finally:
+        child.kill()
+    return child.answer()

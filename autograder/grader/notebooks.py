@@ -1,0 +1,260 @@
+"""Runs in the grader: starts notebook processes through the zygote and runs one notebook's plan in them, with
+per-cell time limits and restarts after crashes.
+
+    grader --Spawn--> zygote --fork--> builder --fork--> notebook process (PID 1 of its namespaces)
+
+A cell that runs past `cell_seconds`, exhausts its memory or kills its process is marked failed with the reason; a
+fresh process then re-runs the cells before it (skipping the ones that crashed) and goes on, at most `max_restarts`
+times and within `notebook_seconds` in all. A process that cannot be started (before it says Ready, no student code
+has run in it) is the grader's fault: GraderFault, never charged to the student.
+"""
+from __future__ import annotations
+
+import base64
+import os
+import secrets
+import select
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from autograder.grader.plan import Plan
+from autograder.limits import Limits
+from autograder.protocol import (CellRequest, CellResult, Exited, Files, Init, Message, ProtocolError, Ready, Spawn,
+                                 Started, StartupFailed)
+from autograder.sandboxed.zygote import KEPT_ENVIRONMENT
+from utils.handin import HANDIN_LIMIT_BYTES
+
+START_SECONDS = 60  # for a notebook process to say Ready (many starting at once on a loaded machine)
+
+
+class GraderFault(Exception):
+    """The grader could not run a submission (a notebook process that could not start, a zygote gone): never the
+    student's fault; the submission is left NOT GRADED with this message, and not remembered."""
+
+
+class Died(Exception):
+    """The notebook process ended or stopped answering (the student's code did it); the message says how."""
+
+
+def failed(error: str) -> dict:
+    """The result of a cell that did not run to completion (a crash, a time-out, never run)."""
+    return {"ok": False, "output": "", "error": error, "restored": [], "tampered": [], "line": None, "handed": {}}
+
+
+class Zygote:
+    """The grader's handle on the zygote process (autograder/sandboxed/zygote.py), started before anything secret
+    is read; `walled`: paths no notebook may read."""
+
+    def __init__(self, walled: list[Path]):
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        environment = {name: os.environ[name] for name in KEPT_ENVIRONMENT if name in os.environ}
+        self.process = subprocess.Popen(
+            [sys.executable, "-I", "-m", "autograder.sandboxed.zygote", str(theirs.fileno()), str(os.getpid())],
+            env=environment, pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, cwd="/")
+        theirs.close()
+        self.control = ours
+        self.control.sendall(Init([str(p) for p in walled]).to_line())
+
+    def spawn(self, slot: int, limits: Limits, descriptors: list[int]) -> None:
+        try:
+            socket.send_fds(self.control, [Spawn(slot, limits.as_dict()).to_line()], descriptors)
+        except OSError as error:
+            raise GraderFault(f"the grader's zygote is gone ({error}); grade again") from None
+
+    def close(self) -> None:
+        self.control.close()
+        try:
+            self.process.wait(10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    """os.write until every byte is written (a request with cases can be larger than a pipe's buffer)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+class NotebookProcess:
+    """One sandboxed process that runs cells on request."""
+
+    def __init__(self, zygote: Zygote, slot: int, limits: Limits):
+        self.limits = limits
+        request_r, self.request_w = os.pipe()
+        self.reply_r, reply_w = os.pipe()
+        self.status, status_theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.pidfd = None
+        self.buffer = b""
+        try:
+            zygote.spawn(slot, limits, [request_r, reply_w, status_theirs.fileno()])
+        finally:
+            os.close(request_r), os.close(reply_w), status_theirs.close()
+        try:
+            self._started()
+        except GraderFault:
+            self.kill()
+            raise
+
+    def _started(self) -> None:
+        """Wait for the builder's Started (with the pidfd) and the notebook's Ready; GraderFault otherwise."""
+        self.status.settimeout(START_SECONDS)
+        try:
+            message, fds, _, _ = socket.recv_fds(self.status, 1 << 16, 1)
+        except (OSError, socket.timeout) as error:
+            raise GraderFault(f"the notebook process could not be started ({error})") from None
+        try:
+            started = Message.parse(message)
+        except ProtocolError:
+            started = None
+        if isinstance(started, StartupFailed):
+            raise GraderFault(f"the notebook process could not be started: {_last_line(started.error)}")
+        if not isinstance(started, Started) or len(fds) != 1:
+            raise GraderFault("the notebook process could not be started (no word from its builder)")
+        self.pidfd = fds[0]
+        try:
+            ready = self._read_message(START_SECONDS)
+        except Died as died:
+            raise GraderFault(f"the notebook process could not be started: {died}") from None
+        if isinstance(ready, StartupFailed):
+            raise GraderFault(f"the notebook process could not be started: {_last_line(ready.error)}")
+        if not isinstance(ready, Ready):
+            raise GraderFault("the notebook process could not be started (it did not say Ready)")
+        self.walls = ready.walls
+
+    def _read_message(self, seconds: float) -> Message:
+        """The next line from the notebook, parsed; Died if it ends, is late, floods or writes something else."""
+        deadline = time.monotonic() + seconds
+        while b"\n" not in self.buffer:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise Died(f"the cell ran longer than {seconds:g} s and was stopped")
+            ready, _, _ = select.select([self.reply_r], [], [], left)
+            if ready:
+                chunk = os.read(self.reply_r, 1 << 16)
+                if not chunk:
+                    raise Died(self._exit_reason())
+                self.buffer += chunk
+                if len(self.buffer) > 4 * self.limits.output_chars + 2 * HANDIN_LIMIT_BYTES + (1 << 20):
+                    raise Died("the notebook process flooded the grader's channel")
+        line, _, self.buffer = self.buffer.partition(b"\n")
+        try:
+            return Message.parse(line)
+        except ProtocolError:
+            raise Died("the notebook wrote to the grader's channel (its result was not trusted)") from None
+
+    def _request(self, request: Message, seconds: float) -> dict:
+        try:
+            _write_all(self.request_w, request.to_line())
+        except OSError:
+            raise Died("the notebook process had already exited") from None
+        reply = self._read_message(seconds)
+        if not isinstance(reply, CellResult) or reply.id != request.id or self.buffer:
+            raise Died("the notebook wrote to the grader's channel (its result was not trusted)")
+        return {k: v for k, v in reply.__dict__.items() if k != "id"}
+
+    def files(self, files: dict[str, bytes]) -> None:
+        """Give the notebook the assignment's files (its working folder starts empty)."""
+        if files:
+            encoded = {name: base64.b64encode(data).decode() for name, data in files.items()}
+            result = self._request(Files(secrets.token_hex(8), encoded), START_SECONDS)
+            if not result["ok"]:
+                raise GraderFault(f"the assignment's files could not be given to the notebook: {result['error']}")
+
+    def run(self, kind: str, code: str, seconds: float, cases: dict[str, str] | None = None) -> dict:
+        """Run one cell (a test cell with the encoded cases of its hidden tests); its result, or Died if the process
+        dies, times out or answers out of turn."""
+        return self._request(CellRequest(secrets.token_hex(8), kind, code, cases or {}), seconds)
+
+    def _exit_reason(self) -> str:
+        """How the notebook process ended, from its builder's Exited."""
+        code = None
+        self.status.settimeout(10)
+        try:
+            message = self.status.recv(1 << 16)
+            exited = Message.parse(message) if message else None
+            code = exited.code if isinstance(exited, Exited) else None
+        except (OSError, socket.timeout, ProtocolError):
+            pass
+        if code is None:
+            return "the notebook process ended (how is unknown)"
+        if code > 128:
+            number = code - 128
+            name = signal.Signals(number).name if number in signal.Signals._value2member_map_ else number
+            return f"the notebook process was killed by signal {name} (a crash, or a memory or CPU limit)"
+        return f"the notebook process exited with code {code} (os._exit or a crash)"
+
+    def kill(self) -> None:
+        """Stop the process and everything it started (its PID namespace dies with it), and wait for its builder."""
+        if self.pidfd is not None:
+            try:
+                signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            os.close(self.pidfd)
+            self.pidfd = None
+            self.status.settimeout(10)
+            try:
+                while self.status.recv(1 << 16):
+                    pass
+            except (OSError, socket.timeout):
+                pass
+        for fd in (self.request_w, self.reply_r):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self.request_w = self.reply_r = -1
+        self.status.close()
+
+
+def _last_line(text: str) -> str:
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    return lines[-1][:300] if lines else "no reason given"
+
+
+def run_plan(plan: Plan, limits: Limits, zygote: Zygote, slot: int, files: dict[str, bytes] | None = None,
+             cases: dict[str, str] | None = None) -> list[dict]:
+    """Every cell's result, in order: {"ok", "output", "error", "restored", "tampered", "line", "handed", "seconds"}
+    (a cell that never ran has no "seconds"). `files`: the assignment's files for the working folder; `cases`: the
+    encoded cases of the hidden tests (key -> JSON text). GraderFault when a notebook process cannot be started."""
+    cases = cases or {}
+    results: list[dict | None] = [None] * len(plan.cells)
+    crashed: set[int] = set()
+    deadline = time.monotonic() + limits.notebook_seconds
+    restarts = 0
+    while True:
+        process = None
+        try:
+            process = NotebookProcess(zygote, slot, limits)
+            process.files(files or {})
+            for index, cell in enumerate(plan.cells):
+                if index in crashed:
+                    continue
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise Died(f"the notebook ran past its {limits.notebook_seconds:g} s limit")
+                started = time.monotonic()
+                try:
+                    results[index] = process.run(cell.kind, cell.code, min(limits.cell_seconds, left),
+                                                 {key: cases[key] for key in cell.hidden_keys if key in cases})
+                except Died as died:
+                    results[index] = {**failed(str(died)), "seconds": round(time.monotonic() - started, 3)}
+                    crashed.add(index)
+                    raise
+                results[index]["seconds"] = round(time.monotonic() - started, 3)  # wall time: for the instructor
+            return results  # type: ignore[return-value]
+        except Died as died:
+            restarts += 1
+            if restarts > limits.max_restarts or deadline - time.monotonic() <= 0:
+                reason = f"not run: {died}" if deadline - time.monotonic() <= 0 else \
+                    f"not run: the notebook process was restarted {limits.max_restarts} times already"
+                return [r or failed(reason) for r in results]
+        finally:
+            if process is not None:
+                process.kill()

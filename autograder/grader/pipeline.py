@@ -1,0 +1,275 @@
+"""Runs in the grader: one grading run, as a short list of named stages.
+
+    start the zygote    the clean parent of every notebook process (a fresh interpreter; autograder/sandboxed/)
+    begin               lock the course (or shard) and the output folder, clean up after a killed run (run.py)
+    find                the submissions, the roster, the assignments to grade; the gradebook checked and synced
+    self-check          the instructor's solutions earn every point, empty notebooks none (selfcheck.py)
+    run                 every changed submission's notebooks, sandboxed, several at once (workers.py)
+    record              one transaction into the gradebook, then autograded/ (record.py)
+    write               grades.csv from the gradebook, feedback pages, the summary (write.py)
+"""
+from __future__ import annotations
+
+import json
+import os
+import platform
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from autograder import autograded, gradebook, shards
+from autograder.course import REPO_ROOT, Course, default_course
+from autograder.gradebook import Row
+from autograder.grader import run as run_module
+from autograder.grader.find import find_submissions
+from autograder.grader.notebooks import NotebookProcess, Zygote
+from autograder.grader.plan import source_cells
+from autograder.grader.record import record
+from autograder.grader.selfcheck import digest, self_check
+from autograder.grader.workers import Job, Setting, not_graded, read_result, result_path, reusable, run_jobs
+from autograder.grader.write import pending_lines, write_csv, write_feedback
+from autograder.limits import Limits, load_limits, usable_cpus
+from autograder.progress import Progress
+from autograder.sandboxed.zygote import KEPT_ENVIRONMENT, preload
+from autograder.trusted import checker
+
+
+def grade(submitted: Path | None, out: Path, names: list[str] | None = None, limits: Limits | None = None,
+          fresh: bool = False, shard: tuple[int, int] = (1, 1), course: Course | None = None,
+          start_over: bool = False) -> list[Row]:
+    """Grade every submission under `submitted` into the course's gradebook and `out`; return the rows of
+    `out/grades.csv`. Raises GradebookError (nothing written to the gradebook), RunLocked (another run is on),
+    CourseError (the self-check failed: nobody graded) or OSError naming a file the run could not write."""
+    course = course or Course.load(default_course())
+    submitted = (submitted or course.folder("submitted")).resolve()
+    out = out.resolve()
+    _check_folders(course, submitted, out)
+    limits = course_limits(course, limits or load_limits())
+    started = time.monotonic()
+    private = [submitted, out, course.root, course.folder("autograded"), REPO_ROOT]
+    zygote = Zygote(walled=private)
+    try:
+        with run_module.begin(course, submitted, out, limits, shard) as run:
+            found, names, on_roster, finish_sync = find(run, names, start_over)
+            preload()  # the grader's own imports (torch for the checker's children) while nbgrader records assignments
+            stubs = finish_sync()
+            jobs, todo, extra_rows = plan_jobs(run, found, names, on_roster, fresh)
+            setting = prepare(run, zygote, names if todo else [], stubs)
+            if todo:
+                run.summary.append(f"sandbox on this machine: {', '.join(walls(zygote, setting.limits))}")
+            checked = self_check(setting, sorted({j.assignment for j in todo}), grader_digest(limits),
+                                 run.work / "self-check") if todo else []
+            if checked:
+                run.summary.append(f"self-check passed (solutions full marks, empty notebooks 0): {', '.join(checked)}")
+            unwritten = run_notebooks(run, setting, jobs, todo)
+            run.summary.insert(0, f"graded {len(todo)} submission(s) in {time.monotonic() - started:.1f} s "
+                                  f"({len(jobs) - len(todo)} unchanged, reused)")
+            recording = time.monotonic()
+            results = [unwritten.get((j.student, j.assignment)) or read_result(result_path(out, j))
+                       or not_graded(j, f"its result file {result_path(out, j)} could not be read back")
+                       for j in jobs]
+            notes, failures = record(run, jobs, results, bool(course.config.Autograde.get("create_student", True)))
+            run_module.write_ledger(run)
+            run.summary.insert(1, f"recorded {len(jobs)} submission(s) in the gradebook and autograded/ in "
+                                  f"{time.monotonic() - recording:.1f} s")
+            return write(run, names, jobs, results, on_roster, notes, failures, extra_rows)
+    finally:
+        zygote.close()
+
+
+def _check_folders(course: Course, submitted: Path, out: Path) -> None:
+    autograded_root = course.folder("autograded")
+    for a, b, what in ((out, submitted, "the output folder and the submissions folder"),
+                       (autograded_root, submitted, "the autograded folder and the submissions folder")):
+        if a.is_relative_to(b) or b.is_relative_to(a):
+            raise ValueError(f"{what} must not contain one another ({a}, {b})")
+
+
+def course_limits(course: Course, limits: Limits) -> Limits:
+    """The limits, with the course's own nbgrader execution time-out (c.Execute.timeout) as the per-cell limit when
+    the course sets one and limits.toml was not overridden for it."""
+    for section in ("Execute", "ExecutePreprocessor"):
+        timeout = course.config[section].get("timeout") if section in course.config else None
+        if isinstance(timeout, (int, float)) and timeout > 0 and limits.cell_seconds == Limits().cell_seconds:
+            return replace(limits, cell_seconds=float(timeout), notebook_seconds=max(limits.notebook_seconds, timeout))
+    return limits
+
+
+# ---- find ------------------------------------------------------------------------------------------------------
+def find(run: run_module.Run, names: list[str] | None, start_over: bool):
+    """(the submissions of this run's shard, the assignments graded, the roster, a function that finishes recording
+    the assignments in the gradebook and returns the answer cells' released text)."""
+    known = run.course.assignments()
+    unknown = [n for n in names or [] if n not in known]
+    if unknown:
+        raise ValueError(f"no such assignment in {run.course.source}: {', '.join(unknown)}")
+    run_module.check_ledger(run, start_over)  # before the gradebook is opened: a lost one is not written into
+    on_roster = set(gradebook.roster(run.course))
+    found, skipped = find_submissions(run.submitted)
+    run.summary += [f"skipped {line}" for line in skipped]
+    # Only released work counts: the assignments named, else those someone submitted, given a due date or released
+    # through the exchange. An assignment never handed out gets no "no submission" zeros.
+    handed_out = {a for _, a, _ in found} | gradebook.scheduled(run.course) | gradebook.released(run.course)
+    names = names or [a for a in known if a in handed_out]
+    index, count = run.shard
+    everyone = sorted(on_roster | {s for s, _, _ in found})
+    mine = set(shards.members(everyone, index, count))
+    found = [f for f in found if f[0] in mine]
+    run.mine = mine
+    pending = gradebook.start_sync(run.course, names)
+
+    def finish_sync() -> dict:
+        synced, stubs = pending()
+        if synced:
+            run.summary.append(f"recorded in the gradebook from source/ (nbgrader generate_assignment): {', '.join(synced)}")
+        return stubs
+    return found, names, on_roster, finish_sync
+
+
+def grader_digest(limits: Limits) -> str:
+    """Changes whenever anything a graded result depends on changes, so that results made before are stale: the
+    grader, the course's `utils/` (what notebooks import), the instructor's `reference/` (the hidden tests' cases,
+    expected results and checks), the limits (not the number of workers), the versions of Python, torch and
+    nbgrader, and the CPU dispatch variables."""
+    import importlib.metadata
+    import torch
+    code = sorted((REPO_ROOT / "autograder").rglob("*.py")) + [REPO_ROOT / "autograder" / "limits.toml"]
+    code += [p for folder in ("utils", "reference") for p in sorted((REPO_ROOT / folder).glob("*.py"))]
+    versions = f"python {platform.python_version()} torch {torch.__version__} nbgrader {importlib.metadata.version('nbgrader')}"
+    dispatch = {name: os.environ.get(name, "") for name in KEPT_ENVIRONMENT if name not in ("PATH", "LANG", "LC_ALL", "TZ")}
+    return digest(code, f"{replace(limits, workers=0)!r} {versions} {dispatch}")
+
+
+def job_key(run: run_module.Run, assignment: str, folder: Path, grader: str) -> str:
+    """What a submission's grade depends on: the grader, the assignment's source folder, the submission's files."""
+    def files(root: Path) -> list[Path]:
+        return sorted(p for p in root.rglob("*") if p.is_file() and not p.is_symlink() and ".ipynb_checkpoints" not in p.parts)
+    return digest(files(run.course.source / assignment) + files(folder), grader)
+
+
+def plan_jobs(run: run_module.Run, found: list, names: list[str], on_roster: set[str], fresh: bool):
+    """(every submission of the run, those to run again, CSV rows for folders of unknown assignments)."""
+    from autograder import feedback
+    known = run.course.assignments()
+    create = bool(run.course.config.Autograde.get("create_student", True))
+    grader = grader_digest(run.limits)
+    jobs, todo, extra_rows = [], [], []
+    newcomers, refused = set(), set()
+    for student, assignment, folder in found:
+        if assignment not in known:
+            problem = f"unknown assignment {assignment!r} (known: {', '.join(known)})"
+            feedback.write(run.out / "feedback" / student / assignment / "problems.html",
+                           feedback.render_problems(student, assignment, [problem]))
+            extra_rows.append(Row(student, assignment, "-", "", 0.0, 0.0, None, problem))
+            run.summary.append(f"not graded: {student}/{assignment}: {problem}")
+            continue
+        if assignment not in names:
+            continue
+        if student not in on_roster:
+            (newcomers if create else refused).add(student)
+            if not create:
+                continue
+        job = Job(student, assignment, folder, job_key(run, assignment, folder, grader))
+        jobs.append(job)
+        path = result_path(run.out, job)
+        earlier = None if fresh else read_result(path)
+        if path.exists() and earlier is None and not fresh:
+            run.summary.append(f"an earlier result could not be read and is graded again: {path}")
+        if not reusable(earlier, job.key):
+            path.unlink(missing_ok=True)
+            todo.append(job)
+    if newcomers:
+        run.summary.append(f"not on the roster, added to the gradebook: {', '.join(sorted(newcomers))}")
+    if refused:
+        run.summary.append(f"not on the roster, not graded (Autograde.create_student is False): {', '.join(sorted(refused))}")
+    return jobs, todo, extra_rows
+
+
+def prepare(run: run_module.Run, zygote: Zygote, names: list[str], stubs: dict) -> Setting:
+    """What every worker shares: the hidden tests' cases (made by a trusted child; the expected results kept in the
+    run's own work folder), the course's notebooks and files settings."""
+    keys = list(dict.fromkeys(key for a in names for nb in run.course.notebooks(a)
+                              for cell in source_cells(json.loads((run.course.source / a / f"{nb}.ipynb").read_text()))
+                              for key in cell.hidden_keys))
+    expected = run.work / "expected"
+    expected.mkdir(mode=0o700)
+    cases = checker.cases_for(keys, expected)
+    coursedir = run.course.coursedir
+    limits = run.limits
+    if limits.workers == 0:
+        limits = replace(limits, workers=usable_cpus())
+    return Setting(run.course.source, {a: run.course.notebooks(a) for a in run.course.assignments()}, limits, zygote,
+                   stubs, cases, expected, ignore=list(coursedir.ignore),
+                   keep_student=dict(run.course.config.Autograde.get("exclude_overwriting", {})),
+                   file_limit=int(coursedir.max_file_size) * 1000)
+
+
+# ---- run -------------------------------------------------------------------------------------------------------
+def run_notebooks(run: run_module.Run, setting: Setting, jobs: list[Job], todo: list[Job]) -> dict:
+    """Every changed submission, several at once; progress on stderr (a bar on a terminal, a line every 10 s in a
+    log). Returns the results that could not be written to their files."""
+    def notebooks(some: list[Job]) -> int:
+        return sum(len(setting.notebooks[job.assignment]) for job in some)
+    index, count = run.shard
+    label = "grading" if (index, count) == (1, 1) else f"grading shard {index}/{count}"
+    with Progress(notebooks(jobs), reused=notebooks(jobs) - notebooks(todo), label=label) as progress:
+        return run_jobs(todo, setting, run.out, progress)
+
+
+# ---- write -----------------------------------------------------------------------------------------------------
+def write(run: run_module.Run, names: list[str], jobs: list[Job], results: list[dict], on_roster: set[str],
+          notes: dict, failures: dict, extra_rows: list[Row]) -> list[Row]:
+    """grades.csv from the gradebook (manual scores and penalties included), feedback pages, the summary."""
+    course = run.course
+    titles = {(a, c["grade_id"]): c["title"] for a in names for nb in course.notebooks(a)
+              for c in autograded.graded_cells(json.loads((course.source / a / f"{nb}.ipynb").read_text()))}
+    students = sorted((on_roster | {j.student for j in jobs}) & run.mine)
+    rows = gradebook.rows(course, students, names, {(j.student, j.assignment) for j in jobs}, titles, notes, failures)
+    rows += extra_rows
+    for result in results:
+        if not result.get("grader_errors"):
+            write_feedback(result, run.out, titles)
+    run.summary += pending_lines(rows)
+    run.summary += [f"no submission: {a}: {', '.join(r.student for r in rows if r.assignment == a and r.note == 'no submission')}"
+                    for a in names if any(r.assignment == a and r.note == "no submission" for r in rows)]
+    write_csv(rows, run.out / "grades.csv")
+    path = run.out / "summary.txt"
+    temporary = path.with_name(".summary.txt.tmp")
+    temporary.write_text("\n".join(run.summary) + "\n")
+    os.replace(temporary, path)
+    for line in run.summary:
+        print(line, file=sys.stderr)
+    return rows
+
+
+class WeakSandbox(Exception):
+    """This machine cannot build the walls that keep the course's files from a notebook; the message says which."""
+
+
+def walls(zygote: Zygote, limits: Limits) -> list[str]:
+    """The walls of a notebook process started now; WeakSandbox when Landlock is missing and limits require it."""
+    process = NotebookProcess(zygote, 0, limits)
+    built = process.walls
+    process.kill()
+    if not any(w.startswith("landlock files") for w in built):
+        if limits.require_landlock:
+            raise WeakSandbox(f"this kernel ({platform.release()}) has no Landlock, so a student's notebook could read "
+                              "the course's files (source/, reference/, other submissions); nobody was graded. Grade "
+                              "on Linux 5.13 or newer, or, for a run of your own that no student's code is in, "
+                              "--limit require_landlock=false")
+        built.append("NO LANDLOCK: a notebook can read every file its uid can (require_landlock = false)")
+    return built
+
+
+def probe(limits: Limits | None = None) -> list[str]:
+    """The walls a notebook process gets on this machine: one started through a zygote, asked, and stopped."""
+    limits = limits or load_limits()
+    zygote = Zygote(walled=[REPO_ROOT])
+    try:
+        process = NotebookProcess(zygote, 0, limits)
+        walls = process.walls
+        process.kill()
+        return walls
+    finally:
+        zygote.close()

@@ -1,0 +1,81 @@
+"""Runs in the grader: before grading anyone, grade the instructor's own solution and an empty notebook of each
+assignment, exactly as a student's. A solution that falls short of full marks, or an empty notebook that earns a
+point (a test that cannot fail), stops the run with a CourseError naming the task.
+
+A passed check is remembered (by a digest of everything it depended on) and not run again.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+from autograder.grader import plan as plan_module
+from autograder.grader.workers import Job, Setting, read_result, result_path, run_jobs
+from autograder.trusted.checker import CourseError
+
+
+def cache_folder() -> Path:
+    """Where passed self-checks are remembered."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "cs336-primitives" / "self-check"
+
+
+def digest(paths: list[Path], extra: str = "") -> str:
+    """A digest of the files' names and contents (a missing or linked file counts as '<missing>') and `extra`."""
+    h = hashlib.sha256(extra.encode())
+    for path in paths:
+        h.update(path.name.encode())
+        h.update(path.read_bytes() if path.is_file() and not path.is_symlink() else b"<missing>")
+    return h.hexdigest()
+
+
+def self_check(setting: Setting, names: list[str], grader: str, work: Path) -> list[str]:
+    """CourseError if an assignment's solution earns less than every point or its empty notebook more than none;
+    the assignments checked now (not remembered from before)."""
+    cache = cache_folder()
+    todo = []
+    for assignment in names:
+        files = [setting.source / assignment / f"{n}.ipynb" for n in setting.notebooks[assignment]]
+        files += sorted(p for p in (setting.source / assignment).rglob("*") if p.is_file() and p.suffix != ".ipynb")
+        key = digest(files, f"{grader} {assignment}")
+        if not (cache / key).exists():
+            todo.append((assignment, key))
+    jobs = []
+    for assignment, key in todo:
+        for who in ("solution", "blank"):
+            folder = work / "submitted" / who / assignment
+            folder.mkdir(parents=True, exist_ok=True)
+            for name in setting.notebooks[assignment]:
+                notebook = json.loads((setting.source / assignment / f"{name}.ipynb").read_text())
+                if who == "blank":
+                    for cell in notebook["cells"]:
+                        if plan_module.nbgrader_meta(cell).get("solution"):
+                            cell["source"] = ""
+                (folder / f"{name}.ipynb").write_text(json.dumps(notebook))
+            jobs.append(Job(who, assignment, folder, key))
+    unwritten = run_jobs(jobs, setting, work)
+    for job in jobs:
+        result = unwritten.get((job.student, job.assignment)) or read_result(result_path(work, job)) or {}
+        _check(job, result)
+    cache.mkdir(parents=True, exist_ok=True)
+    for assignment, key in todo:
+        (cache / key).write_text(f"{assignment}: the solution earns every point, an empty notebook none\n")
+    return [assignment for assignment, _ in todo]
+
+
+def _check(job: Job, result: dict) -> None:
+    if not result or result.get("grader_errors"):
+        raise CourseError(f"{job.assignment}: the self-check could not grade the instructor's {job.student} notebook "
+                          f"(a problem of the grader or this machine, not of the course): "
+                          f"{'; '.join(result.get('grader_errors', ['no result']))}")
+    for name, notebook in result["notebooks"].items():
+        for cell in notebook["cells"]:
+            if cell["kind"] != "test":
+                continue
+            if job.student == "solution" and not cell["ok"]:
+                raise CourseError(f"{job.assignment}: the instructor's solution fails {cell['grade_id']} in "
+                                  f"{name}.ipynb: {cell.get('error_full') or cell['error']}")
+            if job.student == "blank" and cell["ok"]:
+                raise CourseError(f"{job.assignment}: an empty submission passes {cell['grade_id']} in "
+                                  f"{name}.ipynb: a test that cannot fail")

@@ -1,0 +1,202 @@
+"""Runs in the grader: grades submissions, several at once, each in a worker (a forked child of the grader, trusted)
+that drives the submission's notebook processes through the zygote and asks the trusted checker for verdicts.
+
+A worker answers with the submission's result; the grader writes it to `results/<student>/<assignment>.json`, so a
+stopped run resumes. Anything that goes wrong on the grader's side (a notebook process that cannot start, a worker
+that dies, a result that cannot be written) leaves that submission NOT GRADED with the reason, never charged to the
+student and never reused; every other submission is graded.
+"""
+from __future__ import annotations
+
+import errno
+import json
+import os
+import select
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from autograder import autograded, feedback
+from autograder.forked import Child, ChildFailed
+from autograder.grader import rules
+from autograder.grader.find import Unreadable, assignment_files, read_capped
+from autograder.grader.notebooks import GraderFault, Zygote, failed, run_plan
+from autograder.grader.plan import NotANotebook, make_plan, read_notebook
+from autograder.limits import Limits
+from autograder.progress import Progress
+from autograder.trusted import checker
+from autograder.trusted.checker import CourseError
+
+
+@dataclass
+class Job:
+    student: str
+    assignment: str
+    folder: Path
+    key: str
+
+
+@dataclass
+class Setting:
+    """What every worker of a run shares: the course's notebooks and files, the limits, the hidden tests' cases."""
+    source: Path                     # the course's source/ folder
+    notebooks: dict[str, list[str]]  # assignment -> its notebook names
+    limits: Limits
+    zygote: Zygote
+    stubs: dict                      # (assignment, notebook, grade_id) -> the released text of an answer cell
+    cases: dict[str, str]            # hidden test key -> encoded cases
+    expected: Path                   # the run's folder of expected results (checker.py)
+    ignore: list[str] = field(default_factory=list)
+    keep_student: dict[str, list[str]] = field(default_factory=dict)
+    file_limit: int = 100 * 2**20
+
+
+def result_path(out: Path, job: Job) -> Path:
+    return out / "results" / job.student / f"{job.assignment}.json"
+
+
+def not_graded(job: Job, why: str) -> dict:
+    """The result of a submission the grader could not grade (its own fault, never the student's)."""
+    return {"key": job.key, "student": job.student, "assignment": job.assignment, "notebooks": {}, "problems": [],
+            "grader_errors": [why]}
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Write `text` to `path` through a temporary file and a rename; OSError names the file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        temporary.write_text(text)
+        os.replace(temporary, path)
+    except OSError as error:
+        temporary.unlink(missing_ok=True)
+        raise OSError(error.errno, f"could not write {path}: {os.strerror(error.errno or errno.EIO)}") from None
+
+
+def read_result(path: Path) -> dict | None:
+    """An earlier result, or None when there is none or it cannot be read (it is then graded again, alone)."""
+    try:
+        result = json.loads(read_capped(path, 1 << 30))
+    except (Unreadable, ValueError, RecursionError):
+        return None
+    return result if isinstance(result, dict) else None
+
+
+def reusable(result: dict | None, key: str) -> bool:
+    """An earlier result counts again only when everything it depended on is unchanged and the grader did not fail."""
+    return bool(result) and result.get("key") == key and "grader_errors" in result and not result["grader_errors"]
+
+
+def check_hidden(plan, results: list[dict], expected: Path) -> tuple[list[dict], list[str]]:
+    """The results with every hidden test's verdict applied (a test cell that ran cleanly fails when the results its
+    hidden tests handed in are wrong), and the grader's own faults, if any (checker.py: never the student's)."""
+    pending = [(index, key) for index, cell in enumerate(plan.cells) for key in cell.hidden_keys
+               if results[index].get("ok")]
+    handed = [(key, results[index].get("handed", {}).get(key)) for index, key in pending]
+    faults = []
+    results = [{k: v for k, v in r.items() if k != "handed"} for r in results]
+    for (index, key), verdict in zip(pending, checker.verdicts(handed, expected)):
+        if verdict.ok or not results[index]["ok"]:
+            continue
+        cell = plan.cells[index]
+        # A wrong result fails on the hidden tests' first line (feedback shows it as a hidden failure, with its hint);
+        # the grader's own fault is shown as what it is.
+        line = None if verdict.fault else cell.hidden_lines.start
+        results[index] = {**results[index], "ok": False, "error": verdict.error, "line": line}
+        if verdict.fault:
+            faults.append(f"{plan.notebook}, {cell.grade_id}: {verdict.error}")
+    return results, faults
+
+
+def grade_submission(job: Job, setting: Setting, slot: int) -> dict:
+    """Run every notebook of one submission (in a worker); the result that goes to results/<student>/<assignment>.json."""
+    notebooks, problems, faults = {}, [], []
+    files, left_out = assignment_files(setting.source / job.assignment, job.folder, setting.ignore,
+                                       setting.keep_student.get(job.assignment, []), setting.file_limit,
+                                       setting.limits.disk_mib * 2**20 // 2)
+    problems += [f"not given to the notebook: {line}" for line in left_out]
+    for name in setting.notebooks[job.assignment]:
+        source = json.loads((setting.source / job.assignment / f"{name}.ipynb").read_text())
+        problem, submitted = "", {"cells": []}
+        try:
+            submitted = read_notebook(job.folder / f"{name}.ipynb")
+        except NotANotebook as error:
+            if str(error) == "the file is missing":
+                present = ", ".join(sorted(p.name for p in job.folder.iterdir())) or "nothing"
+                problem = f"missing notebook {name}.ipynb (the folder holds: {present})"
+            else:
+                problem = f"{name}.ipynb is not a valid notebook: {error}"
+        if problem:
+            problems.append(problem)
+        plan = make_plan(name, source, submitted)
+        judged = rules.verdicts(job.assignment, plan)
+        runnable = not problem and submitted["cells"]
+        if runnable:
+            results = run_plan(plan, setting.limits, setting.zygote, slot, files, setting.cases)
+            results, own_faults = check_hidden(plan, results, setting.expected)
+            faults += own_faults
+            results = [rules.apply(cell, result, judged) for cell, result in zip(plan.cells, results)]
+            results = [feedback.for_students(cell, result, setting.limits.feedback)
+                       for cell, result in zip(plan.cells, results)]
+        else:
+            results = [failed("not run") for _ in plan.cells]
+        cells = [dict(kind=c.kind, grade_id=c.grade_id, points=c.points, visible_code=c.visible_code, **r)
+                 for c, r in zip(plan.cells, results)]
+        own_stubs = {gid: text for (a, nb, gid), text in setting.stubs.items() if a == job.assignment and nb == name}
+        record = autograded.record(source, submitted, plan, results, own_stubs, problem)
+        if problem:  # as nbgrader does for a missing notebook: every graded cell scores 0
+            record["grades"] = {gid: 0.0 for gid in record["grades"]}
+        flags = plan.flags + rules.flags(judged)
+        notebooks[name] = {"cells": cells, "flags": flags, "notes": plan.notes, "ran": bool(runnable),
+                           "problem": problem, **record}
+    return {"key": job.key, "student": job.student, "assignment": job.assignment, "problems": problems,
+            "notebooks": notebooks, "grader_errors": faults}
+
+
+def _work(job: Job, setting: Setting, slot: int):
+    def work() -> dict:
+        try:
+            return grade_submission(job, setting, slot)
+        except (GraderFault, CourseError) as fault:
+            return not_graded(job, str(fault))
+    return work
+
+
+def run_jobs(jobs: list[Job], setting: Setting, out: Path, progress: Progress | None = None) -> dict[tuple, dict]:
+    """Grade `jobs`, up to `limits.workers` at once (each in a worker of its own); write each result to its file.
+    Returns the results that could not be written ({(student, assignment): result}), which the run records from
+    memory."""
+    workers = setting.limits.workers or os.cpu_count() or 1
+    running: dict[Child, tuple[Job, int]] = {}
+    unwritten: dict[tuple, dict] = {}
+    queue = list(jobs)
+
+    def finish(child: Child) -> None:
+        job, _ = running.pop(child)
+        try:
+            result = child.answer()
+        except ChildFailed as error:
+            result = not_graded(job, f"the grader's worker failed on this submission: {str(error).splitlines()[-1][:300]}")
+        failed_here = bool(result.get("grader_errors"))
+        try:
+            write_atomically(result_path(out, job), json.dumps(result))
+        except OSError as error:
+            result = not_graded(job, str(error)) if not failed_here else result
+            unwritten[(job.student, job.assignment)] = result
+            failed_here = True
+        if progress is not None:
+            progress.advance(len(setting.notebooks[job.assignment]), failed_here)
+
+    while queue or running:
+        while queue and len(running) < workers:
+            slot = min(set(range(workers)) - {s for _, s in running.values()})
+            job = queue.pop(0)
+            running[Child(_work(job, setting, slot))] = (job, slot)
+        ready, _, _ = select.select(list(running), [], [], 0.2)
+        for child in ready:
+            child.pump()
+            if child.done:
+                finish(child)
+        if progress is not None:
+            progress.tick()
+    return unwritten
+

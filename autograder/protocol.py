@@ -1,0 +1,151 @@
+"""Runs on both sides of the sandbox: the messages that cross it, typed, one JSON line each.
+
+    grader  --Init, Spawn-->              zygote      (the clean parent of every notebook process)
+    builder --Started, Exited-->          grader      (the walls' builder: the notebook's pid, then how it ended)
+    grader  --Files, CellRequest-->       notebook    (the student's process)
+    notebook --Ready | StartupFailed, CellResult-->  grader
+    checker --Verdict-->                  grader      (the trusted side of the hidden tests)
+
+Whatever comes from a notebook process is hostile until parsed: `parse` accepts exactly the fields of the message,
+each of its exact type, and raises ProtocolError otherwise (the grader then trusts nothing of that reply).
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field, fields
+from typing import ClassVar
+
+
+class ProtocolError(ValueError):
+    """A message that is not what its type says: wrong fields, wrong types, not JSON."""
+
+
+_TYPES = {"str": str, "bool": bool, "int": int, "float": (int, float), "int | None": (int, type(None)),
+          "list[str]": list, "dict[str, str]": dict, "dict": dict}
+
+
+def _check(value: object, kind: str, name: str) -> None:
+    expected = _TYPES[kind]
+    if not isinstance(value, expected) or (kind != "bool" and type(value) is bool):
+        raise ProtocolError(f"{name}: expected {kind}, got {type(value).__name__}")
+    if kind == "list[str]" and any(type(v) is not str for v in value):
+        raise ProtocolError(f"{name}: expected a list of strings")
+    if kind == "dict[str, str]" and any(type(k) is not str or type(v) is not str for k, v in value.items()):
+        raise ProtocolError(f"{name}: expected strings to strings")
+
+
+@dataclass(frozen=True)
+class Message:
+    """A message: `to_line()` writes it, `parse()` reads one back strictly."""
+    tag: ClassVar[str] = ""
+
+    def to_line(self) -> bytes:
+        return (json.dumps({"type": self.tag, **asdict(self)}) + "\n").encode()
+
+    @classmethod
+    def parse(cls, data: bytes | str | dict) -> "Message":
+        """The message in `data` (one of MESSAGES, or of `cls` when called on a subclass); ProtocolError if not."""
+        try:
+            obj = data if isinstance(data, dict) else json.loads(data)
+        except (ValueError, RecursionError) as error:
+            raise ProtocolError(f"not JSON: {error.__class__.__name__}") from None
+        if type(obj) is not dict or type(obj.get("type")) is not str or obj["type"] not in MESSAGES:
+            raise ProtocolError("not a message")
+        kind = MESSAGES[obj.pop("type")]
+        if cls is not Message and kind is not cls:
+            raise ProtocolError(f"expected {cls.__name__}, got {kind.__name__}")
+        wanted = {f.name: f.type for f in fields(kind)}
+        if set(obj) != set(wanted):
+            raise ProtocolError(f"{kind.__name__}: fields {sorted(obj)}, expected {sorted(wanted)}")
+        for name, value in obj.items():
+            _check(value, wanted[name], f"{kind.__name__}.{name}")
+        return kind(**obj)
+
+
+@dataclass(frozen=True)
+class Init(Message):
+    """grader -> zygote, once: paths no notebook may read (the course, the grader's folders)."""
+    tag: ClassVar[str] = "init"
+    walled: list[str]
+
+
+@dataclass(frozen=True)
+class Spawn(Message):
+    """grader -> zygote, with three descriptors (requests, replies, status): start one notebook process.
+    `slot` is the worker's number (its own unprivileged uid when the grader runs as root)."""
+    tag: ClassVar[str] = "spawn"
+    slot: int
+    limits: dict
+
+
+@dataclass(frozen=True)
+class Started(Message):
+    """builder -> grader, with a pidfd of the notebook process."""
+    tag: ClassVar[str] = "started"
+    pid: int
+
+
+@dataclass(frozen=True)
+class Exited(Message):
+    """builder -> grader: the notebook process ended with this exit code (128 + n: killed by signal n)."""
+    tag: ClassVar[str] = "exited"
+    code: int
+
+
+@dataclass(frozen=True)
+class StartupFailed(Message):
+    """builder or notebook -> grader: the sandbox could not be built (the grader's fault, never the student's)."""
+    tag: ClassVar[str] = "startup-failed"
+    error: str
+
+
+@dataclass(frozen=True)
+class Ready(Message):
+    """notebook -> grader: walls built, no student code run yet; `walls` lists them."""
+    tag: ClassVar[str] = "ready"
+    walls: list[str]
+
+
+@dataclass(frozen=True)
+class Files(Message):
+    """grader -> notebook: files to put in its working folder (relative path -> base64), before any cell."""
+    tag: ClassVar[str] = "files"
+    id: str
+    files: dict[str, str]
+
+
+@dataclass(frozen=True)
+class CellRequest(Message):
+    """grader -> notebook: run one cell. A test cell carries the encoded cases of its hidden tests."""
+    tag: ClassVar[str] = "cell"
+    id: str
+    kind: str
+    code: str
+    cases: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class CellResult(Message):
+    """notebook -> grader: what one cell did. `handed`: the results its hidden tests handed in (encoded)."""
+    tag: ClassVar[str] = "result"
+    id: str
+    ok: bool
+    output: str
+    error: str
+    restored: list[str]
+    tampered: list[str]
+    line: int | None
+    handed: dict[str, str]
+
+
+@dataclass(frozen=True)
+class Verdict(Message):
+    """checker -> grader: one hidden test's verdict on what was handed in. `fault`: the check itself broke."""
+    tag: ClassVar[str] = "verdict"
+    ok: bool
+    error: str
+    fault: bool
+
+
+MESSAGES: dict[str, type[Message]] = {m.tag: m for m in (Init, Spawn, Started, Exited, StartupFailed, Ready, Files,
+                                                           CellRequest, CellResult, Verdict)}

@@ -1,0 +1,218 @@
+"""Runs as the grader's user in a fresh interpreter that never read the course: the clean parent of every notebook.
+
+    grader --exec--> zygote --fork--> builder (walls, as root: an unprivileged uid) --fork--> notebook (PID 1)
+
+The grader starts it with `python -I -m autograder.sandboxed.zygote` and a clean environment, before it reads
+anything a student must not see. The zygote imports what every notebook needs (torch, IPython, `utils`), so that a
+notebook process is a fork that starts warm, then waits for Spawn requests on its control socket. Its memory holds
+nothing of the course: no source notebook, roster, gradebook URL, other students' names, results or hidden cases.
+The cells and the cases go straight from the grader to the notebook process over its own pipes.
+
+Each Spawn comes with three descriptors: the notebook's requests (read end), its replies (write end) and a status
+socket, on which the builder sends Started (with a pidfd of the notebook process) and, when it ends, Exited.
+"""
+from __future__ import annotations
+
+import fcntl
+import importlib
+import os
+import pwd
+import signal
+import socket
+import sys
+import traceback
+from pathlib import Path
+
+from autograder.limits import Limits
+from autograder.protocol import Exited, Init, Message, ProtocolError, Spawn, Started, StartupFailed
+from autograder.sandboxed import executor, walls
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+# Imported before any notebook runs. Some imports rebind attributes of modules the tests rely on (loading
+# torch._dynamo, as FlopCounterMode does on first use, replaces torch.manual_seed); doing them here, before the
+# executor's guard records them, keeps a correct solution from looking like tampering.
+PRELOAD = ("torch", "torch._dynamo", "torch.func", "torch.amp", "torch.utils.flop_counter", "torch.testing",
+           "numpy", "numpy.testing", "einops", "jaxtyping", "beartype", "matplotlib", "matplotlib.pyplot",
+           "IPython.core.interactiveshell", "traitlets.config")
+# What a notebook keeps of the environment: the locale, and the variables that pick torch's and oneDNN's CPU kernels
+# (a grading run can reproduce another CPU: tests/test_variants.py grades under ATEN_CPU_CAPABILITY=default).
+KEPT_ENVIRONMENT = ("PATH", "LANG", "LC_ALL", "TZ", "ATEN_CPU_CAPABILITY", "ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA")
+LOCKS = Path("/run/cs336-grader")  # root only: which sandbox uids a running grader holds
+
+
+def preload() -> None:
+    """Import once what every notebook needs; each notebook process is a fork and starts warm."""
+    import matplotlib
+    matplotlib.use("Agg")
+    for name in PRELOAD:
+        importlib.import_module(name)
+    import io
+    import torch
+    torch.save(torch.nn.Parameter(torch.zeros(1)), io.BytesIO())  # first pickling adds caches to torch's classes
+    for path in sorted((REPO_ROOT / "utils").glob("*.py")):
+        importlib.import_module(f"utils.{path.stem}" if path.stem != "__init__" else "utils")
+
+
+class Uids:
+    """One unprivileged uid per worker slot when the zygote runs as root: no account has it, and no other grader on
+    this machine holds it (a lock file each, held for the zygote's life)."""
+
+    def __init__(self, first: int):
+        self.first, self.held, self.locks = first, {}, []
+
+    def for_slot(self, slot: int) -> int:
+        if slot not in self.held:
+            LOCKS.mkdir(mode=0o700, exist_ok=True)
+            for uid in range(self.first, self.first + 4096):
+                if uid in self.held.values() or _has_account(uid):
+                    continue
+                fd = os.open(LOCKS / f"uid-{uid}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    os.close(fd)
+                    continue
+                self.locks.append(fd)
+                self.held[slot] = uid
+                break
+            else:
+                raise walls.WallError(0, f"no free sandbox uid from {self.first}")
+        return self.held[slot]
+
+
+def _has_account(uid: int) -> bool:
+    try:
+        pwd.getpwuid(uid)
+        return True
+    except KeyError:
+        return False
+
+
+def serve(control: socket.socket) -> None:
+    """Fork a builder for each Spawn until the grader closes the control socket."""
+    message, fds, _, _ = socket.recv_fds(control, 1 << 20, 0)
+    init = Message.parse(message)
+    if not isinstance(init, Init):
+        raise ProtocolError("the first message must be Init")
+    readable = walls.readable_paths([Path(p) for p in init.walled], REPO_ROOT / "utils")
+    uids = None
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # builders are reaped by the kernel; each reports on its socket
+    while True:
+        message, fds, _, _ = socket.recv_fds(control, 1 << 20, 3)
+        if not message:
+            return
+        try:
+            spawn = Message.parse(message)
+            if not isinstance(spawn, Spawn) or len(fds) != 3:
+                raise ProtocolError("a Spawn with three descriptors")
+            limits = Limits.from_dict(spawn.limits)
+            uids = uids or Uids(limits.first_sandbox_uid)
+            uid = uids.for_slot(spawn.slot) if os.geteuid() == 0 else None
+        except (ProtocolError, ValueError, OSError) as error:
+            _report(fds[2] if len(fds) == 3 else None, f"the zygote refused a request: {error}")
+            for fd in fds:
+                os.close(fd)
+            continue
+        if os.fork() == 0:
+            build(limits, uid, readable, *fds)
+        for fd in fds:
+            os.close(fd)
+
+
+def _report(status_fd: int | None, error: str) -> None:
+    if status_fd is not None:
+        try:
+            os.write(status_fd, StartupFailed(error[-2000:]).to_line())
+        except OSError:
+            pass
+
+
+def build(limits: Limits, uid: int | None, readable: list, request_fd: int, reply_fd: int, status_fd: int) -> None:
+    """The builder: new session, an unprivileged uid (as root), namespaces; forks the notebook (PID 1 of its
+    namespace), sends its pidfd, waits for it and sends how it ended. Never returns."""
+    code = 0
+    try:
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        os.setsid()
+        _close_all_but({request_fd, reply_fd, status_fd})
+        if uid is not None:
+            walls.become_unprivileged(uid, readable)
+        entered = walls.enter_namespaces(limits.network)
+        walls.die_with_parent()
+        notebook = os.fork()
+        if notebook == 0:
+            os.close(status_fd)
+            become_notebook(limits, uid, readable, entered, request_fd, reply_fd)
+        os.close(request_fd), os.close(reply_fd)
+        pidfd = os.pidfd_open(notebook)
+        status = socket.socket(fileno=status_fd)
+        socket.send_fds(status, [Started(notebook).to_line()], [pidfd])
+        os.close(pidfd)
+        _, wait_status = os.waitpid(notebook, 0)
+        exit_code = os.waitstatus_to_exitcode(wait_status)
+        status.sendall(Exited(128 - exit_code if exit_code < 0 else exit_code).to_line())
+    except BaseException:  # noqa: BLE001 - reported to the grader as its own failure
+        _report(status_fd, traceback.format_exc())
+        code = 70
+    finally:
+        os._exit(code)
+
+
+def _close_all_but(keep: set[int]) -> None:
+    """Standard streams to /dev/null, every other descriptor but `keep` closed."""
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    previous = 2
+    for fd in sorted(keep) + [1 << 16]:
+        os.closerange(previous + 1, fd)
+        previous = fd
+
+
+def become_notebook(limits: Limits, uid: int | None, readable: list, entered: list[str], request_fd: int,
+                    reply_fd: int) -> None:
+    """The notebook process: its own /proc and tmpfs, a clean environment, limits, Landlock, then serve cells.
+    Anything that fails before it says Ready is the grader's fault, reported as StartupFailed. Never returns."""
+    try:
+        walls.die_with_parent()
+        work = walls.work_mount(readable)
+        built = [f"uid {uid}" if uid is not None else f"uid {os.getuid()} (the grader's own, not root)"]
+        if "mount" in entered:
+            walls.private_mounts(work, limits.disk_mib)
+            built += [f"{ns} namespace" for ns in entered] + ["own /proc", f"disk {limits.disk_mib} MiB (tmpfs)"]
+        else:
+            raise walls.WallError(0, "no user namespace: the notebook would share the machine's /proc and disk")
+        os.chdir(work)
+        for name in list(os.environ):
+            if name not in KEPT_ENVIRONMENT:
+                del os.environ[name]
+        os.environ.update(HOME=str(work), TMPDIR=str(work), MPLCONFIGDIR=str(work), IPYTHONDIR=str(work),
+                          MPLBACKEND="Agg", OMP_NUM_THREADS=str(limits.torch_threads), NBGRADER_EXECUTION="autograde")
+        import tempfile
+        tempfile.tempdir = str(work)
+        import torch
+        torch.set_num_threads(limits.torch_threads)
+        walls.apply_rlimits(limits)
+        built.append("rlimits")
+        built += [f"landlock {w}" for w in walls.restrict_filesystem(
+            readable, [work, Path(os.devnull)] + walls.gpu_device_files(), limits.network)]
+    except BaseException:  # noqa: BLE001
+        try:
+            os.write(reply_fd, StartupFailed(traceback.format_exc()[-2000:]).to_line())
+        finally:
+            os._exit(71)
+    executor.main(request_fd, reply_fd, limits.output_chars, built)
+    os._exit(0)
+
+
+def main() -> None:
+    control_fd, parent = int(sys.argv[1]), int(sys.argv[2])
+    walls.die_with_parent()
+    if os.getppid() != parent:  # the grader ended before the line above
+        os._exit(0)
+    preload()
+    serve(socket.socket(fileno=control_fd))
+
+
+if __name__ == "__main__":
+    main()

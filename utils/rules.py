@@ -1,0 +1,364 @@
+"""What a task may not use, checked on the task's code itself rather than by running it.
+
+Reading the code means the check does not depend on anything the code does when it runs, so it holds where the code
+cannot reach: the grader reads the submitted cells and decides outside the student's process
+(autograder/grader/rules.py), and the visible tests run the same check in the notebook (`check_rule`), so that a
+student sees at once what grading will say.
+
+A rule names what a task must work out by itself:
+- `names`: qualified names, each with everything under it (`torch.finfo`; `torch.autograd` covers
+  `torch.autograd.grad`), however they are reached: `import torch`, `from torch import finfo as f`, `ag = torch.autograd`,
+  a default argument, a literal `getattr(torch, "finfo")`;
+- `methods`: attribute names, on any object (`.stride`: a value's type is not known from the code alone);
+- `private`: no attribute whose name starts with one underscore (`data._array`); `private_of`: none of these modules'
+  private members (`torch._fused_adamw_`);
+- `needs`: the task's code must use one of these (`einops`).
+A task's code is its function or class, and every function and class of the student's that it refers to, however
+deep. Names reached by text built at run time (`getattr(torch, "fin" + "fo")`, `eval`, `importlib`, `__dict__`,
+`globals()`) cannot be decided from the code: they are reported as `dynamic`, which the grader flags for a person to
+look at (nbgrader's flag in Formgrader) and the visible check reports as a warning.
+"""
+from __future__ import annotations
+
+import ast
+import inspect
+from dataclasses import dataclass
+from typing import Callable, Iterable
+
+DYNAMIC_CALLS = {"getattr", "setattr", "delattr", "vars", "globals", "locals", "eval", "exec", "compile", "__import__"}
+DYNAMIC_NAMES = ("importlib", "operator.attrgetter", "operator.methodcaller", "sys.modules", "builtins", "ctypes", "gc",
+                 "inspect")
+DYNAMIC_ATTRIBUTES = {"__dict__", "__getattribute__", "__getattr__", "__globals__", "__builtins__", "__subclasses__",
+                      "__closure__", "__code__", "__class__", "__bases__", "__mro__", "__self__", "__func__",
+                      "__array__", "__setattr__", "__wrapped__"}
+
+
+@dataclass(frozen=True)
+class Rule:
+    """What one task's function or class (`task`) may not use; `why` is the hint a student reads."""
+    task: str
+    names: tuple[str, ...] = ()
+    methods: tuple[str, ...] = ()
+    private: bool = False
+    needs: tuple[str, ...] = ()
+    private_of: tuple[str, ...] = ()
+    why: str = ""
+
+
+@dataclass
+class Verdict:
+    """What the code of a task uses against its rule (`broken`: the rule is broken, the task scores 0), and what it
+    reaches by names built at run time (`dynamic`: a person decides)."""
+    broken: list[str]
+    dynamic: list[str]
+
+    def message(self, rule: Rule) -> str:
+        return f"{rule.task} uses {', '.join(self.broken[:4])}, which this task rules out\nHint: {rule.why}"
+
+
+# ---- reading code ------------------------------------------------------------------------------------------------
+def parse(cells: Iterable[str]) -> list[ast.Module]:
+    """The cells that parse as Python (IPython's %magics and !shell lines turned into calls first)."""
+    try:
+        from IPython.core.inputtransformer2 import TransformerManager
+        transform = TransformerManager().transform_cell
+    except ImportError:  # outside IPython's reach: plain Python only
+        def transform(text: str) -> str:
+            return text
+    modules = []
+    for text in cells:
+        try:
+            modules.append(ast.parse(transform(text)))
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            pass
+    return modules
+
+
+class Code:
+    """The student's cells, read: the last definition of each top-level name, and what each name may stand for."""
+
+    def __init__(self, modules: list[ast.Module], context: list[ast.Module] = ()):
+        self.definitions: dict[str, list[ast.AST]] = {}
+        for module in modules:
+            defined: dict[str, list[ast.AST]] = {}
+            for statement in module.body:
+                for name in _defined_names(statement):
+                    defined.setdefault(name, []).append(statement)
+            self.definitions.update(defined)  # a later cell's definition replaces an earlier one
+        self.aliases: dict[str, set[str]] = {}
+        self.attribute_aliases: dict[str, set[str]] = {}
+        self.star_imports: list[str] = []
+        for module in list(context) + list(modules):
+            for node in ast.walk(module):
+                self._learn(node)
+        for _ in range(3):  # x = torch; y = x.autograd; z = y.grad: a few rounds reach through such chains
+            for node in (n for m in list(context) + list(modules) for n in ast.walk(m)):
+                self._learn(node)
+
+    def _learn(self, node: ast.AST) -> None:
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname:
+                    self.aliases.setdefault(alias.asname, set()).add(alias.name)
+                else:
+                    top = alias.name.split(".")[0]
+                    self.aliases.setdefault(top, set()).add(top)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            for alias in node.names:
+                if alias.name == "*":
+                    self.star_imports.append(node.module)
+                else:
+                    self.aliases.setdefault(alias.asname or alias.name, set()).add(f"{node.module}.{alias.name}")
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.NamedExpr)) and node.value is not None:
+            values = self.qualified(node.value)
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                if isinstance(target, ast.Name):
+                    self.aliases.setdefault(target.id, set()).update(values)
+                elif isinstance(target, ast.Attribute):
+                    for name in self.qualified(target):
+                        self.attribute_aliases.setdefault(name, set()).update(values)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            arguments = node.args
+            positional = arguments.posonlyargs + arguments.args
+            pairs = list(zip(positional[len(positional) - len(arguments.defaults):], arguments.defaults))
+            pairs += [(a, d) for a, d in zip(arguments.kwonlyargs, arguments.kw_defaults) if d is not None]
+            for argument, default in pairs:
+                self.aliases.setdefault(argument.arg, set()).update(self.qualified(default))
+
+    def qualified(self, node: ast.AST) -> set[str]:
+        """The qualified names an expression may stand for (empty when it is not a name the code can place)."""
+        if isinstance(node, ast.Name):
+            found = set(self.aliases.get(node.id, ()))
+        elif isinstance(node, ast.Attribute):
+            found = {f"{base}.{node.attr}" for base in self.qualified(node.value)}
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr" \
+                and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str):
+            found = {f"{base}.{node.args[1].value}" for base in self.qualified(node.args[0])}
+        else:
+            return set()
+        for name in list(found):
+            found |= self.attribute_aliases.get(name, set())
+        return found
+
+    def reachable(self, task: str) -> list[ast.AST]:
+        """The definitions of `task` and of every top-level function or class of the student's it refers to."""
+        todo, seen, nodes = [task], set(), []
+        while todo:
+            name = todo.pop()
+            if name in seen or name not in self.definitions:
+                continue
+            seen.add(name)
+            for statement in self.definitions[name]:
+                nodes.append(statement)
+                todo += [n.id for n in ast.walk(statement) if isinstance(n, ast.Name) and n.id in self.definitions]
+        return nodes
+
+
+def _defined_names(statement: ast.AST) -> list[str]:
+    if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return [statement.name]
+    if isinstance(statement, ast.Assign):
+        return [t.id for t in statement.targets if isinstance(t, ast.Name)]
+    if isinstance(statement, (ast.AnnAssign, ast.AugAssign)) and isinstance(statement.target, ast.Name):
+        return [statement.target.id]
+    return []
+
+
+# ---- judging -----------------------------------------------------------------------------------------------------
+def _under(name: str, prefixes: Iterable[str]) -> str | None:
+    return next((p for p in prefixes if name == p or name.startswith(p + ".")), None)
+
+
+def judge(rule: Rule, code: Code) -> Verdict:
+    """What the task's code (found in `code`) uses against `rule`."""
+    nodes = code.reachable(rule.task)
+    broken, dynamic, used = [], [], set()
+    for node in (n for statement in nodes for n in ast.walk(statement)):
+        if isinstance(node, (ast.Name, ast.Attribute, ast.Call)):
+            for name in code.qualified(node):
+                used.add(name)
+                hit = _under(name, rule.names)
+                if hit:
+                    broken.append(hit)
+                elif _under(name, rule.private_of) and any(part.startswith("_") and not part.startswith("__")
+                                                           for part in name.split(".")):
+                    broken.append(name)
+                if _under(name, DYNAMIC_NAMES):
+                    dynamic.append(name)
+        attribute = node.attr if isinstance(node, ast.Attribute) else _literal_getattr(node)
+        if attribute is not None:
+            base = node.value if isinstance(node, ast.Attribute) else node.args[0]
+            allowed = any(_under(name, rule.needs) for name in code.qualified(base))  # einops.einsum is einops'
+            if attribute in rule.methods and not allowed:
+                broken.append(f".{attribute}")
+            elif rule.private and attribute.startswith("_") and not attribute.startswith("__"):
+                broken.append(f"a private attribute (.{attribute})")
+            elif attribute in DYNAMIC_ATTRIBUTES:
+                dynamic.append(f".{attribute}")
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in DYNAMIC_CALLS \
+                and _literal_getattr(node) is None and node.func.id not in code.definitions:
+            dynamic.append(f"{node.func.id}()")
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult) and "@" in rule.methods:
+            broken.append("the @ operator")
+    dynamic += [f"from {m} import *" for m in code.star_imports]
+    if rule.needs and nodes and not any(_under(name, rule.needs) for name in used):
+        broken.append(f"none of {', '.join(rule.needs)} (the task asks for them)")
+    return Verdict(list(dict.fromkeys(broken)), list(dict.fromkeys(dynamic)))
+
+
+def _literal_getattr(node: ast.AST) -> str | None:
+    """The attribute of `getattr(x, "name")` (a literal name), else None."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("getattr", "setattr", "delattr") \
+            and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str):
+        return node.args[1].value
+    return None
+
+
+# ---- in a notebook -----------------------------------------------------------------------------------------------
+def _notebook_cells(fn: Callable) -> list[str]:
+    """The cells run so far in this kernel (IPython's `In`), else the source of `fn` itself."""
+    try:
+        shell = get_ipython()  # type: ignore[name-defined]  # noqa: F821 - defined inside IPython only
+        cells = [text for text in shell.user_ns.get("In", []) if text]
+    except NameError:
+        cells = []
+    if cells:
+        return cells
+    try:
+        return [inspect.getsource(inspect.unwrap(fn))]
+    except (OSError, TypeError):
+        return []
+
+
+def check_rule(assignment: str, test: str, fn: Callable) -> None:
+    """The visible side of a task's rule: AssertionError with the rule it breaks, as grading will decide; a warning
+    printed when the code reaches names built at run time (grading flags those for a person)."""
+    rule = RULES.get((assignment, test))
+    if rule is None:
+        return
+    verdict = judge(rule, Code(parse(_notebook_cells(fn))))
+    if verdict.broken:
+        raise AssertionError(verdict.message(rule))
+    if verdict.dynamic:
+        print(f"Note: {rule.task} reaches {', '.join(verdict.dynamic[:3])}, which grading cannot read from the code: "
+              "it will be flagged for your instructor to look at.")
+
+
+# ---- the rules ----------------------------------------------------------------------------------------------------
+# What each exercise's text says a task may not use (the exercise's intro and the task's own text say it to students).
+LAYOUT_ORACLES = ("torch.Tensor.stride", "torch.Tensor.storage_offset", "torch.Tensor.is_contiguous", "torch.Tensor.view",
+                  "torch.Tensor.reshape", "torch.Tensor.as_strided", "torch.Tensor.set_", "torch.as_strided",
+                  "torch.empty_strided", "torch._prims_common", "utils.strides")
+LAYOUT_METHODS = ("stride", "storage_offset", "is_contiguous", "view", "reshape", "as_strided", "set_")
+FLOP_COUNTERS = ("torch.utils.flop_counter", "utils.flops.FlopCounterMode", "utils.flops.count_flops")
+AUTOGRAD = ("torch.autograd", "torch.func", "utils.gradients.autograd_linear_grads",
+            "utils.gradients.autograd_two_layer_grads", "utils.gradients.autograd_linear_stack_grads",
+            "utils.gradients.autograd_linear_stack_activation_grads")
+READY_OPTIMIZERS = ("torch.optim.SGD", "torch.optim.Adagrad", "torch.optim.Adam", "torch.optim.AdamW",
+                    "torch.optim.RMSprop", "torch.optim.Adamax", "torch.optim.NAdam", "torch.optim.RAdam",
+                    "torch.optim.ASGD", "torch.optim.Rprop", "torch.optim.LBFGS", "torch.optim.Adadelta",
+                    "torch.optim.SparseAdam", "torch.optim.sgd", "torch.optim.adagrad", "torch.optim.adam",
+                    "torch.optim.adamw", "torch.optim.rmsprop", "torch.optim._functional", "utils.optimizers.SGD",
+                    "utils.optimizers.RMSProp")
+EINOPS_ONLY = ("view", "reshape", "permute", "transpose", "movedim", "moveaxis", "swapaxes", "swapdims", "flatten",
+               "unflatten", "einsum", "matmul", "bmm", "mm", "T", "mT", "@")
+AUTOCASTS = ("torch.autocast", "torch.amp.autocast", "torch.amp.autocast_mode", "torch.cpu.amp.autocast",
+             "torch.cuda.amp.autocast", "torch.set_autocast_enabled")
+GRAD_SCALERS = ("torch.amp.GradScaler", "torch.amp.grad_scaler", "torch.cuda.amp.GradScaler", "torch.cpu.amp.GradScaler",
+                "torch._amp_foreach_non_finite_check_and_unscale_", "torch._amp_update_scale_")
+PLANNING = ("utils.planning",)
+
+_YOURSELF = "this task asks you to work it out yourself; the lecture shows how."
+_LAYOUT = "work the layout out yourself, in plain Python (the lecture's sections on strides show how)."
+_OWN_UPDATE = "write the update rule yourself, in a subclass of torch.optim.Optimizer (the lecture's SGD shows the shape)."
+_BY_HAND = "write the gradient by hand, as the lecture's backward pass does; autograd is for checking, in a scratch cell."
+_EINOPS = "this task is einops only: do the rearranging and the products with rearrange, reduce or einsum."
+RULES: dict[tuple[str, str], Rule] = {
+    ("01_floats", "test_decode"): Rule("decode", ("utils.floats.from_bits",), why=_YOURSELF),
+    ("01_floats", "test_limits"): Rule("limits", ("torch.finfo", "numpy.finfo", "utils.floats.format_limits",
+                                                  "utils.floats.from_bits"), why=_YOURSELF),
+    ("01_floats", "test_tensor_nbytes"): Rule("tensor_nbytes", ("utils.units.bytes_for", "utils.units.tensor_bytes"),
+                                               why=_YOURSELF),
+    ("01_floats", "test_after_cast"): Rule("after_cast", ("utils.floats.round_trip", "utils.floats.format_limits",
+                                                          "utils.floats.from_bits"), why=_YOURSELF),
+    ("02_tensors_on_gpu", "test_pick_device"): Rule(
+        "pick_device", ("torch.cuda.is_available", "torch.cuda.device_count", "torch.backends.mps.is_available",
+                        "torch.accelerator.is_available", "torch.accelerator.device_count", "utils.device.pick_device",
+                        "utils.device.get_device"), why="decide from the arguments you are given, not from this machine."),
+    ("02_tensors_on_gpu", "test_allocated_bytes"): Rule(
+        "allocated_bytes", ("utils.transfer.allocator_bytes", "utils.transfer.predicted_allocated_bytes",
+                            "utils.transfer.measured_allocated_bytes", "utils.units.bytes_for", "utils.units.tensor_bytes",
+                            "torch.cuda.memory_allocated"), why=_YOURSELF),
+    ("02_tensors_on_gpu", "test_to_copies"): Rule("to_copies", ("utils.transfer.to_copies",), why=_YOURSELF),
+    ("02_tensors_on_gpu", "test_copy_gb_per_s"): Rule("copy_gb_per_s", ("utils.timing.time_it",
+                                                                        "utils.transfer.copy_bandwidth"),
+                                                       why="time the copies yourself with the clock you are given."),
+    ("03_strides_views", "test_storage_index"): Rule("storage_index", LAYOUT_ORACLES, LAYOUT_METHODS, why=_LAYOUT),
+    ("03_strides_views", "test_row_major_strides"): Rule("row_major_strides", LAYOUT_ORACLES, LAYOUT_METHODS, why=_LAYOUT),
+    ("03_strides_views", "test_is_contiguous"): Rule("is_contiguous", LAYOUT_ORACLES, LAYOUT_METHODS, why=_LAYOUT),
+    ("03_strides_views", "test_slice_metadata"): Rule("slice_metadata", LAYOUT_ORACLES, LAYOUT_METHODS, why=_LAYOUT),
+    ("03_strides_views", "test_sliding_windows"): Rule("sliding_windows", ("torch.Tensor.unfold",), ("unfold",),
+                                                       why="build the view with as_strided, from x's own stride and offset."),
+    ("03_strides_views", "test_can_view"): Rule("can_view", LAYOUT_ORACLES, LAYOUT_METHODS, why=_LAYOUT),
+    ("04_einops_jaxtyping", "test_split_qkv"): Rule("split_qkv", ("torch.einsum", "torch.functional"), EINOPS_ONLY,
+                                                     needs=("einops",), why=_EINOPS),
+    ("04_einops_jaxtyping", "test_merge_heads"): Rule("merge_heads", ("torch.einsum", "torch.functional"), EINOPS_ONLY,
+                                                       needs=("einops",), why=_EINOPS),
+    ("04_einops_jaxtyping", "test_attention_scores"): Rule("attention_scores", ("torch.einsum", "torch.functional",
+                                                                                "torch.nn.functional"), EINOPS_ONLY,
+                                                           needs=("einops",), why=_EINOPS),
+    ("04_einops_jaxtyping", "test_checked_masked_mean"): Rule("checked_masked_mean", ("torch.einsum", "torch.functional",
+                                                                                      "torch.mean", "torch.sum"),
+                                                              EINOPS_ONLY + ("mean", "sum"), needs=("einops",), why=_EINOPS),
+    ("05_flops_mfu", "test_matmul_flop_count"): Rule("matmul_flop_count", FLOP_COUNTERS + ("utils.flops.matmul_flops",),
+                                                      why="count the multiply-adds from the shapes yourself."),
+    ("05_flops_mfu", "test_linear_model_flops"): Rule("linear_model_flops", FLOP_COUNTERS + (
+        "utils.flops.matmul_flops", "utils.flops.linear_flops"), why="count from the shapes, with your matmul_flop_count."),
+    ("05_flops_mfu", "test_matmul_intensity"): Rule("matmul_intensity", FLOP_COUNTERS,
+                                                     why="FLOPs from your matmul_flop_count, bytes from the shapes."),
+    ("06_gradients", "test_w2_grad"): Rule("w2_grad", AUTOGRAD, ("backward",), why=_BY_HAND),
+    ("06_gradients", "test_h1_grad"): Rule("h1_grad", AUTOGRAD, ("backward",), why=_BY_HAND),
+    ("06_gradients", "test_two_layer_grads"): Rule("two_layer_grads", AUTOGRAD, ("backward",), why=_BY_HAND),
+    ("06_gradients", "test_two_layer_flops"): Rule("two_layer_flops", FLOP_COUNTERS,
+                                                    why="count the matmuls of the forward and backward passes yourself."),
+    ("06_gradients", "test_stack_grads"): Rule("stack_grads", AUTOGRAD, ("backward",), why=_BY_HAND),
+    ("06_gradients", "test_stack_flops"): Rule("stack_flops", FLOP_COUNTERS,
+                                                why="count the matmuls of the forward and backward passes yourself."),
+    ("07_models_optimizers", "test_MomentumSGD"): Rule("MomentumSGD", READY_OPTIMIZERS, private_of=("torch",), why=_OWN_UPDATE),
+    ("07_models_optimizers", "test_AdaGrad"): Rule("AdaGrad", READY_OPTIMIZERS, private_of=("torch",), why=_OWN_UPDATE),
+    ("07_models_optimizers", "test_AdamW"): Rule("AdamW", READY_OPTIMIZERS, private_of=("torch",), why=_OWN_UPDATE),
+    ("07_models_optimizers", "test_state_bytes"): Rule("state_bytes", ("utils.memory.optimizer_state_tensor_bytes",
+                                                                       "utils.memory.measured_memory"), why=_YOURSELF),
+    ("07_models_optimizers", "test_largest_model"): Rule("largest_model", ("utils.memory.largest_model_params",
+                                                                           "utils.memory.bytes_per_param",
+                                                                           "utils.memory.optimizer_state_bytes"),
+                                                         why=_YOURSELF),
+    ("08_training_loop", "test_get_batch"): Rule("get_batch", ("utils.training.get_batch",), private=True,
+                                                  why="read the windows through data[a:b], as a memmap is read."),
+    ("08_training_loop", "test_train"): Rule("train", ("utils.training.train",), why="write the loop yourself."),
+    ("08_training_loop", "test_save_checkpoint"): Rule("save_checkpoint", ("utils.training.save_checkpoint",
+                                                                           "utils.training.rng_state"), why=_YOURSELF),
+    ("08_training_loop", "test_load_checkpoint"): Rule("load_checkpoint", ("utils.training.load_checkpoint",
+                                                                           "utils.training.restore_rng_state"),
+                                                       why=_YOURSELF),
+    ("09_mixed_precision", "test_master_weight_step"): Rule("master_weight_step", ("utils.mixed_precision",),
+                                                             why=_YOURSELF),
+    ("09_mixed_precision", "test_loss_scaled_step"): Rule("loss_scaled_step", ("utils.mixed_precision",) + GRAD_SCALERS,
+                                                           why="scale, unscale and look for inf yourself, without GradScaler."),
+    ("09_mixed_precision", "test_next_loss_scale"): Rule("next_loss_scale", ("utils.mixed_precision",) + GRAD_SCALERS,
+                                                          why="follow GradScaler's rule yourself, without GradScaler."),
+    ("09_mixed_precision", "test_mlp_activation_bytes"): Rule("mlp_activation_bytes", ("utils.mixed_precision",),
+                                                               why="count the saved tensors' bytes yourself."),
+    ("09_mixed_precision", "test_autocast_dtype"): Rule("autocast_dtype", ("utils.mixed_precision",) + AUTOCASTS,
+                                                         why="answer from autocast's rules (the lecture's table), "
+                                                             "without running autocast."),
+    ("10_accounting_a_training_run", "test_param_count"): Rule(
+        "param_count", ("torch.nn", "utils.models.count_params", "utils.gpt"), ("parameters", "named_parameters"),
+        why="count from the shape, as the lecture's accounting does; no model to build."),
+    ("10_accounting_a_training_run", "test_training_flops_per_token"): Rule(
+        "training_flops_per_token", FLOP_COUNTERS + ("utils.flops.attention_training_flops",),
+        why="count from the shape, as the lecture's accounting does."),
+    ("10_accounting_a_training_run", "test_memory_per_gpu"): Rule("memory_per_gpu", PLANNING, why=_YOURSELF),
+    ("10_accounting_a_training_run", "test_training_days"): Rule("training_days", PLANNING + FLOP_COUNTERS, why=_YOURSELF),
+}

@@ -44,6 +44,7 @@ from autograder.course import Course
 from autograder.database import GradebookError
 from autograder.gradebook import TOTAL
 from autograder.grader.find import SAFE_NAME  # noqa: F401 - part of this module's API (lms_import)
+from autograder.grader.notebooks import GraderFault
 from autograder.grader.pipeline import WeakSandbox, default_course, grade  # noqa: F401
 from autograder.grader.run import RunLocked
 from autograder.grader.write import CSV_COLUMNS  # noqa: F401 - part of this module's API (merge)
@@ -95,8 +96,13 @@ def main() -> None:
     except CourseError as error:
         print(f"error: the self-check stopped the run; nobody was graded.\n{error}", file=sys.stderr)
         raise SystemExit(2)
+    except GraderFault as error:
+        print(f"error: the sandbox could not start a notebook process on this machine; nobody was graded: {error}",
+              file=sys.stderr)
+        raise SystemExit(2)
     except OSError as error:
-        print(f"error: {error}. The gradebook was not written past this point; what was graded is kept in "
+        said = f"{error.strerror}: {error.filename}" if error.filename else (error.strerror or str(error))
+        print(f"error: {said}. The gradebook was not written past this point; what was graded is kept in "
               f"{args.out / 'results'} and a re-run reuses it.", file=sys.stderr)
         raise SystemExit(2)
     for r in rows:

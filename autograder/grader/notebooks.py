@@ -21,6 +21,7 @@ import sys
 import time
 from pathlib import Path
 
+from autograder.course import REPO_ROOT
 from autograder.grader.plan import Plan
 from autograder.limits import Limits
 from autograder.protocol import (CellRequest, CellResult, Exited, Files, Init, Message, ProtocolError, Ready, Spawn,
@@ -52,8 +53,10 @@ class Zygote:
     def __init__(self, walled: list[Path]):
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         environment = {name: os.environ[name] for name in KEPT_ENVIRONMENT if name in os.environ}
+        # -I: no PYTHONPATH, no user site, no current folder; the course's own checkout first, as in the grader
+        start = "import sys; sys.path.insert(0, sys.argv[1]); from autograder.sandboxed.zygote import main; main()"
         self.process = subprocess.Popen(
-            [sys.executable, "-I", "-m", "autograder.sandboxed.zygote", str(theirs.fileno()), str(os.getpid())],
+            [sys.executable, "-I", "-c", start, str(REPO_ROOT), str(theirs.fileno()), str(os.getpid())],
             env=environment, pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, cwd="/")
         theirs.close()
         self.control = ours

@@ -18,7 +18,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from autograder import autograded, gradebook, shards
+from autograder import autograded, database, gradebook, shards
 from autograder.course import REPO_ROOT, Course, default_course
 from autograder.gradebook import Row
 from autograder.grader import run as run_module
@@ -47,11 +47,13 @@ def grade(submitted: Path | None, out: Path, names: list[str] | None = None, lim
     _check_folders(course, submitted, out)
     limits = course_limits(course, limits or load_limits())
     started = time.monotonic()
+    database.check(course.db_url)  # a gradebook that cannot be used stops the run before anything is written
+    run_module.check_ledger(course, out, start_over)  # and so does one that has lost what earlier runs recorded
     private = [submitted, out, course.root, course.folder("autograded"), REPO_ROOT]
     zygote = Zygote(walled=private)
     try:
         with run_module.begin(course, submitted, out, limits, shard) as run:
-            found, names, on_roster, finish_sync = find(run, names, start_over)
+            found, names, on_roster, finish_sync = find(run, names)
             preload()  # the grader's own imports (torch for the checker's children) while nbgrader records assignments
             stubs = finish_sync()
             jobs, todo, extra_rows = plan_jobs(run, found, names, on_roster, fresh)
@@ -97,14 +99,13 @@ def course_limits(course: Course, limits: Limits) -> Limits:
 
 
 # ---- find ------------------------------------------------------------------------------------------------------
-def find(run: run_module.Run, names: list[str] | None, start_over: bool):
+def find(run: run_module.Run, names: list[str] | None):
     """(the submissions of this run's shard, the assignments graded, the roster, a function that finishes recording
     the assignments in the gradebook and returns the answer cells' released text)."""
     known = run.course.assignments()
     unknown = [n for n in names or [] if n not in known]
     if unknown:
         raise ValueError(f"no such assignment in {run.course.source}: {', '.join(unknown)}")
-    run_module.check_ledger(run, start_over)  # before the gradebook is opened: a lost one is not written into
     on_roster = set(gradebook.roster(run.course))
     found, skipped = find_submissions(run.submitted)
     run.summary += [f"skipped {line}" for line in skipped]
@@ -177,7 +178,10 @@ def plan_jobs(run: run_module.Run, found: list, names: list[str], on_roster: set
         if path.exists() and earlier is None and not fresh:
             run.summary.append(f"an earlier result could not be read and is graded again: {path}")
         if not reusable(earlier, job.key):
-            path.unlink(missing_ok=True)
+            try:
+                path.unlink(missing_ok=True)
+            except OSError:  # its folder is not one (the write will say so, for this submission only)
+                pass
             todo.append(job)
     if newcomers:
         run.summary.append(f"not on the roster, added to the gradebook: {', '.join(sorted(newcomers))}")

@@ -20,8 +20,9 @@ def verdicts(assignment: str, plan) -> dict:
 
 
 def apply(cell, result: dict, judged: dict) -> dict:
-    """`result` of one cell, failed with the rule's message when its task broke its rule."""
-    if cell.kind != "test" or cell.grade_id not in judged or not result.get("ok"):
+    """`result` of one cell, failed with the rule's message when its task broke its rule (whatever else happened in
+    it: the broken rule is the verdict a student should read)."""
+    if cell.kind != "test" or cell.grade_id not in judged:
         return result
     rule, verdict = judged[cell.grade_id]
     if not verdict.broken:

@@ -119,7 +119,7 @@ def begin(course: Course, submitted: Path, out: Path, limits: Limits, shard: tup
         if not _lock(stack, out / ".lock"):
             raise RunLocked(f"the output folder {out} is in use by {_describe(out / '.lock')}; give each run its own --out")
         removed = clean_leftovers(course, out, alone=(index, count) == (1, 1))
-        work = Path(tempfile.mkdtemp(prefix=".work-", dir=out))
+        work = Path(tempfile.mkdtemp(prefix=owned_name("cs336-grading") + "-"))  # private (0700), on no course disk
         stack.callback(shutil.rmtree, work, True)
         run = Run(course, submitted, out, limits, shard, work)
         if removed:
@@ -129,12 +129,14 @@ def begin(course: Course, submitted: Path, out: Path, limits: Limits, shard: tup
 
 
 def clean_leftovers(course: Course, out: Path, alone: bool) -> list[str]:
-    """Remove what a killed run left: work folders and half-written files in `out` (this run holds its lock), and the
-    autograded/ staging folders of runs no longer alive (all of them when this run grades the whole class alone)."""
+    """Remove what a killed run left: half-written files in `out` (this run holds its lock), the work folders of runs
+    of this machine no longer alive, and the autograded/ staging folders of runs no longer alive (all of them when this
+    run grades the whole class alone)."""
     removed = []
-    for path in sorted(out.glob(".work-*")):
-        shutil.rmtree(path, ignore_errors=True)
-        removed.append(str(path.relative_to(out)))
+    for path in sorted(Path(tempfile.gettempdir()).glob("cs336-grading-*")):
+        if owner_gone(path.name.removeprefix("cs336-grading").rsplit("-", 1)[0]):
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path.name)
     for path in sorted(out.rglob(".*.tmp")):
         path.unlink(missing_ok=True)
         removed.append(str(path.relative_to(out)))
@@ -169,10 +171,10 @@ def _alive(pid: int) -> bool:
 
 
 # ---- the ledger: what earlier runs recorded -----------------------------------------------------------------------
-def check_ledger(run: Run, start_over: bool) -> None:
+def check_ledger(course: Course, out: Path, start_over: bool) -> None:
     """GradebookError when the gradebook lacks what the ledger says earlier runs recorded (submissions, due dates),
     unless `start_over`. Runs before the gradebook is opened for writing."""
-    path = run.out / LEDGER
+    path = out / LEDGER
     if start_over or not path.is_file():
         return
     try:
@@ -181,15 +183,16 @@ def check_ledger(run: Run, start_over: bool) -> None:
         due = set(ledger["due"])
     except (OSError, ValueError, KeyError, TypeError):
         return  # an unreadable ledger protects nothing; the run writes a new one
-    shown = safe_url(run.course.db_url)
-    url = run.course.db_url
-    if url.startswith("sqlite:///") and submissions:
-        file = Path(url.removeprefix("sqlite:///"))
+    shown = safe_url(course.db_url)
+    from sqlalchemy.engine import make_url
+    url = make_url(course.db_url)
+    if url.drivername.startswith("sqlite") and url.database and submissions:
+        file = Path(url.database)
         if not file.is_file() or file.stat().st_size == 0:
             raise GradebookError(_lost(shown, f"the gradebook file {file} is {'missing' if not file.exists() else 'empty'}",
                                        len(submissions), path))
     from autograder import gradebook
-    have, scheduled = gradebook.recorded(run.course)
+    have, scheduled = gradebook.recorded(course)
     lost, lost_due = submissions - have, due - scheduled
     if lost or lost_due:
         what = []

@@ -62,13 +62,16 @@ def not_graded(job: Job, why: str) -> dict:
 
 def write_atomically(path: Path, text: str) -> None:
     """Write `text` to `path` through a temporary file and a rename; OSError names the file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
         temporary.write_text(text)
         os.replace(temporary, path)
     except OSError as error:
-        temporary.unlink(missing_ok=True)
+        try:
+            temporary.unlink(missing_ok=True)
+        except OSError:
+            pass
         raise OSError(error.errno, f"could not write {path}: {os.strerror(error.errno or errno.EIO)}") from None
 
 
@@ -180,7 +183,7 @@ def run_jobs(jobs: list[Job], setting: Setting, out: Path, progress: Progress | 
         try:
             write_atomically(result_path(out, job), json.dumps(result))
         except OSError as error:
-            result = not_graded(job, str(error)) if not failed_here else result
+            result = not_graded(job, error.strerror or str(error)) if not failed_here else result
             unwritten[(job.student, job.assignment)] = result
             failed_here = True
         if progress is not None:

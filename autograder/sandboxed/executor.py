@@ -152,16 +152,20 @@ def write_files(files: dict[str, str]) -> list[str]:
     return refused
 
 
-def serve(requests: io.TextIOBase, replies: io.TextIOBase, output_chars: int, walls: list[str]) -> None:
-    """Say Ready once the shell is up (everything after it is the student's), then answer requests until the grader
-    closes the channel."""
+def make_shell():
+    """IPython's shell, as a notebook's kernel runs cells, with errors reported in the reply instead of printed."""
     from IPython.core.interactiveshell import InteractiveShell
     from traitlets.config import Config
 
     config = Config()
     config.HistoryManager.enabled = False
     shell = InteractiveShell.instance(config=config)
-    shell.showtraceback = lambda *args, **kwargs: None  # errors are reported in the reply instead
+    shell.showtraceback = lambda *args, **kwargs: None
+    return shell
+
+
+def serve(requests: io.TextIOBase, replies: io.TextIOBase, output_chars: int, walls: list[str], shell) -> None:
+    """Say Ready (everything after it is the student's), then answer requests until the grader closes the channel."""
     from utils.handin import CHANNEL
     CHANNEL.begin({})  # from here on, hidden_cases() and hand_in() talk to the grader, never to `reference`
     guard = None
@@ -210,6 +214,6 @@ def serve(requests: io.TextIOBase, replies: io.TextIOBase, output_chars: int, wa
         replies.flush()
 
 
-def main(request_fd: int, reply_fd: int, output_chars: int, walls: list[str]) -> None:
+def main(request_fd: int, reply_fd: int, output_chars: int, walls: list[str], shell) -> None:
     with os.fdopen(request_fd, "r") as requests, os.fdopen(reply_fd, "w") as replies:
-        serve(requests, replies, output_chars, walls)
+        serve(requests, replies, output_chars, walls, shell)

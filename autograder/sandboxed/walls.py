@@ -80,10 +80,12 @@ def readable_paths(walled: list[Path], utils: Path) -> list[Path]:
 
 
 def work_mount(readable: list[Path]) -> Path:
-    """The folder the notebook's tmpfs covers: the first of WORK_MOUNTS that holds nothing it must read."""
+    """The folder the notebook's tmpfs covers: the first of WORK_MOUNTS that holds nothing it must read, under any of
+    its names (a virtual environment reached through a link in /tmp is covered too)."""
+    needed = list(readable) + [Path(p).absolute() for p in sys.path + [sys.prefix, sys.exec_prefix, sys.executable] if p]
     for candidate in map(Path, WORK_MOUNTS):
         if candidate.is_dir() and not candidate.is_symlink() and \
-                not any(p.is_relative_to(candidate) or candidate.is_relative_to(p) for p in readable):
+                not any(p.is_relative_to(candidate) or candidate.is_relative_to(p) for p in needed):
             return candidate
     raise WallError(0, f"no folder among {', '.join(WORK_MOUNTS)} is free of the Python installation to hold the "
                        "notebook's working folder")
@@ -121,8 +123,11 @@ def _cover_closed_folders(readable: list[Path]) -> None:
 
 
 def become_unprivileged(uid: int, readable: list[Path]) -> None:
-    """As root: cover closed folders, then become `uid` (and group `uid`, no other groups) for good."""
-    _cover_closed_folders(readable)
+    """As root: cover closed folders (on the way to what the notebook reads, under its names as this interpreter
+    knows them too: a virtual environment linked from a private folder), then become `uid` (and group `uid`, no other
+    groups) for good."""
+    named = [Path(p).absolute() for p in sys.path + [sys.prefix, sys.exec_prefix] if p and Path(p).exists()]
+    _cover_closed_folders(list(dict.fromkeys(readable + named)))
     os.setgroups([])
     os.setresgid(uid, uid, uid)
     os.setresuid(uid, uid, uid)

@@ -2,7 +2,7 @@
 
     grader --exec--> zygote --fork--> builder (walls, as root: an unprivileged uid) --fork--> notebook (PID 1)
 
-The grader starts it with `python -I -m autograder.sandboxed.zygote` and a clean environment, before it reads
+The grader starts it with `python -I` (no PYTHONPATH, no user site) from its own checkout and a clean environment, before it reads
 anything a student must not see. The zygote imports what every notebook needs (torch, IPython, `utils`), so that a
 notebook process is a fork that starts warm, then waits for Spawn requests on its control socket. Its memory holds
 nothing of the course: no source notebook, roster, gradebook URL, other students' names, results or hidden cases.
@@ -196,20 +196,27 @@ def become_notebook(limits: Limits, uid: int | None, readable: list, entered: li
         built.append("rlimits")
         built += [f"landlock {w}" for w in walls.restrict_filesystem(
             readable, [work, Path(os.devnull)] + walls.gpu_device_files(), limits.network)]
+        sys.path.append(str(work))  # the assignment's own modules, after everything else (as a kernel's cwd)
+        shell = executor.make_shell()
     except BaseException:  # noqa: BLE001
         try:
             os.write(reply_fd, StartupFailed(traceback.format_exc()[-2000:]).to_line())
         finally:
             os._exit(71)
-    executor.main(request_fd, reply_fd, limits.output_chars, built)
-    os._exit(0)
+    try:
+        executor.main(request_fd, reply_fd, limits.output_chars, built, shell)
+    finally:
+        os._exit(0)
 
 
 def main() -> None:
-    control_fd, parent = int(sys.argv[1]), int(sys.argv[2])
+    """`python -I -c ... ROOT CONTROL_FD GRADER_PID`: serve the grader that started this process."""
+    root, control_fd, parent = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
     walls.die_with_parent()
     if os.getppid() != parent:  # the grader ended before the line above
         os._exit(0)
+    if REPO_ROOT != root.resolve():
+        raise SystemExit(f"the zygote came from {REPO_ROOT}, not from the grader's checkout {root}")
     preload()
     serve(socket.socket(fileno=control_fd))
 

@@ -1,0 +1,123 @@
+"""The grader's boundary, attacked from the student's side (issue #30): what a notebook process can reach and what the
+grader reads back.
+
+One small class, graded once by `python -m autograder.grade`:
+- a snooper looks for secrets everywhere a process can look at itself (its whole memory, frames, gc, environment,
+  descriptors, /proc): the source's solutions, a classmate's name, the gradebook's URL, another assignment's cases;
+- an impersonator leaves links named as the old grader's start-up error file (to /proc/kmsg, a classmate's result)
+  and exits with the code the old grader read them on;
+- a liar swaps every hand-in for crafted JSON (shapes that lie, overflowing floats, quantized dtypes, deep nesting);
+- a disk bomb writes 1.5 GiB; a markdown answer cell; and one correct answer per rule-bound task reached by a route
+  its rule forbids (tests/submissions.py, RULE_BREAKERS).
+On the grader as it was (13ee9be) the snooper found all four secrets and every process on the machine, the
+impersonator's links were read into feedback (the /proc/kmsg one hung the run), the liar was "NOT GRADED, the
+grader's fault", the bomb wrote 1.5 GiB, the markdown answer scored 0, and every rule breaker earned full marks.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from autograder.limits import load_limits
+from tests import submissions
+
+REPO = Path(__file__).resolve().parent.parent
+FIRST = "01_floats"
+OTHER = "09_mixed_precision"
+NEEDLES = [("source/'s solution markers", "### BEGIN", " SOLUTION"), ("a classmate's id", "clas", "smate-ada"),
+           ("the gradebook's URL", "gradebook", ".db"), ("exercise 9's hidden cases", "mixed_prec", "ision.autocast_dtype")]
+BREAKERS = sorted({a for a, _ in submissions.RULE_BREAKERS})
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    root = submissions.new_course(tmp_path_factory.mktemp("boundary"))
+    submitted = root / "submitted"
+    other = root / "graded" / "results" / "classmate-ada" / f"{FIRST}.json"
+    makers = {"classmate-ada": submissions.solved, "snooper": lambda a: submissions.memory_snooper(a, NEEDLES),
+              "impersonator": lambda a: submissions.startup_impersonator(a, str(other)),
+              "liar": submissions.crafted_handin, "bomb": submissions.disk_bomb, "markdown": submissions.markdown_answer,
+              "firsterror": submissions.first_task_error}
+    for student, maker in makers.items():
+        submissions.write_submission(submitted, student, FIRST, maker(FIRST))
+    submissions.write_submission(submitted, "classmate-ada", OTHER, submissions.solved(OTHER))
+    for assignment in BREAKERS:
+        submissions.write_submission(submitted, "breaker", assignment, submissions.rule_breaker(assignment))
+    run = subprocess.run([sys.executable, "-m", "autograder.grade", str(submitted), "--course", str(root), "--out",
+                          str(root / "graded"), "--limit", "cell_seconds=30"], cwd=REPO, capture_output=True, text=True,
+                         timeout=900)
+    with open(root / "graded" / "grades.csv") as f:
+        rows = list(csv.DictReader(f))
+    results = {(p.parent.name, p.stem): json.loads(p.read_text()) for p in (root / "graded" / "results").rglob("*.json")}
+    return {"run": run, "rows": rows, "results": results, "root": root}
+
+
+def total(graded, student: str, assignment: str) -> tuple[float, float]:
+    row = next(r for r in graded["rows"] if (r["student"], r["assignment"], r["task"]) == (student, assignment, "TOTAL"))
+    return float(row["score"] or "nan"), float(row["max_score"])
+
+
+def cells(graded, student: str, assignment: str) -> list[dict]:
+    return [c for nb in graded["results"][(student, assignment)]["notebooks"].values() for c in nb["cells"]]
+
+
+def test_the_run_ends_and_grades_everyone(graded):
+    run = graded["run"]
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "NOT GRADED" not in run.stdout + run.stderr
+    assert "own /proc" in run.stderr and "disk" in run.stderr and "landlock files" in run.stderr
+
+
+def test_a_notebook_finds_nothing_of_the_grader_in_itself(graded):
+    """Its whole memory, frames, gc's objects, environment, descriptors and /proc hold no solution, no classmate, no
+    gradebook URL, no other assignment's cases, no other process."""
+    output = "".join(c["output"] for c in cells(graded, "snooper", FIRST))
+    assert "snooped: 0 finding(s)" in output, output
+    assert "LEAK" not in output
+    assert total(graded, "snooper", FIRST) == total(graded, "classmate-ada", FIRST)
+
+
+def test_nothing_a_notebook_wrote_is_read_by_the_grader(graded):
+    """Links and fifos left in the notebook's folder stay there: the process's exit is reported, nothing is read."""
+    lost = total(graded, "impersonator", FIRST)
+    assert lost == total(graded, "firsterror", FIRST)
+    shown = json.dumps(graded["results"][("impersonator", FIRST)])
+    assert "exited with code 71" in shown
+    assert Path("/etc/hostname").read_text().strip() not in shown
+    assert graded["results"][("classmate-ada", FIRST)]["key"] not in shown  # the classmate's result was not read
+
+
+def test_a_crafted_hand_in_is_the_students_failure(graded):
+    failed = [c for c in cells(graded, "liar", FIRST) if c["kind"] == "test"]
+    assert failed and all(not c["ok"] for c in failed)
+    assert all("could not be read" in c.get("error_full", c["error"]) for c in failed), failed
+    assert total(graded, "liar", FIRST)[0] == 0
+
+
+def test_a_notebook_cannot_fill_the_disk(graded):
+    output = "".join(c["output"] for c in cells(graded, "bomb", FIRST))
+    written = int(output.split("the disk stopped me after ")[1].split(" MiB")[0])
+    assert written <= load_limits().disk_mib, output
+    assert total(graded, "bomb", FIRST) == total(graded, "classmate-ada", FIRST)
+
+
+def test_an_answer_cell_turned_into_markdown_is_graded_as_code(graded):
+    assert total(graded, "markdown", FIRST) == total(graded, "classmate-ada", FIRST)
+    note = next(r["note"] for r in graded["rows"] if (r["student"], r["assignment"], r["task"]) == ("markdown", FIRST, "TOTAL"))
+    assert "graded as code, as nbgrader does" in note
+
+
+@pytest.mark.parametrize("assignment", BREAKERS)
+def test_a_task_rule_holds_however_the_route_is_hidden(graded, assignment):
+    """The forbidden route scores 0 on its task, with the rule in the message; every other task scores in full."""
+    broken = {g for a, g in submissions.RULE_BREAKERS if a == assignment}
+    tests = [c for c in cells(graded, "breaker", assignment) if c["kind"] == "test"]
+    lost = [c for c in tests if not c["ok"]]
+    assert len(lost) == len(broken), [(c["grade_id"], c["error"][:200]) for c in lost]
+    assert all("which this task rules out" in c["error"] and "Hint:" in c["error"] for c in lost), lost
+    assert all(c["grade_id"].removeprefix("test_") in broken for c in lost)

@@ -1,0 +1,250 @@
+"""Faults injected into grading runs (issue #31), on the tiny course (tests/tiny_course.py): each ends in the truth (a
+plain re-run equals a clean run's grades.csv) or in a refusal that says what happened and what to do, never in a silent
+difference.
+
+Two runs at once, a run killed mid-way, a gradebook emptied or moved away, a result file cut in half, a result that
+cannot be written, a full output disk, a connection lost during the commit, and a change of the worker count.
+"""
+from __future__ import annotations
+
+import csv
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from autograder.course import Course
+from tests import tiny_course
+
+A = tiny_course.ASSIGNMENT
+REPO = Path(__file__).resolve().parent.parent
+SLEEPY = "import time; time.sleep(600); return 3 * x"  # a notebook that is still running when the grader is stopped
+
+
+def make_class(root: Path, students: dict[str, str]) -> Course:
+    """The tiny course with one submission per student (student -> the body of their `double`)."""
+    tiny_course.make_course(root)
+    course = Course.load(root)
+    assert course.api().generate_assignment(A, force=True, create=True)["success"]
+    release = nbformat.read(root / "release" / A / f"{A}.ipynb", as_version=4)
+    for student, body in students.items():
+        folder = root / "submitted" / student / A
+        folder.mkdir(parents=True)
+        nbformat.write(tiny_course.submission(release, tiny_course.answers(double=body)), folder / f"{A}.ipynb")
+        (folder / "timestamp.txt").write_text("2026-01-05 12:00:00.000000 UTC")
+    return course
+
+
+def grade(root: Path, *args: str, out: Path | None = None, wait: bool = True, **kwargs):
+    command = [sys.executable, "-m", "autograder.grade", "--course", str(root), "--out", str(out or root / "graded"),
+               "--limit", "cell_seconds=20", *args]
+    if not wait:
+        return subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs)
+    return subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=300)
+
+
+def totals(out: Path) -> dict[str, str]:
+    with open(out / "grades.csv") as f:
+        return {r["student"]: f"{r['score']} {r['note']}" for r in csv.DictReader(f) if r["task"] == "TOTAL"}
+
+
+@pytest.fixture(scope="module")
+def clean(tmp_path_factory):
+    """A clean run's grades.csv, the truth every fault must end in."""
+    root = tmp_path_factory.mktemp("clean")
+    make_class(root, {"ada": "return 2 * x", "bob": "return 3 * x", "cy": "return x + x"})
+    run = grade(root)
+    assert run.returncode == 0, run.stderr
+    return (root / "graded" / "grades.csv").read_text()
+
+
+def descendants(pid: int) -> dict[int, bool]:
+    """The processes below `pid`, each with whether it runs in a PID namespace of its own (a notebook process)."""
+    parents, nested = {}, {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                status = dict(line.split(":", 1) for line in (entry / "status").read_text().splitlines() if ":" in line)
+            except OSError:
+                continue
+            parents[int(entry.name)] = int(status["PPid"])
+            nested[int(entry.name)] = len(status.get("NSpid", "").split()) > 1
+    below, changed = {pid}, True
+    while changed:
+        more = {child for child, parent in parents.items() if parent in below} - below
+        below |= more
+        changed = bool(more)
+    return {p: nested[p] for p in below - {pid}}
+
+
+def alive(pids) -> list[int]:
+    return [p for p in pids if Path(f"/proc/{p}").exists() and "Z" not in (Path(f"/proc/{p}/stat").read_text().split()[2:3] or ["Z"])]
+
+
+def test_two_runs_at_once_one_waits_for_nobody_and_the_second_says_who(tmp_path, clean):
+    root = tmp_path
+    make_class(root, {"ada": "return 2 * x", "bob": "import time; time.sleep(8); return 3 * x", "cy": "return x + x"})
+    first = grade(root, wait=False)
+    lock = root / ".grading.lock"
+    deadline = time.monotonic() + 120
+    while not (lock.exists() and lock.read_text()) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    second = grade(root)
+    out, err = first.communicate(timeout=300)
+    assert first.returncode == 0, err
+    assert second.returncode == 2, second.stdout + second.stderr
+    assert "is being graded now by" in second.stderr and f"pid {first.pid}" in second.stderr and "since" in second.stderr
+    assert (root / "graded" / "grades.csv").read_text() == clean  # the first run is not disturbed
+    again = grade(root)
+    assert again.returncode == 0 and (root / "graded" / "grades.csv").read_text() == clean
+
+
+def test_a_killed_run_leaves_nothing_running_and_the_next_run_cleans_up(tmp_path, clean):
+    root = tmp_path
+    make_class(root, {"ada": "return 2 * x", "bob": SLEEPY, "cy": "while True: pass"})
+    run = grade(root, "--limit", "cell_seconds=600", "--limit", "notebook_seconds=600", "--limit", "cpu_seconds=600",
+                wait=False, start_new_session=True)
+    deadline = time.monotonic() + 120
+    while sum(descendants(run.pid).values()) < 2 and time.monotonic() < deadline:  # bob's and cy's notebooks
+        time.sleep(0.5)
+    below = descendants(run.pid)
+    assert sum(below.values()) >= 2, f"no notebooks running under the grader: {below}"
+    (root / "graded" / "results" / "bob").mkdir(parents=True, exist_ok=True)
+    (root / "graded" / "results" / "bob" / f".{A}.json.12345.tmp").write_text('{"half": ')  # a write cut short
+    os.kill(run.pid, signal.SIGKILL)
+    run.wait()
+    deadline = time.monotonic() + 20
+    while alive(below) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not alive(below), f"processes outlived the grader: {alive(below)}"
+    # Bob's and Cy's notebooks now finish (the course's cells are fixed, not the students'); the next run is clean.
+    for student in ("bob", "cy"):
+        path = root / "submitted" / student / A / f"{A}.ipynb"
+        path.write_text(path.read_text().replace("import time; time.sleep(600); ", "").replace("while True: pass",
+                                                                                               "return x + x"))
+    again = grade(root)
+    assert again.returncode == 0, again.stderr
+    assert "removed what a stopped run had left" in again.stderr
+    assert not list((root / "graded").rglob(".*.tmp"))
+    assert (root / "graded" / "grades.csv").read_text() == clean
+
+
+@pytest.mark.parametrize("loss", ["emptied", "moved away", "due date dropped"])
+def test_a_gradebook_that_lost_what_was_recorded_is_refused(tmp_path, loss):
+    root = tmp_path
+    course = make_class(root, {"ada": "return 2 * x", "bob": "return 3 * x"})
+    from nbgrader.api import Gradebook
+    with Gradebook(course.db_url, course.course_id) as gb:
+        gb.update_or_create_assignment(A, duedate="2026-01-06 12:00:00 UTC")
+    assert grade(root).returncode == 0
+    before = (root / "graded" / "grades.csv").read_text()
+    db = root / "gradebook.db"
+    if loss == "emptied":
+        db.write_bytes(b"")
+    elif loss == "moved away":
+        db.rename(root / "gradebook-backup.db")
+    else:
+        import sqlite3
+        with sqlite3.connect(db) as con:
+            con.execute("UPDATE assignment SET duedate = NULL")
+    run = grade(root)
+    assert run.returncode == 2, run.stdout + run.stderr
+    assert "has lost what earlier runs recorded" in run.stderr and "--start-over" in run.stderr
+    assert (root / "graded" / "grades.csv").read_text() == before
+    if loss != "due date dropped":
+        assert not db.exists() or db.stat().st_size == 0  # nothing was written into it
+    fresh = grade(root, "--start-over")
+    assert fresh.returncode == 0, fresh.stderr
+
+
+def test_a_truncated_result_is_graded_again_alone(tmp_path, clean):
+    root = tmp_path
+    make_class(root, {"ada": "return 2 * x", "bob": "return 3 * x", "cy": "return x + x"})
+    assert grade(root).returncode == 0
+    result = root / "graded" / "results" / "bob" / f"{A}.json"
+    result.write_text(result.read_text()[: len(result.read_text()) // 2])
+    again = grade(root)
+    assert again.returncode == 0, again.stderr
+    assert f"an earlier result could not be read and is graded again: {result}" in again.stderr
+    assert "graded 1 submission(s)" in again.stderr and "2 unchanged, reused" in again.stderr
+    assert (root / "graded" / "grades.csv").read_text() == clean
+
+
+def test_a_result_that_cannot_be_written_costs_that_submission_only(tmp_path, clean):
+    root = tmp_path
+    make_class(root, {"ada": "return 2 * x", "bob": "return 3 * x", "cy": "return x + x"})
+    (root / "graded" / "results").mkdir(parents=True)
+    (root / "graded" / "results" / "bob").write_text("in the way")  # a file where bob's folder of results goes
+    run = grade(root)
+    assert run.returncode == 3, run.stdout + run.stderr
+    assert "the grader failed on 1 submission(s)" in run.stderr
+    rows = totals(root / "graded")
+    assert rows["bob"].startswith(" NOT GRADED: could not write") and "results/bob" in rows["bob"], rows["bob"]
+    assert rows["ada"] == "2 " and rows["cy"] == "2 "
+    (root / "graded" / "results" / "bob").unlink()
+    again = grade(root)
+    assert again.returncode == 0 and (root / "graded" / "grades.csv").read_text() == clean
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounting a small tmpfs for the output folder needs root")
+def test_a_full_output_disk_names_the_file_and_a_rerun_finishes(tmp_path, clean):
+    root = tmp_path / "course"
+    make_class(root, {"ada": "return 2 * x", "bob": "return 3 * x", "cy": "return x + x"})
+    out = tmp_path / "full"
+    out.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=24k", "tmpfs", str(out)], check=True)
+    try:
+        run = grade(root, out=out)
+    finally:
+        subprocess.run(["umount", "-l", str(out)], check=True)
+    assert run.returncode in (2, 3), run.stdout + run.stderr
+    assert "No space left on device" in run.stderr and str(out) in run.stderr, run.stderr
+    assert "hidden tests are broken" not in run.stderr and "Traceback" not in run.stderr
+    again = grade(root, out=tmp_path / "roomy")
+    assert again.returncode == 0, again.stderr
+    assert (tmp_path / "roomy" / "grades.csv").read_text() == clean
+
+
+def test_the_worker_count_is_not_part_of_a_results_key(tmp_path):
+    root = tmp_path
+    make_class(root, {"ada": "return 2 * x", "bob": "return 3 * x"})
+    assert grade(root, "--workers", "1").returncode == 0
+    again = grade(root, "--workers", "2")
+    assert again.returncode == 0 and "graded 0 submission(s)" in again.stderr and "2 unchanged, reused" in again.stderr
+
+
+@pytest.mark.parametrize("committed", [True, False])
+def test_a_connection_lost_during_the_commit_is_checked_not_guessed(tmp_path, monkeypatch, committed):
+    """The gradebook is read afresh after a commit that failed: it says 'written' only when the grades are there."""
+    from sqlalchemy.exc import OperationalError
+
+    from autograder import gradebook
+    course = make_class(tmp_path, {"ada": "return 2 * x"})
+    graded = [gradebook.Graded("ada", A, None, {A: {"grades": {"test_double": 2.0}, "comments": {}}})]
+    real_open = gradebook.open_gradebook
+
+    def opened(course):  # the run's own session: its final commit is cut off, after or before it reached the server
+        opened_gradebook = real_open(course)
+        real_commit = opened_gradebook.db.commit
+
+        def lost():
+            if committed:
+                real_commit()
+            raise OperationalError("COMMIT", {}, Exception("server closed the connection unexpectedly"))
+        opened_gradebook.db.commit = lost
+        return opened_gradebook
+    monkeypatch.setattr(gradebook, "open_gradebook", opened)
+    if committed:
+        lines, _ = gradebook.write(course, graded)
+        assert any("checked afterwards: the gradebook holds this run's 1 submission(s)" in line for line in lines)
+    else:
+        with pytest.raises(gradebook.GradebookError, match="does not hold this run's grades: nothing was written"):
+            gradebook.write(course, graded)
+    monkeypatch.setattr(gradebook, "open_gradebook", real_open)
+    assert gradebook.holds(course, graded) is committed

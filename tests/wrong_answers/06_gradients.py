@@ -2,7 +2,7 @@
 from tests.wrong_answers import Wrong
 
 WRONG = [
-    Wrong("w2_grad", "h1 @ h2_grad, without the transpose (a shape error for most shapes)", r"transpose|\.T\b|shape of w2|\(D, K\)|sum over the batch", """
+    Wrong("w2_grad", "h1 @ h2_grad, without the transpose (a shape error for most shapes)", r"transpose|\.T\b|shape of w2|\(D, K\)|sums? over the batch", """
 def w2_grad(h1, h2_grad):
     return h1 @ h2_grad
 """),

@@ -93,7 +93,7 @@ def next_loss_scale(scale, found_inf, good_steps, growth_interval):
         return scale * 2.0, 0
     return scale, good_steps
 """),
-    Wrong("next_loss_scale", "integer division: the scale becomes an int", r"float", """
+    Wrong("next_loss_scale", "floor division: halving the scale with // turns 1.0 into 0.0", r"0\.5|floor|//", """
 def next_loss_scale(scale, found_inf, good_steps, growth_interval):
     if found_inf:
         return scale // 2, 0

@@ -75,14 +75,25 @@ def _namespace(assignment: str, answers: dict[str, str], until: str) -> dict:
     return namespace
 
 
-def feedback(assignment: str, wrong: Wrong) -> tuple[str | None, str | None]:
-    """(visible message, hidden message) for `wrong`; None where that part passes."""
+def _parts(assignment: str, wrong: Wrong) -> tuple[str, str, str, str]:
+    """(test grade_id, visible code, hidden code, the wrong answer's code) for `wrong`."""
     test = _test_of(assignment, wrong.task)
     test_code = next(code for kind, grade_id, code in cells(assignment) if kind == "test" and grade_id == test)
     visible_code, _, hidden_code = test_code.partition(HIDDEN)
-    code = wrong.code.strip("\n") + "\n"
-    visible = _run(visible_code, _namespace(assignment, {wrong.task: code}, test), f"<{assignment}:{test}>")
-    namespace = _solved(assignment, test, visible_code)
+    return test, visible_code, hidden_code, wrong.code.strip("\n") + "\n"
+
+
+def visible_feedback(assignment: str, wrong: Wrong) -> str | None:
+    """What the visible test says to `wrong` (None when it passes)."""
+    test, visible_code, _, code = _parts(assignment, wrong)
+    return _run(visible_code, _namespace(assignment, {wrong.task: code}, test), f"<{assignment}:{test}>")
+
+
+def feedback(assignment: str, wrong: Wrong) -> tuple[str | None, str | None]:
+    """(visible message, hidden message) for `wrong`; None where that part passes."""
+    test, _, hidden_code, code = _parts(assignment, wrong)
+    visible = visible_feedback(assignment, wrong)
+    namespace = _solved(assignment, test, _parts(assignment, wrong)[1])
     saved = dict(namespace)
     try:
         _run(code, namespace, f"<{assignment}:{wrong.task} (wrong)>")

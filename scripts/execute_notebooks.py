@@ -59,6 +59,7 @@ def execute(path: Path, timeout: int = 600) -> list[str]:
                 problems.append(f"{path}: cell {cell.id} is a GPU figure whose code changed; run it on a GPU")
                 continue
             cell.outputs = old.outputs  # the GPU run's output, under this run's execution count
+            cell.metadata.pop("execution", None)  # this run's timestamps are not the output's
         if stored:
             notebook.metadata.get("gpu_figures", {}).pop("whole_run", None)
     nbformat.write(notebook, path)

@@ -57,7 +57,7 @@ SPLICED_NOTE = ('**Where the stored outputs come from.** Two runs, on two machin
                 'GPU, which the\ncell below names: its timings and measurements are that machine\'s, not the GPU '
                 'server\'s. Run the notebook to measure\nyour own machine: on a CPU the GPU-only cells print one '
                 '"Skipped" line.\n')
-LABEL = "*The output below is stored from the GPU run ({device}, {date}), not from the run named at the top.*\n"
+LABEL = "*The output below is stored from the GPU run ({device}, {date}), not from the CPU run named at the top.*\n"
 LABEL_TAG = "gpu-figure-label"
 # The cell under the note: the machine that ran the notebook (its CPU), whatever made the GPU figures.
 HOST_CELL = ('import datetime\n\nfrom utils.device import describe_host\n\n'

@@ -58,6 +58,25 @@ def _matmul_table(pairs) -> list:
 
 
 
+# What each task's count rests on, for the hint of a failed hidden case (the idea and the lecture section).
+HINTS = {
+    "matmul_flop_count": "each of the m x n outputs of a matmul takes k multiplies and k adds, and the batch "
+                         "dimensions broadcast (torch.broadcast_shapes) to the number of matmuls (lecture 5, section 2; "
+                         "lecture 3, section 6).",
+    "linear_model_flops": "every row of x is a token, whatever the batch dimensions; forward is 2 FLOPs per token per "
+                          "parameter, and training adds two gradient matmuls per layer, but not the first layer's "
+                          "input gradient: x is data (lecture 5, section 4).",
+    "training_days": "training costs 6 FLOPs per parameter per token (forward 2, backward 4); divide by what the GPUs "
+                     "deliver, then by the 86400 seconds of a day (lecture 5, section 9).",
+    "matmul_mfu": "MFU is the achieved FLOP/s (a multiply and an add per term of the matmul, over the seconds) over "
+                  "the device's dense peak for the dtype (lecture 5, section 8).",
+    "matmul_intensity": "FLOPs over the bytes moved: every element of a, of b and of the output, each once, and a "
+                        "broadcast input read once, not once per matmul (lecture 5, section 10).",
+    "roofline_seconds": "an op's arithmetic and memory traffic overlap, so it takes as long as its slower side; ops "
+                        "run one after another add up (lecture 5, section 10).",
+}
+
+
 def _pair(got: object, what: str) -> tuple:
     """A (tuple call, torch.Size call) pair that the notebook made."""
     check_type(got, tuple, what)
@@ -92,8 +111,8 @@ def _matmul_flop_count_expected(cases) -> list[int]:
 def _matmul_flop_count_check(cases, expected, results) -> None:
     for (a, b), want, got in zip(cases, expected, _results(results, len(cases), "matmul_flop_count")):
         got = _pair(got, f"matmul_flop_count({a}, {b})")
-        check_int(got[0], want, f"matmul_flop_count({a}, {b})")
-        check_int(got[1], want, f"matmul_flop_count(torch.Size({a}), torch.Size({b}))")
+        check_int(got[0], want, f"matmul_flop_count({a}, {b})", hint=HINTS["matmul_flop_count"])
+        check_int(got[1], want, f"matmul_flop_count(torch.Size({a}), torch.Size({b}))", hint=HINTS["matmul_flop_count"])
 
 
 # task 2: linear_model_flops
@@ -133,7 +152,8 @@ def _linear_model_flops_check(cases, expected, results) -> None:
     runs = [(batch_shape, widths, training) for batch_shape, widths in cases["models"] for training in (False, True)]
     for (batch_shape, widths, training), want, got in zip(runs, expected,
                                                           _results(results, len(runs), "linear_model_flops")):
-        check_int(got, want, f"linear_model_flops({batch_shape}, {widths}, training={training})")
+        check_int(got, want, f"linear_model_flops({batch_shape}, {widths}, training={training})",
+                  hint=HINTS["linear_model_flops"])
 
 
 # task 3: training_days
@@ -150,7 +170,7 @@ def _training_days_cases() -> list:
 def _check_floats(task: str):
     def check(cases, expected, results):
         for case, want, got in zip(cases, expected, _results(results, len(cases), task)):
-            check_float(got, want, f"{task}{case}", rel_tol=1e-9)
+            check_float(got, want, f"{task}{case}", rel_tol=1e-9, hint=HINTS.get(task))
     return check
 
 
@@ -179,9 +199,9 @@ def _matmul_mfu_expected(cases) -> list:
 
 def _check_mfu(got: object, want: float | None, what: str) -> None:
     if want is None:
-        check_type(got, type(None), what, hint="this device and dtype have no known peak.")
+        check_type(got, type(None), what, hint="this device and dtype have no known peak: return None.")
     else:
-        check_float(got, want, what, rel_tol=1e-9)
+        check_float(got, want, what, rel_tol=1e-9, hint=HINTS["matmul_mfu"])
 
 
 def _matmul_mfu_check(cases, expected, results) -> None:
@@ -225,8 +245,9 @@ def _matmul_intensity_check(cases, expected, results) -> None:
     for (a, b, size), want, got in zip(cases["cases"], expected,
                                        _results(results, len(cases["cases"]), "matmul_intensity")):
         got = _pair(got, f"matmul_intensity{(a, b, size)}")
-        check_float(got[0], want, f"matmul_intensity{(a, b, size)}", rel_tol=1e-9)
-        check_float(got[1], want, f"matmul_intensity(torch.Size({a}), torch.Size({b}), {size})", rel_tol=1e-9)
+        check_float(got[0], want, f"matmul_intensity{(a, b, size)}", rel_tol=1e-9, hint=HINTS["matmul_intensity"])
+        check_float(got[1], want, f"matmul_intensity(torch.Size({a}), torch.Size({b}), {size})", rel_tol=1e-9,
+                    hint=HINTS["matmul_intensity"])
 
 
 # task 6: roofline_seconds
@@ -243,7 +264,8 @@ def _roofline_seconds_cases() -> list:
 
 def _roofline_seconds_check(cases, expected, results) -> None:
     for (ops, peak, bandwidth), want, got in zip(cases, expected, _results(results, len(cases), "roofline_seconds")):
-        check_float(got, want, f"roofline_seconds({ops}, {peak}, {bandwidth})", rel_tol=1e-9)
+        check_float(got, want, f"roofline_seconds({ops}, {peak}, {bandwidth})", rel_tol=1e-9,
+                    hint=HINTS["roofline_seconds"])
 
 
 HIDDEN_TESTS = {

@@ -22,9 +22,16 @@ from utils.grading import check_int, check_tensor, check_type
 
 
 
-def _check_grad(got: object, expected: torch.Tensor, what: str, hint: str | None = None) -> None:
+def _check_grad(got: object, expected: torch.Tensor, what: str, hint: str | None = None,
+                mistakes: list | None = None) -> None:
     scale = float(expected.abs().max())
-    check_tensor(got, expected, what, hint=hint, atol=1e-5 * scale, rtol=1e-4)
+    check_tensor(got, expected, what, hint=hint, atol=1e-5 * scale, rtol=1e-4, mistakes=mistakes)
+
+
+W2_GRAD_HINT = ("w2.grad has w2's shape (D, K) and sums over the batch index i, h1's rows: a matmul sums over its "
+                "inner index (lecture 6, section 3).")
+H1_GRAD_HINT = ("h1.grad has h1's shape (B, D) and sums over k, the last index of both w2 and h2_grad: a matmul sums "
+                "over its inner index (lecture 6, section 3).")
 
 
 def _dtype(n: int) -> torch.dtype:
@@ -50,7 +57,8 @@ def _w2_grad_cases() -> list:
 
 def _w2_grad_check(cases, expected, results) -> None:
     for (h1, _, _), want, got in zip(cases, expected, _results(results, len(cases), "w2_grad")):
-        _check_grad(got, want, f"w2_grad for h1 {tuple(h1.shape)} {h1.dtype}")
+        _check_grad(got, want, f"w2_grad for h1 {tuple(h1.shape)} {h1.dtype}", hint=W2_GRAD_HINT,
+                    mistakes=[(want.T, "this is w2.grad transposed: " + W2_GRAD_HINT)])
 
 
 def _h1_grad_cases() -> list:
@@ -68,7 +76,8 @@ def _h1_grad_cases() -> list:
 
 def _h1_grad_check(cases, expected, results) -> None:
     for (w2, h2_grad, _), want, got in zip(cases, expected, _results(results, len(cases), "h1_grad")):
-        _check_grad(got, want, f"h1_grad for w2 {tuple(w2.shape)}, h2_grad {tuple(h2_grad.shape)} {w2.dtype}")
+        _check_grad(got, want, f"h1_grad for w2 {tuple(w2.shape)}, h2_grad {tuple(h2_grad.shape)} {w2.dtype}",
+                    hint=H1_GRAD_HINT, mistakes=[(want.T, "this is h1.grad transposed: " + H1_GRAD_HINT)])
 
 
 # ---- task 3: two_layer_grads -------------------------------------------------------------------------------------
@@ -88,29 +97,68 @@ def _two_layer_grads_cases() -> dict:
     return {"cases": cases, **table}
 
 
-def check_grads(got: object, expected: dict, what: str, hint: str | None = None) -> None:
+def check_grads(got: object, expected: dict, what: str, hint: str | None = None, mistakes: dict | None = None) -> None:
     """The visible test's check_grads (task 3), here for the hidden cases."""
     check_type(got, dict, what, hint="return a dict with the keys 'h2', 'w2', 'h1', 'w1'.")
     check_int(len(got), 4, f"number of entries in {what}", hint="exactly the keys 'h2', 'w2', 'h1', 'w1'.")
     for name in ("h2", "w2", "h1", "w1"):
         if name not in got:
             raise AssertionError(f"{what}: the key {name!r} is missing\nHint: use the keys 'h2', 'w2', 'h1', 'w1'.")
-        _check_grad(got[name], expected[name], f"{what}[{name!r}]", hint=hint)
+        _check_grad(got[name], expected[name], f"{what}[{name!r}]", hint=hint, mistakes=(mistakes or {}).get(name))
+
+
+def mean_mistakes(h2_grad: torch.Tensor, batch: int, k: int) -> dict:
+    """h2.grad when the loss's mean is differentiated wrongly: its division left out, or only by B, or only by K."""
+    return {"h2": [(h2_grad * batch * k, f"h2.grad is B x K = {batch * k} times too big: the loss is a mean over "
+                                         f"all B x K entries of h2, and its division carries into the derivative "
+                                         f"(lecture 6, section 3)."),
+                   (h2_grad * k, f"h2.grad is K = {k} times too big: the mean is over all B x K entries, not over "
+                                 f"the B rows only."),
+                   (h2_grad * batch, f"h2.grad is B = {batch} times too big: the mean is over all B x K entries, "
+                                     f"not over the K columns only."),
+                   (h2_grad / 2, "h2.grad is half the right one: the derivative of h^2 is 2h.")]}
 
 
 def _two_layer_grads_check(cases, expected, results) -> None:
     for (x, w1, w2), want, got in zip(cases["cases"], expected,
                                       _results(results, len(cases["cases"]), "two_layer_grads")):
-        check_grads(got, want, f"two_layer_grads for x {tuple(x.shape)}, w2 {tuple(w2.shape)} {x.dtype}")
+        check_grads(got, want, f"two_layer_grads for x {tuple(x.shape)}, w2 {tuple(w2.shape)} {x.dtype}",
+                    hint="every gradient has the dtype and shape of its tensor; h2.grad is the derivative of a mean "
+                         "of squares; then walk back with the rules of tasks 1 and 2 (lecture 6, section 3).",
+                    mistakes=mean_mistakes(want["h2"], x.shape[0], w2.shape[1]))
 
 
 # ---- tasks 4 and 6: two_layer_flops, stack_flops -----------------------------------------------------------------
-def check_flop_pair(got: object, expected: tuple[int, int], what: str, hint: str | None = None) -> None:
+def check_flop_pair(got: object, expected: tuple[int, int], what: str, hint: str | None = None,
+                    mistakes: dict | None = None) -> None:
     """The visible tests' check_flop_pair (tasks 4 and 6), here for the hidden cases."""
     check_type(got, tuple, what, hint="return a tuple (forward, backward) of two ints.")
     check_int(len(got), 2, f"length of {what}", hint="return a tuple (forward, backward) of two ints.")
-    check_int(got[0], expected[0], f"forward FLOPs of {what}", hint=hint)
-    check_int(got[1], expected[1], f"backward FLOPs of {what}", hint=hint)
+    check_int(got[0], expected[0], f"forward FLOPs of {what}", hint=hint, mistakes=(mistakes or {}).get("forward"))
+    check_int(got[1], expected[1], f"backward FLOPs of {what}", hint=hint, mistakes=(mistakes or {}).get("backward"))
+
+
+def flop_mistakes(batch: int, dims: list[int], x_requires_grad: bool) -> dict:
+    """The counts that typical mistakes give for a stack of bias-free (or biased) linear layers of widths `dims`,
+    each with the hint that names it: FlopCounterMode's count is one forward matmul per layer, and backward a
+    weight-gradient matmul per layer plus an input-gradient matmul per layer whose input needs a gradient."""
+    per_layer = [2 * batch * a * b for a, b in zip(dims, dims[1:])]
+    forward = sum(per_layer)
+    backward = 2 * forward - (0 if x_requires_grad else per_layer[0])
+    mistakes = {"forward": {forward + batch * sum(dims[1:]): "biases cost no counted FLOPs: adding one is "
+                                                             "elementwise work."},
+                "backward": {}}
+    if x_requires_grad:
+        mistakes["backward"][backward - per_layer[0]] = ("with x_requires_grad=True autograd also computes x.grad, "
+                                                         "the first layer's input gradient.")
+    else:
+        mistakes["backward"][backward + per_layer[0]] = ("that counts x.grad, the first layer's input gradient: x is "
+                                                         "data unless x_requires_grad is True (lecture 6, section 4).")
+    for layer in range(1, len(per_layer)):
+        mistakes["backward"].setdefault(backward - per_layer[layer], (
+            f"short by {per_layer[layer]:,} FLOPs, the input-gradient matmul of layer {layer + 1}: every layer whose "
+            f"input needs a gradient computes one (lecture 6, section 4)."))
+    return mistakes
 
 
 def _two_layer_flops_cases() -> list:
@@ -130,9 +178,13 @@ def _flops_check(task: str, describe):
             check_type(got, tuple, f"{task}: a result handed in")
             check_int(len(got), 2, f"{task}: a result handed in")
             explicit, default = got
-            check_flop_pair(explicit, want, describe(case, False))
+            batch, dims = (case[0][0], [case[0][1], case[0][1], case[0][2]]) if task == "two_layer_flops" else case[:2]
+            hint = ("per layer one forward matmul (2mkn); backward a weight-gradient matmul per layer and an "
+                    "input-gradient matmul per layer whose input needs a gradient (lecture 6, section 4).")
+            mistakes = flop_mistakes(batch, list(dims), case[-2])
+            check_flop_pair(explicit, want, describe(case, False), hint=hint, mistakes=mistakes)
             if not case[-2]:  # x_requires_grad False: also called without it
-                check_flop_pair(default, want, describe(case, True))
+                check_flop_pair(default, want, describe(case, True), hint=hint, mistakes=mistakes)
     return check
 
 
@@ -169,22 +221,34 @@ def _stack_grads_cases() -> dict:
     return {"cases": cases, **table}
 
 
-def check_stack(got: object, expected: tuple, what: str, hint: str | None = None) -> None:
+def _close(got: object, want: torch.Tensor) -> bool:
+    return (type(got) is torch.Tensor and got.shape == want.shape and got.dtype == want.dtype
+            and bool(torch.allclose(got, want, rtol=1e-4, atol=1e-5 * float(want.abs().max()))))
+
+
+def check_stack(got: object, expected: tuple, what: str, hint: str | None = None, batch: int = 1) -> None:
     """The visible test's check_stack (task 5), here for the hidden cases."""
     check_type(got, tuple, what, hint="return a tuple (weight_grads, bias_grads) of two lists.")
     check_int(len(got), 2, f"length of {what}", hint="return a tuple (weight_grads, bias_grads) of two lists.")
     for kind, got_list, expected_list in zip(("weight", "bias"), got, expected):
         check_type(got_list, list, f"{kind} grads of {what}", hint="a Python list of tensors, one per layer.")
         check_int(len(got_list), len(expected_list), f"number of {kind} grads of {what}", hint="one per layer.")
+        if len(got_list) > 1 and all(_close(g, e) for g, e in zip(got_list, reversed(expected_list))):
+            raise AssertionError(f"{kind} grads of {what}: the right gradients, in the reverse order\nHint: the lists "
+                                 f"follow the order of weights and biases, layer 1 first.")
         for layer, (g, e) in enumerate(zip(got_list, expected_list)):
-            _check_grad(g, e, f"{kind} grad of layer {layer + 1} in {what}", hint=hint)
+            mistakes = [(e / batch, "this is the mean over the batch: a bias is added to every row, so it collects "
+                                    "the gradient of every row (lecture 6, section 3).")] if kind == "bias" else None
+            _check_grad(g, e, f"{kind} grad of layer {layer + 1} in {what}", hint=hint, mistakes=mistakes)
 
 
 def _stack_grads_check(cases, expected, results) -> None:
     for (x, weights, _), want, got in zip(cases["cases"], expected,
                                           _results(results, len(cases["cases"]), "stack_grads")):
         dims = [x.shape[1]] + [w.shape[1] for w in weights]
-        check_stack(got, want, f"stack_grads, batch {x.shape[0]}, widths {dims}, {x.dtype}")
+        check_stack(got, want, f"stack_grads, batch {x.shape[0]}, widths {dims}, {x.dtype}", batch=x.shape[0],
+                    hint="keep the dtype of the inputs; walk back from the last layer to the first, each layer's "
+                         "output gradient giving its weight and bias gradients (lecture 6, section 3).")
 
 
 HIDDEN_TESTS = {

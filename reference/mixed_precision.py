@@ -214,8 +214,11 @@ def _scale_check(cases, expected, results) -> None:
             check_type(got, tuple, "next_loss_scale's result", hint="return a tuple (new_scale, new_good_steps).")
             check_int(len(got), 2, "length of next_loss_scale's result")
             what = f"step {step} (found_inf={found_inf}, growth_interval={interval})"
-            check_float(got[0], want_scale, f"scale after {what}")
-            check_int(got[1], want_good, f"good_steps after {what}")
+            rule = ("an inf or nan halves the scale (times 0.5) and resets the count to 0" if found_inf else
+                    "a good step adds 1 to the count, and the step that brings it to growth_interval doubles the "
+                    "scale and resets the count")
+            check_float(got[0], want_scale, f"scale after {what}", hint=f"{rule} (lecture 9, section 5).")
+            check_int(got[1], want_good, f"good_steps after {what}", hint=f"{rule} (lecture 9, section 5).")
         check_int(len(gots), len(infs), f"steps handed in (growth_interval={interval})")
 
 
@@ -251,7 +254,9 @@ def _bytes_check(cases, expected, results) -> None:
     _check_list(results, len(cases), "mlp_activation_bytes")
     for case, want, got in zip(cases, expected, results):
         what = f"mlp_activation_bytes{case['args']}" + (" against the bytes autograd saved" if case["measured"] else "")
-        check_int(got, want, what, hint="use Python ints: batch x seq x (dim + 2 x hidden) x dtype.itemsize.")
+        check_int(got, want, what, hint="per token autograd keeps the input of up, of GELU and of down, each as wide "
+                                        "as that layer's input, in the dtype's bytes; a Python int "
+                                        "(lecture 9, section 6).")
 
 
 # ---- task 5: autocast's output dtypes, measured with torch.autocast

@@ -230,10 +230,30 @@ def _can_view_expected(cases: dict) -> list[bool]:
     return expected
 
 
+def _chunks(shape: tuple[int, ...], strides: tuple[int, ...]) -> list[int]:
+    """The elements of each chunk of a layout, outermost first, size-1 dimensions dropped (lecture 3, section 3)."""
+    kept = [(size, stride) for size, stride in zip(shape, strides) if size != 1]
+    chunks: list[int] = []
+    for d, (size, stride) in enumerate(kept):
+        if d > 0 and kept[d - 1][1] == stride * size:
+            chunks[-1] *= size
+        else:
+            chunks.append(size)
+    return chunks or [1]
+
+
 def _can_view_check(cases, expected, results) -> None:
     calls = cases["calls"]
     for (shape, strides, new_shape), want, got in zip(calls, expected, _results(results, len(calls), "can_view")):
-        check_bool(got, want, f"can_view({shape}, {strides}, {new_shape})")
+        if 0 in shape:
+            hint = "a tensor with no elements can always be viewed."
+        else:
+            ones = [d for d, size in enumerate(shape) if size == 1]
+            dropped = f"dropping its size-1 dimension(s) {ones}, " if ones else ""
+            hint = (f"{dropped}this layout is {len(_chunks(shape, strides))} chunk(s) of {_chunks(shape, strides)} "
+                    f"elements (outermost first); a view works when each chunk is the product of a run of "
+                    f"neighbouring new dimensions, size-1 new dimensions fitting anywhere (lecture 3, section 3).")
+        check_bool(got, want, f"can_view({shape}, {strides}, {new_shape})", hint=hint)
 
 
 HIDDEN_TESTS = {

@@ -11,10 +11,14 @@ nbclient, torch, utils) where the session's driver needs only Python. For each l
      (TEXT_EDITS: `sum(allocated)`, the column it adds up, in its place); a dropped name still used in the lecture
      stops the edit;
    - lecture 10 becomes a GPU lecture like 2, 5, 7, 8 and 9 (PROMOTE): its device line and its GPU cell are tagged
-     `gpu-figure` and `nbval-ignore-output`, and the "Stored figures" note goes under the device line;
+     `gpu-figure` and `nbval-ignore-output`, and the "Stored figures" note and the cell naming the machine's CPU go
+     under the device line;
 2. with --execute, runs the whole notebook in one kernel (nbclient, the course's kernel), so that no stored output
    is spliced from two runs; without CUDA only with --dry-run (a rehearsal: its outputs are not for committing);
-3. stamps the run: the notebook's `gpu_figures` metadata and its note get this GPU, torch, CUDA and date;
+3. stamps the run: the notebook's `gpu_figures` metadata and its note get this GPU, torch, CUDA and date; after a
+   run of the whole notebook on the GPU, the metadata says so (`whole_run`), the note says that one machine made every
+   output (the cell under it names that machine's CPU), and the labels of the GPU figures, which said that the other
+   outputs came from a CPU run, go;
 4. checks the result as tests/test_notebook_conventions.py will (and, after a GPU run, that no GPU figure holds a
    "Skipped" line or an error), and writes DIR/notebooks/NAME.ipynb and DIR/lectures.json (edits, problems, seconds,
    the text outputs of the GPU figures).
@@ -41,10 +45,26 @@ GPU_FIGURE, IGNORE_OUTPUT = "gpu-figure", "nbval-ignore-output"
 LECTURES = ["02_tensors_on_gpu", "05_flops_mfu", "07_models_optimizers", "08_training_loop", "09_mixed_precision",
             "10_accounting_a_training_run"]
 PROMOTE = {"10_accounting_a_training_run"}  # lectures that become GPU lectures in this run
-NOTE = ('**Stored figures.** The outputs saved in this notebook, the ones you see before running it, were measured on an\n'
-        '{device} (torch {torch}, CUDA {cuda}) on {date}; the cells tagged `gpu-figure` hold\n'
-        'them. Run the notebook to measure your own machine instead: on a CPU the GPU-only cells print one "Skipped" line.\n')
+# The note under the device line after a run of the whole notebook on the GPU: one machine made every output.
+NOTE = ('**Stored figures.** The outputs saved in this notebook, the ones you see before running it, were measured in one '
+        'run on an\n{device} (torch {torch}, CUDA {cuda}) on {date}; the cell below names that machine\'s CPU. Run the '
+        'notebook to measure\nyour own machine instead: on a CPU the GPU-only cells print one "Skipped" line.\n')
+# The note while the GPU figures are kept from a GPU run and every other output comes from a CPU run
+# (scripts/execute_notebooks.py), and the label above each such figure (tests/test_notebook_provenance.py).
+SPLICED_NOTE = ('**Where the stored outputs come from.** Two runs, on two machines. The device line above and the cells '
+                'labelled\n*stored from the GPU run* were measured on an {device} (torch {torch}, CUDA {cuda}) on '
+                '{date}.\nEvery other output comes from the last run of the whole notebook, on a machine without a '
+                'GPU, which the\ncell below names: its timings and measurements are that machine\'s, not the GPU '
+                'server\'s. Run the notebook to measure\nyour own machine: on a CPU the GPU-only cells print one '
+                '"Skipped" line.\n')
+LABEL = "*The output below is stored from the GPU run ({device}, {date}), not from the CPU run named at the top.*\n"
+LABEL_TAG = "gpu-figure-label"
+# The cell under the note: the machine that ran the notebook (its CPU), whatever made the GPU figures.
+HOST_CELL = ('import datetime\n\nfrom utils.device import describe_host\n\n'
+             'print(f"this run: {describe_host()}, {datetime.date.today()}")')
+HOST_ID = "this-run"
 NOTE_ID = "stored-gpu-figures"
+NOTE_IDS = ("gpu-figures-note", NOTE_ID)  # the note's id in lectures 2, 5, 7, 8 and 9, and in a promoted lecture
 # Names to drop besides the utils.retired stand-ins: (module, name) -> what the lecture uses instead (TEXT_EDITS).
 ALSO_RETIRED = {("utils.transfer", "predicted_allocated_bytes")}
 # (lecture, cell type, old text, new text): each must be found, or be done already (old gone, new there).
@@ -68,8 +88,8 @@ TEXT_EDITS = [
      """        print(f"fp8: {n}x{n} matmul in {seconds['fp8'] * 1e3:.3f} ms = {2 * n**3 / seconds['fp8'] / 1e12:.0f} TFLOP/s, "\n"""
      """              f"{seconds['bf16'] / seconds['fp8']:.1f}x the bf16 rate above (the dense peaks' ratio is 2x)")"""),
     ("09_mixed_precision", "markdown", "fp8 has even less range (E4M3:",
-     "At this size fp8 falls short of the 2x of the peaks (the line above); larger matmuls get closer (README,\n"
-     "\"Measured on an H100\").\n\nfp8 also has even less range (E4M3:"),
+     "At this size fp8 falls short of the 2x of the peaks (compare its rate with bf16's above); larger matmuls get\n"
+     "closer (README, \"Measured on an H100\").\n\nfp8 also has even less range (E4M3:"),
     # #25 D13: lecture 5's log-x axes label each measured size once (the default minor labels overlapped).
     ("05_flops_mfu", "code", 'axes[0, 0].set_xlabel("matrix size n (an n x n @ n x n matmul)")',
      'axes[0, 0].set_xlabel("matrix size n (an n x n @ n x n matmul, one tick per size)")\n'
@@ -173,17 +193,29 @@ def apply_edits(name: str, notebook) -> tuple[list[str], list[str]]:
         index = notebook.cells.index(first) + 1
         if not any(c.get("id") == NOTE_ID for c in notebook.cells):
             note = nbformat.v4.new_markdown_cell(NOTE, id=NOTE_ID)
-            notebook.cells.insert(index, note)
+            host = nbformat.v4.new_code_cell(HOST_CELL, id=HOST_ID, metadata={"tags": [IGNORE_OUTPUT]})
+            notebook.cells[index:index] = [note, host]
         notebook.metadata["gpu_figures"] = {}  # stamped after the run
         done.append(f"made a GPU lecture: cells {', '.join(c.id for c in [first] + gpu_cells)} tagged "
                     f"{GPU_FIGURE}, the stored-figures note under the device line")
     return done, problems
 
 
-def stamp(notebook, run: dict) -> list[str]:
-    """Write `run` (device, torch, cuda, date) into the notebook's gpu_figures metadata and its note."""
+def stamp(notebook, run: dict, whole_run: bool = False) -> list[str]:
+    """Write `run` (device, torch, cuda, date) into the notebook's gpu_figures metadata and its note. After a run of
+    the whole notebook on the GPU (`whole_run`), one machine made every output: the note says so and the labels of
+    the GPU figures go."""
     old = notebook.metadata.get("gpu_figures") or {}
     problems = []
+    if whole_run:
+        notes = [c for c in notebook.cells if c.get("id") in NOTE_IDS]
+        if not notes:
+            problems.append("no note under the device line (cell id gpu-figures-note); write it by hand")
+        for cell in notes:
+            cell.source = NOTE.format(**run)
+        notebook.cells = [c for c in notebook.cells if LABEL_TAG not in c.get("metadata", {}).get("tags", [])]
+        notebook.metadata["gpu_figures"] = {**run, "whole_run": True}
+        return problems
     if old:
         old_note, before = NOTE.format(**old), f"{old['device']} (torch {old['torch']}, CUDA {old['cuda']}) on {old['date']}"
         after = f"{run['device']} (torch {run['torch']}, CUDA {run['cuda']}) on {run['date']}"
@@ -281,7 +313,7 @@ def main(argv: list[str] | None = None) -> int:
                                resources={"metadata": {"path": str(path.parent)}}).execute()
             except Exception as error:  # noqa: BLE001 (the cell's error is the report)
                 problems.append(f"execution stopped: {type(error).__name__}: {str(error)[-600:]}")
-        problems += stamp(notebook, run)
+        problems += stamp(notebook, run, whole_run=args.execute and on_gpu and not problems)
         problems += check(notebook, run, executed_on_gpu=args.execute and on_gpu)
         nbformat.validate(notebook)
         nbformat.write(notebook, args.out / "notebooks" / f"{name}.ipynb")

@@ -46,3 +46,21 @@ def test_without_cuda_the_real_session_stops_after_the_plan(tmp_path):
     assert "plan:" in result.stdout and "install ..." not in result.stdout
     assert "no CUDA here" in result.stderr and "DRY_RUN=1" in result.stderr
     assert "| install | not run |" in (tmp_path / "summary.md").read_text()
+
+
+def test_after_a_whole_gpu_run_the_note_says_one_machine_and_the_labels_go():
+    """scripts/gpu_lectures.py's stamp after a run of the whole lecture on the GPU: the two-machine note becomes the
+    one-machine note, the GPU figures' labels go, and the provenance check passes (here with the stored run's GPU)."""
+    import nbformat
+
+    from tests.test_notebook_provenance import provenance_problems
+    sys.path.insert(0, str(REPO / "scripts"))
+    import gpu_lectures
+    notebook = nbformat.read(REPO / "notebooks" / "08_training_loop.ipynb", as_version=4)
+    run = {key: value for key, value in notebook.metadata["gpu_figures"].items() if key != "whole_run"}
+    labelled = [c for c in notebook.cells if gpu_lectures.LABEL_TAG in c.metadata.get("tags", [])]
+    assert labelled and gpu_lectures.stamp(notebook, run, whole_run=True) == []
+    assert not any(gpu_lectures.LABEL_TAG in c.metadata.get("tags", []) for c in notebook.cells)
+    note = next(c for c in notebook.cells if c.get("id") in gpu_lectures.NOTE_IDS)
+    assert note.source == gpu_lectures.NOTE.format(**run) and notebook.metadata["gpu_figures"]["whole_run"] is True
+    assert provenance_problems(json.loads(nbformat.writes(notebook))) == []

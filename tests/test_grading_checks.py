@@ -5,7 +5,7 @@ import pytest
 import torch
 
 import utils.floats
-from utils.grading import check_float, check_int, check_str, check_tensor, forbidden
+from utils.grading import check_float, check_int, check_str, check_tensor, errors_named, forbidden
 
 
 class AlwaysEqual:
@@ -53,6 +53,43 @@ def test_tensor_check_is_strict_about_type_dtype_shape():
                            (expected * 2, "values differ")]:
         with pytest.raises(AssertionError, match=message):
             check_tensor(wrong, expected, "x")
+
+
+def test_small_tensors_that_differ_are_shown_whole_and_large_ones_summarised():
+    with pytest.raises(AssertionError, match=r"values differ: expected \[\[1, 2\]\], got \[\[2, 1\]\]\nHint: look"):
+        check_tensor(torch.tensor([[2.0, 1.0]]), torch.tensor([[1.0, 2.0]]), "x", hint="look")
+    with pytest.raises(AssertionError, match="Mismatched elements: 1 / 20"):
+        check_tensor(torch.arange(20.0) + (torch.arange(20) == 3), torch.arange(20.0), "x")
+
+
+def test_a_known_mistake_gets_its_own_hint():
+    want = torch.tensor([[1.0, 2.0], [3.0, 4.0]])
+    mistakes = [(want.T, "transposed"), (want * 2, "twice")]
+    for got, named in [(want.T.clone(), "transposed"), (want * 2, "twice"), (want + 1, "generic")]:
+        with pytest.raises(AssertionError, match=f"Hint: {named}$"):
+            check_tensor(got, want, "x", hint="generic", mistakes=mistakes)
+    with pytest.raises(AssertionError, match="expected shape \\(2, 1\\), got \\(1, 2\\)\nHint: transposed"):
+        check_tensor(torch.tensor([[1.0, 3.0]]), want[:, :1], "x", hint="generic",
+                     mistakes=[(torch.tensor([[1.0, 3.0]]), "transposed")])
+    with pytest.raises(AssertionError, match="Hint: off by one$"):
+        check_int(5, 4, "x", hint="generic", mistakes={5: "off by one"})
+    with pytest.raises(AssertionError, match="Hint: generic$"):
+        check_int(6, 4, "x", hint="generic", mistakes={5: "off by one"})
+    with pytest.raises(AssertionError, match="Hint: hours$"):
+        check_float(24.0 * 3.5, 3.5, "x", hint="generic", rel_tol=1e-9, mistakes={24.0 * 3.5: "hours"})
+
+
+def test_errors_named_turns_a_known_raw_error_into_a_hint_and_lets_others_through():
+    with pytest.raises(AssertionError, match="w2_grad: raised RuntimeError: mat1 and mat2 shapes cannot be multiplied.*"
+                                             "\nHint: transpose"):
+        with errors_named("w2_grad", {"cannot be multiplied": "transpose"}):
+            torch.ones(2, 3) @ torch.ones(2, 3)
+    with pytest.raises(ZeroDivisionError):
+        with errors_named("x", {"cannot be multiplied": "transpose"}):
+            1 / 0
+    with pytest.raises(AssertionError, match="^mine$"):
+        with errors_named("x", {"mine": "not this"}):
+            raise AssertionError("mine")
 
 
 def test_monkeypatched_torch_comparisons_do_not_help(monkeypatch):

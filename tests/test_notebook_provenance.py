@@ -1,15 +1,19 @@
-"""A lecture's stored outputs come from one run (issue #25, B5: outputs spliced from two runs).
+"""A lecture's stored outputs say which run, and which machine, each came from (issue #25 B5; issue #34).
 
 Checked on the stored files, without running anything:
-- the execution counts strictly increase through the code cells that have one;
+- the execution counts strictly increase through all the code cells that have one, from top to bottom: an output
+  pasted from another run (an earlier one, or the GPU run) breaks the order;
 - the outputs print at most one device line (`utils.device.describe_device`) and at most one torch version.
 
-Cells tagged `gpu-figure` are a second, labelled provenance: the figures measured on a GPU, which
-scripts/execute_notebooks.py keeps when a lecture is re-run on a machine without one. They are checked apart, by the
-same rules, and only where the notebook names their machine (its `gpu_figures` metadata: device and torch, which its
-"Stored figures" note repeats). A GPU figure in a notebook that does not say where it came from, one that prints
-another machine's device line or torch, or one that loses its tag (its execution count then breaks the run's order), is
-an unlabelled splice and fails. (An untagged cell may name the GPU: after a run end to end on one, every cell does.)
+Cells tagged `gpu-figure` hold the figures measured on a GPU, which scripts/execute_notebooks.py keeps when a lecture
+is re-run on a machine without one (with this run's execution count). They are checked apart by the device and torch
+rules, and only where the notebook names their machine (its `gpu_figures` metadata: device and torch, which its
+note repeats). Until a GPU run of the whole notebook replaces everything (`gpu_figures["whole_run"]`, set by
+scripts/gpu_lectures.py), each GPU figure but the device line (cell 1, which the note under it explains) is labelled:
+the markdown cell right above it is tagged `gpu-figure-label` and names the GPU and the date. A GPU figure without
+its label, a label above anything else (a figure that lost its tag), a GPU figure that prints another machine's
+device line or torch, or one in a notebook that does not say where it came from, is an unlabelled splice and fails.
+(An untagged cell may name the GPU: after a run end to end on one, every cell does.)
 """
 import copy
 import json
@@ -20,7 +24,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted(REPO.glob("notebooks/*.ipynb")) + [REPO / "index.ipynb"] + sorted(REPO.glob("source/*/*.ipynb"))
-GPU_FIGURE = "gpu-figure"
+GPU_FIGURE, LABEL = "gpu-figure", "gpu-figure-label"
 DEVICE_LINE = re.compile(r"^(CUDA GPU \d+ of \d+: .*|Apple GPU via MPS on .*|CPU only: .*) \(torch [^)\s]+\)$",
                          re.MULTILINE)
 TORCH_VERSION = re.compile(r"\btorch (\d+\.\d+(?:\.\d+)?(?:[+.\w]*\w)?)")
@@ -39,14 +43,21 @@ def is_gpu_figure(cell: dict) -> bool:
     return GPU_FIGURE in cell.get("metadata", {}).get("tags", [])
 
 
-def run_problems(label: str, cells: list[tuple[int, dict]]) -> list[str]:
-    """What shows that `cells` (index, cell) did not come from one run."""
-    problems = []
+def is_label(cell: dict) -> bool:
+    return cell["cell_type"] == "markdown" and LABEL in cell.get("metadata", {}).get("tags", [])
+
+
+def count_problems(cells: list[tuple[int, dict]]) -> list[str]:
+    """Execution counts that do not strictly increase from top to bottom: outputs from another run."""
     counted = [(index, cell["execution_count"]) for index, cell in cells if cell.get("execution_count") is not None]
-    for (before, count_before), (after, count_after) in zip(counted, counted[1:]):
-        if count_after <= count_before:
-            problems.append(f"{label}: cell {after} has execution count {count_after} after cell {before}'s "
-                            f"{count_before}: its output comes from another run")
+    return [f"cell {after} has execution count {count_after} after cell {before}'s {count_before}: its output comes "
+            f"from another run" for (before, count_before), (after, count_after) in zip(counted, counted[1:])
+            if count_after <= count_before]
+
+
+def run_problems(label: str, cells: list[tuple[int, dict]]) -> list[str]:
+    """What shows that the outputs of `cells` (index, cell) came from more than one machine or torch."""
+    problems = []
     devices = [(index, line) for index, cell in cells for line in DEVICE_LINE.findall(output_text(cell))]
     if len(devices) > 1:
         problems.append(f"{label}: {len(devices)} device lines (cells {', '.join(str(i) for i, _ in devices)})")
@@ -56,19 +67,43 @@ def run_problems(label: str, cells: list[tuple[int, dict]]) -> list[str]:
     return problems
 
 
+def label_problems(cells: list[dict], meta: dict) -> list[str]:
+    """Each GPU figure after the device line has a label right above it naming the GPU and the date, and each label
+    sits right above a GPU figure; after a whole run on the GPU there are no labels."""
+    problems = []
+    for index, cell in enumerate(cells):
+        above = cells[index - 1] if index > 0 else None
+        if is_label(cell):
+            text = "".join(cell["source"])
+            if meta.get("whole_run"):
+                problems.append(f"cell {index} labels an output as the GPU run's, but the whole notebook ran on the GPU")
+            elif index + 1 >= len(cells) or cells[index + 1]["cell_type"] != "code" or not is_gpu_figure(cells[index + 1]):
+                problems.append(f"cell {index} is a GPU figure's label, but the cell under it is not a GPU figure")
+            elif meta.get("device", "?") not in text or meta.get("date", "?") not in text:
+                problems.append(f"cell {index}, a GPU figure's label, does not name {meta.get('device')} and "
+                                f"{meta.get('date')}")
+        elif (cell["cell_type"] == "code" and is_gpu_figure(cell) and index > 1 and not meta.get("whole_run")
+              and not (above is not None and is_label(above))):
+            problems.append(f"cell {index} is a GPU figure in a notebook whose other outputs come from another run, "
+                            f"but no label above it says so")
+    return problems
+
+
 def provenance_problems(notebook: dict) -> list[str]:
     """Everything that says the stored outputs of `notebook` were spliced from more than one run, unlabelled."""
     code = [(index, cell) for index, cell in enumerate(notebook["cells"]) if cell["cell_type"] == "code"]
     main = [(index, cell) for index, cell in code if not is_gpu_figure(cell)]
     gpu = [(index, cell) for index, cell in code if is_gpu_figure(cell)]
-    problems = run_problems("the notebook's run", main)
-    if not gpu:
-        return problems
+    problems = count_problems(code) + run_problems("the notebook's run", main)
     meta = notebook.get("metadata", {}).get("gpu_figures")
+    if not gpu:
+        labels = [index for index, cell in enumerate(notebook["cells"]) if is_label(cell)]
+        return problems + [f"cell {index} is a GPU figure's label, but the notebook has no GPU figures" for index in labels]
     if not meta or not meta.get("device") or not meta.get("torch"):
         return problems + [f"cells {', '.join(str(i) for i, _ in gpu)} are GPU figures, but the notebook's "
                            "gpu_figures metadata does not name their machine and torch"]
     problems += run_problems(f"the GPU figures' run ({meta['device']})", gpu)
+    problems += label_problems(notebook["cells"], meta)
     for index, cell in gpu:
         text = output_text(cell)
         for line in DEVICE_LINE.findall(text):
@@ -119,13 +154,40 @@ def test_a_gpu_output_in_a_cpu_lecture_fails(tmp_path):
     assert any("device lines" in p for p in problems) and any("torch versions" in p for p in problems), problems
 
 
-def test_a_gpu_figure_that_loses_its_tag_fails(tmp_path):
+def test_a_gpu_figure_from_another_run_between_untagged_cells_fails(tmp_path):
     notebook = load("09_mixed_precision.ipynb")
     assert provenance_problems(notebook) == []
-    for index in code_indices(notebook, gpu=True)[1:]:       # untag the timings, keep the device line's label
-        notebook["cells"][index]["metadata"]["tags"].remove(GPU_FIGURE)
+    gpu = code_indices(notebook, gpu=True)[-1]
+    earlier = max(i for i in code_indices(notebook, gpu=False) if i < gpu)
+    notebook["cells"][gpu]["execution_count"] = notebook["cells"][earlier]["execution_count"]  # as the GPU run numbered it
     problems = provenance_problems(splice_and_reload(tmp_path, notebook))
-    assert any("execution count" in p for p in problems), problems
+    assert any(f"cell {gpu} has execution count" in p for p in problems), problems
+
+
+def test_a_gpu_figure_that_loses_its_tag_fails(tmp_path):
+    notebook = load("09_mixed_precision.ipynb")
+    index = code_indices(notebook, gpu=True)[-1]
+    notebook["cells"][index]["metadata"]["tags"].remove(GPU_FIGURE)     # its label now sits above an untagged cell
+    problems = provenance_problems(splice_and_reload(tmp_path, notebook))
+    assert any("the cell under it is not a GPU figure" in p for p in problems), problems
+
+
+def test_a_gpu_figure_without_its_label_fails(tmp_path):
+    notebook = load("05_flops_mfu.ipynb")
+    index = code_indices(notebook, gpu=True)[-1]
+    assert is_label(notebook["cells"][index - 1])
+    del notebook["cells"][index - 1]
+    problems = provenance_problems(splice_and_reload(tmp_path, notebook))
+    assert any("no label above it" in p for p in problems), problems
+
+
+def test_labels_after_a_whole_run_on_the_gpu_fail(tmp_path):
+    notebook = load("08_training_loop.ipynb")
+    notebook["metadata"]["gpu_figures"]["whole_run"] = True
+    problems = provenance_problems(splice_and_reload(tmp_path, notebook))
+    assert any("the whole notebook ran on the GPU" in p for p in problems), problems
+    notebook["cells"] = [cell for cell in notebook["cells"] if not is_label(cell)]
+    assert provenance_problems(splice_and_reload(tmp_path, notebook)) == []
 
 
 def test_gpu_figures_without_a_named_machine_fail(tmp_path):

@@ -48,6 +48,25 @@ def describe_device(device: torch.device | str | None = None) -> str:
             f"GPU-only cells will say what they skip ({torch_version})")
 
 
+def cpu_model() -> str:
+    """The CPU's model name where the system says it (Linux: /proc/cpuinfo), else what `platform` knows."""
+    try:
+        with open("/proc/cpuinfo") as cpuinfo:
+            for line in cpuinfo:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def describe_host() -> str:
+    """One line naming the machine this process runs on, whatever its GPU: its CPU, cores, system and torch. A
+    notebook whose stored outputs come from two machines prints it, so that its untagged outputs have a name."""
+    return (f"{cpu_model()} ({platform.machine()}), {os.cpu_count()} logical cores, {platform.system()} "
+            f"(torch {torch.__version__})")
+
+
 def skip_unless_cuda(what: str) -> bool:
     """Return True when CUDA is present; otherwise print one line saying what is skipped, and return False.
 

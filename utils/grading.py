@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 import math
+import re
 import types
 from typing import Callable, Iterator
 
@@ -36,24 +37,40 @@ def check_type(value: object, expected_type: type, what: str, hint: str | None =
         _fail(what, f"expected a {expected_type.__name__}, got {type(value).__name__}", hint)
 
 
-def check_int(value: object, expected: int, what: str, hint: str | None = None) -> None:
-    """`value` must be a plain int equal to `expected`."""
+def _named(value: object, mistakes: dict | None, hint: str | None, same=lambda a, b: a == b) -> str | None:
+    """The hint for a wrong `value`: the one `mistakes` (a wrong value -> the hint naming the mistake that gives it)
+    has for it, else `hint`."""
+    for wrong, named in (mistakes or {}).items():
+        if same(value, wrong):
+            return named
+    return hint
+
+
+def check_int(value: object, expected: int, what: str, hint: str | None = None,
+              mistakes: dict[int, str] | None = None) -> None:
+    """`value` must be a plain int equal to `expected`. `mistakes` maps wrong values that a known mistake gives to the
+    hint that names it (used instead of `hint` when `value` is one of them)."""
     check_type(value, int, what, hint)
     if int.__ne__(value, expected):
-        _fail(what, f"expected {expected:,}, got {value:,}", hint)
+        _fail(what, f"expected {expected:,}, got {value:,}", _named(value, mistakes, hint))
 
 
-def check_float(value: object, expected: float, what: str, hint: str | None = None, rel_tol: float = 0.0) -> None:
-    """`value` must be a plain float equal to `expected` (to `rel_tol`; nan matches nan; signs of inf and 0 matter)."""
-    check_type(value, float, what, hint)
+def _floats_match(value: float, expected: float, rel_tol: float) -> bool:
     if _isnan(expected) or _isnan(value):
-        if not (_isnan(expected) and _isnan(value)):
-            _fail(what, f"expected {expected!r}, got {value!r}", hint)
-        return
+        return _isnan(expected) and _isnan(value)
     same = float.__eq__(value, expected) and math.copysign(1.0, value) == math.copysign(1.0, expected)
     close = rel_tol > 0 and math.isfinite(expected) and abs(value - expected) <= rel_tol * abs(expected)
-    if not (same or close):
-        _fail(what, f"expected {expected!r}, got {value!r}", hint)
+    return same or close
+
+
+def check_float(value: object, expected: float, what: str, hint: str | None = None, rel_tol: float = 0.0,
+                mistakes: dict[float, str] | None = None) -> None:
+    """`value` must be a plain float equal to `expected` (to `rel_tol`; nan matches nan; signs of inf and 0 matter).
+    `mistakes` as in check_int, matched to the same `rel_tol`."""
+    check_type(value, float, what, hint)
+    if not _floats_match(value, expected, rel_tol):
+        named = _named(value, mistakes, hint, lambda a, b: _floats_match(a, float(b), max(rel_tol, 1e-12)))
+        _fail(what, f"expected {expected!r}, got {value!r}", named)
 
 
 def check_str(value: object, expected: str, what: str, hint: str | None = None) -> None:
@@ -81,21 +98,71 @@ def check_ints(value: object, expected: tuple[int, ...], what: str, hint: str | 
         _fail(what, f"expected {expected}, got {tuple(int.__int__(v) for v in value)}", hint)
 
 
+SHOWN_ELEMENTS = 16  # tensors up to this size are printed whole when they differ (got and expected side by side)
+
+
+def show(t: Tensor) -> str:
+    """A small tensor's values as a nested list, floats to 4 significant digits."""
+    def text(x: object) -> str:
+        if isinstance(x, list):
+            return "[" + ", ".join(text(v) for v in x) + "]"
+        return f"{x:.4g}" if isinstance(x, float) else str(x)
+    return text(t.detach().cpu().tolist())
+
+
+def _tensors_match(value: Tensor, expected: Tensor, atol: float, rtol: float) -> bool:
+    try:
+        _assert_close(value, expected, atol=atol, rtol=rtol, equal_nan=True)
+    except AssertionError:
+        return False
+    return True
+
+
 def check_tensor(value: object, expected: Shaped[Tensor, "..."], what: str, hint: str | None = None,
-                 atol: float = 0.0, rtol: float = 0.0) -> None:
-    """`value` must be a real torch.Tensor with the expected dtype, shape and device, and values within atol/rtol."""
+                 atol: float = 0.0, rtol: float = 0.0, mistakes: list[tuple[Tensor, str]] | None = None) -> None:
+    """`value` must be a real torch.Tensor with the expected dtype, shape and device, and values within atol/rtol.
+    When the values differ, small tensors are shown whole (expected, then got). `mistakes` lists (tensor a known
+    mistake gives, the hint that names it): a value matching one (its shape, and its values to atol/rtol) gets that
+    hint instead of `hint`."""
     if type(value) is not _tensor_type:
         _fail(what, f"expected a torch.Tensor, got {type(value).__name__}", hint)
+    named = hint
+    for wrong, mistake in mistakes or []:
+        if (tuple(value.shape) == tuple(wrong.shape) and value.dtype.is_floating_point == wrong.dtype.is_floating_point
+                and _tensors_match(value.detach().cpu().to(wrong.dtype), wrong, atol, rtol)):
+            named = mistake
+            break
     if value.dtype != expected.dtype:
         _fail(what, f"expected dtype {expected.dtype}, got {value.dtype}", hint)
     if tuple(value.shape) != tuple(expected.shape):
-        _fail(what, f"expected shape {tuple(expected.shape)}, got {tuple(value.shape)}", hint)
+        _fail(what, f"expected shape {tuple(expected.shape)}, got {tuple(value.shape)}", named)
     if value.device != expected.device:
         _fail(what, f"expected device {expected.device}, got {value.device}", hint)
     try:
         _assert_close(value, expected, atol=atol, rtol=rtol, equal_nan=True)
     except AssertionError as error:
-        _fail(what, f"values differ: {error}", hint)
+        if expected.numel() <= SHOWN_ELEMENTS:
+            _fail(what, f"values differ: expected {show(expected)}, got {show(value)}", named)
+        _fail(what, f"values differ: {error}", named)
+
+
+@contextlib.contextmanager
+def errors_named(what: str, hints: dict[str, str]) -> Iterator[None]:
+    """Within the block, an error (other than an AssertionError) whose "Type: message" matches one of `hints`' regular
+    expressions becomes an AssertionError that says what was being checked, quotes the error's first line and gives
+    that pattern's hint: the raw torch errors a task's typical mistakes cause, each named. Other errors pass as
+    they are."""
+    try:
+        yield
+    except AssertionError:
+        raise
+    except Exception as error:  # noqa: BLE001 - matched against the hints, else re-raised unchanged
+        text = f"{type(error).__name__}: {error}"
+        for pattern, hint in hints.items():
+            if re.search(pattern, text):
+                first = text.splitlines()[0]
+                raise AssertionError(f"{what}: raised {first[:300]}\nHint: {hint}") from None
+        raise
 
 
 # How much further from the exact result a correct low-precision computation may land than torch's own does.

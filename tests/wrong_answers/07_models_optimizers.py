@@ -1,0 +1,164 @@
+"""Exercise 7, optimizers: typical wrong answers."""
+from tests.wrong_answers import Wrong
+
+_HEAD = '''
+class {name}(torch.optim.Optimizer):
+    def __init__(self, params, {args}):
+        super().__init__(params, dict({defaults}))
+
+    @torch.no_grad()
+    def step(self, closure=None):
+'''
+_SGD = _HEAD.format(name="MomentumSGD", args="lr=0.01, momentum=0.9, weight_decay=0.0, nesterov=False",
+                    defaults="lr=lr, momentum=momentum, weight_decay=weight_decay, nesterov=nesterov")
+_ADAGRAD = _HEAD.format(name="AdaGrad", args="lr=0.01, eps=1e-10, initial_accumulator_value=0.0",
+                        defaults="lr=lr, eps=eps, initial_accumulator_value=initial_accumulator_value")
+_ADAMW = _HEAD.format(name="AdamW", args="lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2",
+                      defaults="lr=lr, betas=betas, eps=eps, weight_decay=weight_decay")
+
+WRONG = [
+    Wrong("MomentumSGD", "an exponential average of the gradients (1 - momentum) instead of a sum", r"momentum \* v \+|v <- momentum|1 - momentum|dampening|velocity", _SGD + """
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                d = p.grad + group["weight_decay"] * p
+                state = self.state[p]
+                if "momentum_buffer" not in state:
+                    state["momentum_buffer"] = d.clone()
+                else:
+                    state["momentum_buffer"].mul_(group["momentum"]).add_((1 - group["momentum"]) * d)
+                v = state["momentum_buffer"]
+                p.sub_(group["lr"] * (d + group["momentum"] * v if group["nesterov"] else v))
+"""),
+    Wrong("MomentumSGD", "ignores nesterov", r"nesterov", _SGD + """
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                d = p.grad + group["weight_decay"] * p
+                state = self.state[p]
+                if "momentum_buffer" not in state:
+                    state["momentum_buffer"] = d.clone()
+                else:
+                    state["momentum_buffer"].mul_(group["momentum"]).add_(d)
+                p.sub_(group["lr"] * state["momentum_buffer"])
+"""),
+    Wrong("MomentumSGD", "leaves out the weight decay", r"weight.decay", _SGD + """
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                d = p.grad
+                state = self.state[p]
+                if "momentum_buffer" not in state:
+                    state["momentum_buffer"] = d.clone()
+                else:
+                    state["momentum_buffer"].mul_(group["momentum"]).add_(d)
+                v = state["momentum_buffer"]
+                p.sub_(group["lr"] * (d + group["momentum"] * v if group["nesterov"] else v))
+"""),
+    Wrong("AdaGrad", "eps inside the square root", r"eps|square root", _ADAGRAD + """
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                state = self.state[p]
+                if "sum" not in state:
+                    state["sum"] = torch.full_like(p, group["initial_accumulator_value"])
+                state["sum"].add_(p.grad * p.grad)
+                p.sub_(group["lr"] * p.grad / (state["sum"] + group["eps"]).sqrt())
+"""),
+    Wrong("AdaGrad", "the sum starts at 0, ignoring initial_accumulator_value", r"initial_accumulator_value|starts at|s_?0", _ADAGRAD + """
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                state = self.state[p]
+                if "sum" not in state:
+                    state["sum"] = torch.zeros_like(p)
+                state["sum"].add_(p.grad * p.grad)
+                p.sub_(group["lr"] * p.grad / (state["sum"].sqrt() + group["eps"]))
+"""),
+    Wrong("AdamW", "no bias correction", r"bias correction", _ADAMW + """
+        for group in self.param_groups:
+            beta1, beta2 = group["betas"]
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                state = self.state[p]
+                if not state:
+                    state["exp_avg"] = torch.zeros_like(p)
+                    state["exp_avg_sq"] = torch.zeros_like(p)
+                p.mul_(1 - group["lr"] * group["weight_decay"])
+                state["exp_avg"].mul_(beta1).add_((1 - beta1) * p.grad)
+                state["exp_avg_sq"].mul_(beta2).add_((1 - beta2) * p.grad * p.grad)
+                p.sub_(group["lr"] * state["exp_avg"] / (state["exp_avg_sq"].sqrt() + group["eps"]))
+"""),
+    Wrong("AdamW", "weight decay added to the gradient (Adam's L2), not decoupled", r"decoupled|weight.decay", _ADAMW + """
+        for group in self.param_groups:
+            beta1, beta2 = group["betas"]
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                state = self.state[p]
+                if not state:
+                    state["step"] = 0
+                    state["exp_avg"] = torch.zeros_like(p)
+                    state["exp_avg_sq"] = torch.zeros_like(p)
+                state["step"] += 1
+                t = state["step"]
+                g = p.grad + group["weight_decay"] * p
+                state["exp_avg"].mul_(beta1).add_((1 - beta1) * g)
+                state["exp_avg_sq"].mul_(beta2).add_((1 - beta2) * g * g)
+                m_hat = state["exp_avg"] / (1 - beta1**t)
+                v_hat = state["exp_avg_sq"] / (1 - beta2**t)
+                p.sub_(group["lr"] * m_hat / (v_hat.sqrt() + group["eps"]))
+"""),
+    Wrong("AdamW", "eps inside the square root", r"eps", _ADAMW + """
+        for group in self.param_groups:
+            beta1, beta2 = group["betas"]
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                state = self.state[p]
+                if not state:
+                    state["step"] = 0
+                    state["exp_avg"] = torch.zeros_like(p)
+                    state["exp_avg_sq"] = torch.zeros_like(p)
+                state["step"] += 1
+                t = state["step"]
+                p.mul_(1 - group["lr"] * group["weight_decay"])
+                state["exp_avg"].mul_(beta1).add_((1 - beta1) * p.grad)
+                state["exp_avg_sq"].mul_(beta2).add_((1 - beta2) * p.grad * p.grad)
+                m_hat = state["exp_avg"] / (1 - beta1**t)
+                v_hat = state["exp_avg_sq"] / (1 - beta2**t)
+                p.sub_(group["lr"] * m_hat / (v_hat + group["eps"]).sqrt())
+"""),
+    Wrong("state_bytes", "counts the 0-dim step tensors too", r"0-dim|step", """
+def state_bytes(optimizer):
+    return sum(v.numel() * v.element_size() for s in optimizer.state.values() for v in s.values() if torch.is_tensor(v))
+"""),
+    Wrong("state_bytes", "4 bytes per element, whatever the dtype", r"element_size|dtype|bytes per element|fp64|float64|bf16|fp16", """
+def state_bytes(optimizer):
+    return sum(4 * v.numel() for s in optimizer.state.values() for v in s.values() if torch.is_tensor(v) and v.dim() > 0)
+"""),
+    Wrong("largest_model", "ignores the reserve", r"reserve", """
+def largest_model(num_gpus, bytes_per_gpu, optimizer, param_dtype=torch.float32, master_weights=False, reserved_bytes_per_gpu=0):
+    states = {"sgd": 0, "momentum": 1, "adagrad": 1, "rmsprop": 1, "adam": 2, "adamw": 2}[optimizer]
+    per_param = 2 * param_dtype.itemsize + (4 if master_weights else 0) + 4 * states
+    return num_gpus * bytes_per_gpu // per_param
+"""),
+    Wrong("largest_model", "a negative count when the reserve is larger than the GPU", r"0|nothing fits|reserve", """
+def largest_model(num_gpus, bytes_per_gpu, optimizer, param_dtype=torch.float32, master_weights=False, reserved_bytes_per_gpu=0):
+    states = {"sgd": 0, "momentum": 1, "adagrad": 1, "rmsprop": 1, "adam": 2, "adamw": 2}[optimizer]
+    per_param = 2 * param_dtype.itemsize + (4 if master_weights else 0) + 4 * states
+    return num_gpus * (bytes_per_gpu - reserved_bytes_per_gpu) // per_param
+"""),
+    Wrong("largest_model", "the master copy in the parameters' dtype instead of fp32", r"master", """
+def largest_model(num_gpus, bytes_per_gpu, optimizer, param_dtype=torch.float32, master_weights=False, reserved_bytes_per_gpu=0):
+    states = {"sgd": 0, "momentum": 1, "adagrad": 1, "rmsprop": 1, "adam": 2, "adamw": 2}[optimizer]
+    per_param = 2 * param_dtype.itemsize + (param_dtype.itemsize if master_weights else 0) + 4 * states
+    return num_gpus * max(bytes_per_gpu - reserved_bytes_per_gpu, 0) // per_param
+"""),
+]

@@ -1,0 +1,5 @@
+import sys
+
+from tests.wrong_answers import main
+
+sys.exit(main())

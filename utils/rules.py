@@ -202,7 +202,8 @@ def judge(rule: Rule, code: Code) -> Verdict:
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult) and "@" in rule.methods:
             broken.append("the @ operator")
     dynamic += [f"from {m} import *" for m in code.star_imports]
-    if rule.needs and nodes and not any(_under(name, rule.needs) for name in used):
+    unanswered = any(isinstance(n, ast.Raise) and "NotImplementedError" in ast.dump(n) for s in nodes for n in ast.walk(s))
+    if rule.needs and nodes and not unanswered and not any(_under(name, rule.needs) for name in used):
         broken.append(f"none of {', '.join(rule.needs)} (the task asks for them)")
     return Verdict(list(dict.fromkeys(broken)), list(dict.fromkeys(dynamic)))
 

@@ -1,0 +1,106 @@
+"""The tasks' rules (utils/rules.py), read from the code: every correct solution keeps them, every route around them
+that the code shows breaks them, and a route it does not show is reported for a person."""
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from autograder.grader.plan import make_plan
+from autograder.grader.rules import verdicts
+from tests import submissions
+from utils.rules import RULES, Code, Rule, judge, parse
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def verdict(rule: Rule, *cells: str, context: str = "import torch"):
+    return judge(rule, Code(parse(textwrap.dedent(c) for c in cells), context=parse([context])))
+
+
+def graded_rules(assignment: str, notebooks: dict) -> dict:
+    """{test grade_id: verdict} as the grader judges the submitted notebooks."""
+    found = {}
+    for name, notebook in notebooks.items():
+        source = json.loads((REPO / "source" / assignment / f"{name}.ipynb").read_text())
+        plan = make_plan(name, source, json.loads(json.dumps(notebook)))
+        found.update({gid: v for gid, (_, v) in verdicts(assignment, plan).items()})
+    return found
+
+
+@pytest.mark.parametrize("assignment", sorted({a for a, _ in RULES}))
+def test_correct_solutions_keep_every_rule(assignment):
+    """The instructor's solution and the independently written variant break no rule and reach nothing dynamic."""
+    for maker in (submissions.solved, submissions.variant):
+        judged = graded_rules(assignment, maker(assignment))
+        assert set(judged) == {t for a, t in RULES if a == assignment}
+        for test, found in judged.items():
+            assert not found.broken and not found.dynamic, (maker.__name__, test, found)
+
+
+@pytest.mark.parametrize("assignment, task", sorted(submissions.RULE_BREAKERS))
+def test_a_forbidden_route_breaks_its_rule(assignment, task):
+    judged = graded_rules(assignment, submissions.rule_breaker(assignment))
+    assert judged[f"test_{task}"].broken
+    assert all(not v.broken for t, v in judged.items() if t != f"test_{task}")
+
+
+def test_every_rule_names_a_graded_task_and_its_function():
+    for (assignment, test), rule in RULES.items():
+        cells = json.loads(next((REPO / "source" / assignment).glob("*.ipynb")).read_text())["cells"]
+        ids = {c.get("metadata", {}).get("nbgrader", {}).get("grade_id") for c in cells}
+        assert test in ids and rule.task in ids, (assignment, test, rule.task)
+        assert rule.why and rule.why.endswith("."), (assignment, test)
+
+
+AUTOGRAD = Rule("w2_grad", ("torch.autograd", "torch.func"), ("backward",), why="by hand.")
+
+
+@pytest.mark.parametrize("code", [
+    "def w2_grad(h1, g):\n    return torch.autograd.grad(h1.sum(), h1)[0]",
+    "import torch.autograd as ag\ndef w2_grad(h1, g):\n    return ag.grad(h1, h1)",
+    "from torch.autograd import grad as g2\ndef w2_grad(h1, g):\n    return g2(h1, h1)",
+    "def w2_grad(h1, g, _grad=torch.autograd.grad):\n    return _grad(h1, h1)",
+    "def w2_grad(h1, g):\n    ag = torch.autograd\n    return ag.grad(h1, h1)",
+    "def w2_grad(h1, g):\n    return getattr(torch.autograd, 'grad')(h1, h1)",
+    "def w2_grad(h1, g):\n    return getattr(getattr(torch, 'autograd'), 'grad')(h1, h1)",
+    "torch.my_grad = torch.autograd.grad\ndef w2_grad(h1, g):\n    return torch.my_grad(h1, h1)",
+    "def helper(x):\n    x.backward()\ndef w2_grad(h1, g):\n    return helper(h1)",
+    "def w2_grad(h1, g):\n    return torch.func.vjp(lambda w: h1 @ w, h1)[1](g)[0]",
+    "class Helper:\n    def go(self, x):\n        return x.backward()\ndef w2_grad(h1, g):\n    return Helper().go(h1)",
+])
+def test_routes_the_code_shows_break_the_rule(code):
+    assert verdict(AUTOGRAD, code).broken
+
+
+@pytest.mark.parametrize("code", [
+    "def w2_grad(h1, g):\n    return getattr(torch, 'auto' + 'grad').grad(h1, h1)",
+    "def w2_grad(h1, g):\n    return eval('torch.autograd').grad(h1, h1)",
+    "import importlib\ndef w2_grad(h1, g):\n    return importlib.import_module('torch.autograd').grad(h1, h1)",
+    "def w2_grad(h1, g):\n    return vars(torch)['autograd'].grad(h1, h1)",
+    "def w2_grad(h1, g):\n    return torch.__dict__['autograd'].grad(h1, h1)",
+    "from torch.autograd import *\ndef w2_grad(h1, g):\n    return grad(h1, h1)",
+])
+def test_routes_built_at_run_time_are_reported_for_a_person(code):
+    found = verdict(AUTOGRAD, code)
+    assert found.dynamic, found
+
+
+def test_only_the_tasks_own_code_counts():
+    """Another function that breaks the rule, never called by the task, is not the task's."""
+    code = "def scratch(x):\n    return torch.autograd.grad(x, x)\ndef w2_grad(h1, g):\n    return h1.T @ g"
+    assert not verdict(AUTOGRAD, code).broken
+    assert verdict(AUTOGRAD, code, "def w2_grad(h1, g):\n    return scratch(h1)").broken  # once it calls it, it is
+
+
+def test_the_last_definition_wins_and_einops_needs_an_answer():
+    einops = RULES[("04_einops_jaxtyping", "test_merge_heads")]
+    old = "def merge_heads(x):\n    return x.permute(0, 2, 1, 3).flatten(2)"
+    new = "def merge_heads(x):\n    return rearrange(x, 'b h s d -> b s (h d)')"
+    assert verdict(einops, old).broken
+    assert not verdict(einops, old, new, context="from einops import rearrange").broken
+    assert verdict(einops, "def merge_heads(x):\n    return x").broken  # answered without einops
+    assert not verdict(einops, "def merge_heads(x):\n    raise NotImplementedError('replace this line')").broken
+    assert not verdict(einops, "def merge_heads(x):\n    return einops.einsum(x, 'a -> a')", context="import einops").broken

@@ -14,7 +14,7 @@ grades already in the gradebook stay as they were.
 from __future__ import annotations
 
 import datetime
-import os
+import fcntl
 import shutil
 import tempfile
 from contextlib import contextmanager
@@ -181,33 +181,40 @@ def start_sync(course: Course, names: list[str], background: bool = True):
     """
     todo = stale(course, names)  # a locked or unreadable gradebook stops the run here, before anything runs
     if not todo or not background:
-        for assignment in todo:
-            _generate(course, assignment)
+        _record(course, todo)
         return lambda: (todo, stubs(course, names))
-    read_end, write_end = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        os.close(read_end)
-        message = ""
+    from autograder.forked import Child, ChildFailed
+
+    def record() -> str:
         try:
-            for assignment in todo:
-                _generate(course, assignment)
+            _record(course, todo)
         except GradebookError as error:
-            message = str(error)
-        except BaseException as error:  # noqa: BLE001 - reported to the parent, which stops the run
-            message = f"nbgrader could not record the assignments in the gradebook: {error!r}"
-        os.write(write_end, message.encode()[:60000])
-        os._exit(0)
-    os.close(write_end)
+            return str(error)
+        return ""
+    child = Child(record)
 
     def finish() -> tuple[list[str], dict]:
-        with os.fdopen(read_end, "rb") as pipe:
-            message = pipe.read().decode(errors="replace")
-        os.waitpid(pid, 0)
+        while not child.done:
+            child.pump()
+        try:
+            message = child.answer()
+        except ChildFailed as error:
+            message = f"nbgrader could not record the assignments in the gradebook: {str(error).splitlines()[-1]}"
         if message:
             raise GradebookError(message)
         return todo, stubs(course, names)
     return finish
+
+
+def _record(course: Course, todo: list[str]) -> None:
+    """Record `todo` in the gradebook, one recorder at a time: shards that start together wait for each other here
+    (a lock file at the course root, which they share), and each records only what is still stale once it holds it."""
+    if not todo:
+        return
+    with open(course.root / ".gradebook-sync.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        for assignment in stale(course, todo):
+            _generate(course, assignment)
 
 
 def _generate(course: Course, assignment: str) -> None:

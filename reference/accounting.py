@@ -127,7 +127,7 @@ def _check_list(results: object, cases: list, task: str) -> None:
 # Task 1: the shapes of the old in-sandbox test (seed 10), then two deeper ones, so that "any depth" means 1 to 128
 # blocks as in tasks 3 and 4. Expected: the count written out, which tests/test_accounting_reference.py checks equals
 # torch's count of the meta-device model (counted_params) on every one of these shapes. Not torch's count itself here:
-# the grader computes the expected results in a fresh trusted process for every submission (autograder/checker.py
+# the grader computes the expected results in a fresh trusted process for every submission (autograder/trusted/checker.py
 # `verdicts`), and torch's counts of all the cases of tasks 1 and 2 take about 9 s.
 def _param_count_cases() -> list[tuple]:
     rng = random.Random(10)

@@ -32,7 +32,7 @@ import random
 
 from reference.hidden import HiddenTest, results_list
 from utils.grading import check_int
-from utils.optimizers import Case, compare_optimizer_run, optimizer_after_steps, reference_runs
+from utils.optimizer_checks import Case, compare_optimizer_run, optimizer_after_steps, reference_runs
 
 
 def _optimizer_test(torch_cls: type, cases: list[Case], state_names: set[str], task: str) -> HiddenTest:
@@ -93,7 +93,7 @@ def _adamw_cases() -> list[Case]:
 
 
 def _state_bytes_cases() -> list[dict]:
-    """Recipes for `utils.optimizers.optimizer_after_steps`: many optimizers, models, dtypes, after 0 to 2 steps."""
+    """Recipes for `utils.optimizer_checks.optimizer_after_steps`: many optimizers, models, dtypes, after 0 to 2 steps."""
     rng = random.Random(11)
     cases = []
     for name in ("SGD", "SGD(momentum=0.9)", "Adagrad", "RMSprop(centered, momentum)", "RMSprop", "Adam",

@@ -10,8 +10,9 @@ import torch
 from hypothesis import given, settings, strategies as st
 
 import utils.optimizers as ours
-from utils.optimizers import (Case, check_optimizer_matches, forbidden_in_class, forbidden_optimizer_targets,
-                              reference_runs, run_optimizer, seeded_loss, seeded_params, state_summary, trajectory_gap)
+from utils.optimizer_checks import (Case, check_optimizer_matches, forbidden_in_class, forbidden_optimizer_targets,
+                                    reference_runs)
+from utils.optimizers import run_optimizer, seeded_loss, seeded_params, state_summary, trajectory_gap
 
 # (our class, torch's class, our hyperparameters -> torch's, the state tensors ours and torch's keep)
 PAIRS = {

@@ -259,7 +259,8 @@ READY_OPTIMIZERS = ("torch.optim.SGD", "torch.optim.Adagrad", "torch.optim.Adam"
                     "torch.optim.RMSprop", "torch.optim.Adamax", "torch.optim.NAdam", "torch.optim.RAdam",
                     "torch.optim.ASGD", "torch.optim.Rprop", "torch.optim.LBFGS", "torch.optim.Adadelta",
                     "torch.optim.SparseAdam", "torch.optim.sgd", "torch.optim.adagrad", "torch.optim.adam",
-                    "torch.optim.adamw", "torch.optim.rmsprop", "torch.optim._functional", "utils.optimizers")
+                    "torch.optim.adamw", "torch.optim.rmsprop", "torch.optim._functional", "utils.optimizers",
+                    "utils.optimizer_checks")
 EINOPS_ONLY = ("view", "reshape", "permute", "transpose", "movedim", "moveaxis", "swapaxes", "swapdims", "flatten",
                "unflatten", "einsum", "matmul", "bmm", "mm", "T", "mT", "@")
 AUTOCASTS = ("torch.autocast", "torch.amp.autocast", "torch.amp.autocast_mode", "torch.cpu.amp.autocast",

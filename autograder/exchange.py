@@ -1,4 +1,5 @@
-"""nbgrader's release_feedback, made to skip what it cannot deliver instead of stopping.
+"""Runs as the instructor (nbgrader's command): nbgrader's release_feedback, made to skip what it cannot deliver instead
+of stopping.
 
 Feedback reaches a student through the exchange only for a submission made through it: nbgrader finds the
 student's copy by a hash of the `submission_secret.txt` that `nbgrader submit` wrote. Stock `release_feedback`

@@ -1,4 +1,5 @@
-"""Merge the outputs of several grading runs (for example one `--shard K/N` per machine) into one.
+"""Runs as the instructor (a command line): merge the outputs of several grading runs (for example one `--shard K/N` per
+machine) into one.
 
     python -m autograder.merge SHARD_OUT [SHARD_OUT ...] --out DIR
 

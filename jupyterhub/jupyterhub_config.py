@@ -76,7 +76,6 @@ class ClassSpawner(LocalProcessSpawner):
         if name not in CLASS["students"]:
             return become
         cgroup, disk, limits = self._parts()
-        cgroup.create(limits)   # here, in the hub: a limit changed since the last start holds
         inbound = os.path.join(CLASS["exchange"], COURSE, "inbound")
 
         def confine_then_become():

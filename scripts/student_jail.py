@@ -268,6 +268,7 @@ def _inside(path: str, folder: Path) -> bool:
 def enter(cgroup: Cgroup, disk: Disk, inbound: str, limits: Limits) -> None:
     """Confine the calling process (root, about to become the student): see the module's docstring. Raises
     JailError (the spawn fails) rather than start anything unconfined."""
+    cgroup.create(limits)   # where missing; limits set again, so that a changed one holds
     cgroup.join(os.getpid())
     libc = _libc()
     _check(libc.unshare(CLONE_NEWNS), "unshare(CLONE_NEWNS)")

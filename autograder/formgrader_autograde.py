@@ -12,6 +12,7 @@ behind the button, so the extension replaces the class name that Formgrader's ha
 """
 from __future__ import annotations
 
+import ctypes
 import shutil
 import subprocess
 import sys
@@ -37,13 +38,21 @@ def grade_one(course: Path, assignment: str, student: str) -> dict:
         command = [sys.executable, "-m", "autograder.grade", str(one), "--course", str(course),
                    "--assignment", assignment, "--out", str(Path(scratch) / "graded")]
         try:
-            done = subprocess.run(command, cwd=course, capture_output=True, text=True, timeout=TIMEOUT)
+            done = subprocess.run(command, cwd=course, capture_output=True, text=True, timeout=TIMEOUT,
+                                  preexec_fn=drop_ambient_capabilities)
         except subprocess.TimeoutExpired:
             return {"success": False, "error": f"the grader took over {TIMEOUT} s"}
     log = f"$ python -m autograder.grade ... --assignment {assignment} (student {student})\n{done.stdout}{done.stderr}"
     if done.returncode != 0:
         return {"success": False, "log": log, "error": f"the grader failed ({done.returncode}):\n{done.stderr[-3000:]}"}
     return {"success": True, "log": log}
+
+
+def drop_ambient_capabilities() -> None:
+    """Formgrader keeps one capability on the class hub (binding its port below 1024, ambient, so inherited by
+    its children); the grader and the submissions it runs get none (prctl PR_CAP_AMBIENT_CLEAR_ALL)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(47, 4, 0, 0, 0)   # PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL
 
 
 class SandboxedAPI(NbGraderAPI):

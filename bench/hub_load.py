@@ -161,11 +161,11 @@ def main(argv: list[str] | None = None) -> int:
     roster.write_text("id\n" + "".join(f"{s}\n" for s in students))
     (scratch / "home").mkdir(mode=0o755)
     ports = []
-    for _ in range(3):   # loopback, below 1024: the hub, its API, the proxy's API
+    for _ in range(4):   # loopback, below 1024: the hub, its API, the proxy's API, Formgrader
         ports.append(free_low_port(set(ports)))
     hub = ClassHub(prefix=args.prefix, students=students, staff=[], instructor="loadprof",
                    homes=str(scratch / "home"), exchange=str(scratch / "exchange"), ip="127.0.0.1", port=ports[0],
-                   hub_port=ports[1], proxy_api_port=ports[2])
+                   hub_port=ports[1], proxy_api_port=ports[2], service_port=ports[3])
     started = time.monotonic()
     setup(hub, roster)
     print(f"{args.students} accounts and the class set up in {time.monotonic() - started:.1f} s", flush=True)

@@ -9,8 +9,9 @@ with it). Everything class-specific comes from class.json beside it, which `make
   namespace where only their own disk is writable, the exchange's inbound folder being theirs.
 - Formgrader: a JupyterHub service run as the grader account in its course folder (nbgrader's "one class,
   multiple graders"); the instructor and the TAs, in the group formgrade-<course>, may open it.
-- Every listener is where no student can bind: the public port, the hub's API and the proxy's API below 1024,
-  Formgrader on a unix socket in a folder only the grader account can write.
+- Every listener is where no student can bind: ports below 1024, which only root may bind; Formgrader, run as
+  the grader account, gets that one right (CAP_NET_BIND_SERVICE, through util-linux's setpriv): JupyterHub's
+  services must be http(s), so a unix socket is not an option for it.
 - The hub's database, cookie secret and the proxy's token live in this folder, so a restart keeps every user,
   group and running server.
 """
@@ -30,7 +31,6 @@ ENV_BIN = os.path.join(PREFIX, "env", "bin")
 GRADER = f"grader-{COURSE}"[:32]
 STAFF = CLASS["staff"] + [CLASS["instructor"]]
 PATH = f"{ENV_BIN}:/usr/local/bin:/usr/bin:/bin"
-FORMGRADER_SOCKET = os.path.join(PREFIX, "formgrader", "formgrader.sock")
 sys.path.insert(0, HERE)
 import student_jail  # noqa: E402  (copied beside this file by scripts/class_hub.py)
 
@@ -116,10 +116,13 @@ c.JupyterHub.load_roles = [
 c.JupyterHub.services = [
     {
         "name": COURSE,   # nbgrader finds Formgrader at /services/<course id>/
-        "url": "http+unix://" + FORMGRADER_SOCKET.replace("/", "%2F"),
-        "command": [os.path.join(ENV_BIN, "jupyterhub-singleuser"), f"--ServerApp.root_dir={CLASS['homes']}/{GRADER}/course",
-                    f"--ServerApp.sock={FORMGRADER_SOCKET}", "--ServerApp.sock_mode=0600"],
-        "user": GRADER,
+        "url": f"http://127.0.0.1:{CLASS['service_port']}",
+        # started by root (the hub), which becomes the grader keeping only the right to bind a port below 1024
+        "command": ["setpriv", "--reuid", GRADER, "--regid", GRADER, "--init-groups", "--inh-caps", "+net_bind_service",
+                    "--ambient-caps", "+net_bind_service", "--",
+                    # the spawner set root's HOME and USER: the grader's instead
+                    "env", f"HOME={CLASS['homes']}/{GRADER}", f"USER={GRADER}", f"LOGNAME={GRADER}",
+                    os.path.join(ENV_BIN, "jupyterhub-singleuser"), f"--ServerApp.root_dir={CLASS['homes']}/{GRADER}/course"],
         "cwd": f"{CLASS['homes']}/{GRADER}/course",
         "environment": {
             "PATH": PATH, "COURSE_EXCHANGE": CLASS["exchange"], "VENV": os.path.join(PREFIX, "env"),

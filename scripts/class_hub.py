@@ -40,7 +40,6 @@ import secrets
 import shutil
 import signal
 import socket
-import stat
 import subprocess
 import sys
 import tarfile
@@ -84,12 +83,13 @@ class ClassHub:
     homes: str = "/home"
     exchange: str = "/srv/nbgrader/exchange"
     ip: str = "0.0.0.0"
-    # Every listener is where no student can bind: ports below 1024 (root only; Formgrader, run by the grader
-    # account, listens on a unix socket in a folder only it can write), so nobody stands in for the hub while it
-    # is stopped, and `start` refuses to run when one of them is taken or failed.
+    # Every listener is on a port below 1024, which only root can bind (Formgrader, run by the grader account, is
+    # given that one right, CAP_NET_BIND_SERVICE), so nobody stands in for the hub while it is stopped, and `start`
+    # refuses to run when one of them is taken or failed. (JupyterHub's services must be http(s): no unix socket.)
     port: int = 80                   # the hub's public port
     hub_port: int = 801              # the hub's internal API (loopback)
     proxy_api_port: int = 802        # the proxy's REST API (loopback)
+    service_port: int = 803          # the Formgrader service (loopback)
     authenticator: str = "pam"       # the unix passwords; README: LTI 1.3 or OAuth for a real class
     limits: dict = field(default_factory=lambda: asdict(jail.Limits()))   # each student's caps (student_jail.Limits)
     created: list[str] = field(default_factory=list)   # accounts this script made (removed at the end of term)
@@ -116,11 +116,6 @@ class ClassHub:
     def url(self) -> str:
         host = "127.0.0.1" if self.ip in ("0.0.0.0", "") else self.ip
         return f"http://{host}:{self.port}"
-
-    @property
-    def formgrader_socket(self) -> Path:
-        """Formgrader's unix socket, in a folder only the grader account can write (the proxy, root, reaches it)."""
-        return Path(self.prefix) / "formgrader" / "formgrader.sock"
 
     @property
     def inbound(self) -> Path:
@@ -352,10 +347,6 @@ def write_configs(hub: ClassHub) -> None:
                        "jpserver_extensions": {"autograder.formgrader_autograde": True}}}, indent=1))
     # the grader's nbgrader (its shell and Formgrader): collect takes a submission from the account that made it
     shutil.copy2(here / "nbgrader_config_grader.py", grader / "nbgrader_config.py")
-    sockets = hub.formgrader_socket.parent
-    sockets.mkdir(exist_ok=True)
-    shutil.chown(sockets, hub.grader, hub.grader)
-    sockets.chmod(0o700)
     for folder in (users, grader):
         for path in [folder, *folder.rglob("*")]:
             path.chmod(0o755 if path.is_dir() else 0o644)
@@ -498,7 +489,7 @@ def check_ports(hub: ClassHub) -> None:
     high = [f"{what} {port}" for what, _, port in listeners(hub) if port >= 1024]
     if high:
         raise ClassError(f"{', '.join(high)}: at 1024 or above, any account could take it while the hub is stopped. "
-                         "Choose ports below 1024: --port 443 (README: Run a class) and --internal-ports 801,802")
+                         "Choose ports below 1024: --port 443 (README: Run a class) and --internal-ports 801,802,803")
 
 
 def check_confinement() -> None:
@@ -547,7 +538,7 @@ def create_disk(hub: ClassHub, student: str, limits: jail.Limits, grader_gid: in
 def listeners(hub: ClassHub) -> list[tuple[str, str, int]]:
     """(what, address, port) of the hub's TCP listeners."""
     return [("the hub's public port", hub.ip, hub.port), ("the hub's API", "127.0.0.1", hub.hub_port),
-            ("the proxy's API", "127.0.0.1", hub.proxy_api_port)]
+            ("the proxy's API", "127.0.0.1", hub.proxy_api_port), ("Formgrader", "127.0.0.1", hub.service_port)]
 
 
 def holder(port: int) -> str:
@@ -578,24 +569,18 @@ def preflight(hub: ClassHub) -> None:
     if taken:
         raise ClassError("the hub was not started:\n  " + "\n  ".join(taken) + "\nstop what holds it, or choose "
                          "other ports below 1024 (README: Run a class, 'Another port')")
-    hub.formgrader_socket.unlink(missing_ok=True)   # a socket left by a hub that was killed
 
 
 def listening_failures(hub: ClassHub, grader_uid: int) -> list[str]:
-    """What is not listening as it must, once the hub answers: each TCP port held by root, Formgrader's socket
-    there and the grader's."""
+    """What is not listening as it must, once the hub answers: each TCP port held by root (the hub, the proxy),
+    Formgrader's by the grader account."""
     failures = []
     held = tcp_listeners()
     for what, _, port in listeners(hub):
-        if held.get(port) != 0:
-            failures.append(f"{what} {port}: " + ("nothing listens" if port not in held else f"held by uid {held[port]}"))
-    sock = hub.formgrader_socket
-    try:
-        info = sock.lstat()
-        if not stat.S_ISSOCK(info.st_mode) or info.st_uid != grader_uid:
-            failures.append(f"Formgrader's socket {sock} is not the grader's socket")
-    except FileNotFoundError:
-        failures.append(f"Formgrader did not listen at {sock} (its log is in the hub's output above)")
+        owner = grader_uid if port == hub.service_port else 0
+        if held.get(port) != owner:
+            failures.append(f"{what} {port}: " + ("nothing listens (its log is above)" if port not in held
+                                                  else f"held by uid {held[port]}, not {owner}"))
     return failures
 
 
@@ -633,8 +618,8 @@ def start(hub: ClassHub, timeout: float = 120) -> int:
         hub_process.terminate()
         hub_process.wait()
         return 3
-    print(f"class hub: listening as it must (ports {', '.join(str(p) for _, _, p in listeners(hub))} held by root, "
-          f"Formgrader at {hub.formgrader_socket}): running", flush=True)
+    print(f"class hub: listening as it must (ports {', '.join(str(p) for _, _, p in listeners(hub))}): running",
+          flush=True)
     return hub_process.wait()
 
 
@@ -772,7 +757,7 @@ def end_term(hub: ClassHub, folder: Path) -> tuple[Path, int, list[str]]:
         hub.cgroup(student).remove()
         hub.disk(student).remove()
     shutil.rmtree(Path(hub.exchange) / COURSE_ID, ignore_errors=True)
-    for leftover in (hub.state, Path(hub.prefix) / "disks", hub.formgrader_socket.parent):
+    for leftover in (hub.state, Path(hub.prefix) / "disks"):
         shutil.rmtree(leftover, ignore_errors=True)
     return path, files, removed
 
@@ -788,8 +773,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--exchange", default="/srv/nbgrader/exchange")
     parser.add_argument("--ip", help="the address the hub listens on (default: all, 0.0.0.0)")
     parser.add_argument("--port", type=int, help="the hub's public port, below 1024 (default 80)")
-    parser.add_argument("--internal-ports", help="loopback ports of the hub's API and the proxy's API, below 1024 "
-                                                 "(default 801,802)")
+    parser.add_argument("--internal-ports", help="loopback ports of the hub's API, the proxy's API and Formgrader, "
+                                                 "below 1024 (default 801,802,803)")
     parser.add_argument("--limits", help="each student's caps, e.g. memory=2G,tasks=512,disk=1G,shm=64M (the defaults)")
     parser.add_argument("--archive", type=Path, default=Path("/var/backups/cs336-hub"),
                         help="end-term: the folder the term's archive goes into (default /var/backups/cs336-hub)")
@@ -833,7 +818,7 @@ def apply_listening_options(hub: ClassHub, args: argparse.Namespace) -> None:
     a class set up before keeps its own."""
     given = {"ip": args.ip, "port": args.port}
     if args.internal_ports:
-        given["hub_port"], given["proxy_api_port"] = map(int, args.internal_ports.split(","))
+        given["hub_port"], given["proxy_api_port"], given["service_port"] = map(int, args.internal_ports.split(","))
     for name, value in given.items():
         if value is not None and value != getattr(hub, name):
             print(f"{name}: {getattr(hub, name)} -> {value}", flush=True)

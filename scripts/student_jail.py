@@ -169,7 +169,8 @@ def run(command: list[str]) -> None:
 
 @dataclass
 class Disk:
-    """A student's file system: <disks>/<user>.img mounted at <disks>/<user>/, with home/ bind-mounted at `home`."""
+    """A student's file system: <disks>/<user>.img mounted at <disks>/<user>/, with home/ bind-mounted at `home`.
+    <disks> is root's and the grader's group's (0750); each mounted disk 0711."""
     disks: Path
     user: str
     home: Path
@@ -194,7 +195,8 @@ class Disk:
         """Make the image (sparse: it takes disk only as it fills) and its folders if missing, then `attach`.
         inbound/ is the student's, readable by the grader's group (collect reads it), nobody else's."""
         self.disks.mkdir(parents=True, exist_ok=True)
-        self.disks.chmod(0o711)
+        os.chown(self.disks, 0, grader_gid)   # the grader lists it (collect); students never reach it directly:
+        self.disks.chmod(0o750)                # their home, /tmp and inbound/ are mounted where they work
         if not self.image.exists():
             with open(self.image, "wb") as f:
                 f.truncate(size)

@@ -90,7 +90,7 @@ def running():
     roster = scratch / "roster.csv"
     roster.write_text("id,first_name,last_name,email\n" + "".join(f"{s},{s[5:]},Test,{s}@example.org\n" for s in students))
     ports = {}
-    for name in ("port", "hub_port", "proxy_api_port"):   # below 1024: only root can bind them
+    for name in ("port", "hub_port", "proxy_api_port", "service_port"):   # below 1024: only root can bind them
         ports[name] = free_low_port(set(ports.values()))
     hub = ClassHub(prefix=PREFIX, students=students, staff=STAFF, instructor=PROF, homes=str(scratch / "home"),
                    exchange=str(scratch / "exchange"), ip="127.0.0.1", **ports)
@@ -103,7 +103,7 @@ def running():
     csv.write_text(roster.read_text())
     os.environ.update(HUB_PREFIX=PREFIX, HUB_ARGS=(
         f"--homes {hub.homes} --exchange {hub.exchange} --ip 127.0.0.1 --port {hub.port} "
-        f"--internal-ports {hub.hub_port},{hub.proxy_api_port} --limits {LIMITS}"))
+        f"--internal-ports {hub.hub_port},{hub.proxy_api_port},{hub.service_port} --limits {LIMITS}"))
     started = time.monotonic()
     server = None
     try:
@@ -170,7 +170,7 @@ def leftover_class(hub: ClassHub, students: list[str]) -> list[str]:
         if is_class_account(name):
             remove_account(name)
             removed.append(name)
-    for leftover in ("state", "course", "disks", "formgrader"):
+    for leftover in ("state", "course", "disks"):
         shutil.rmtree(Path(PREFIX) / leftover, ignore_errors=True)
     return removed
 
@@ -449,7 +449,7 @@ def test_nobody_gets_in_where_they_do_not_belong(running):
     assert "Permission denied" in refused(hub, RIGHT, f"cat {q(f'{other}/release/{ASSIGNMENT}/{ASSIGNMENT}.ipynb')}")
     # the exchange: a student's inbound folder is their own disk's; another's can be neither listed nor reached,
     # and a known submission neither overwritten nor deleted
-    mine = as_user(RIGHT, ["ls", "-a", str(exchange / "inbound")], student_env(hub), hub=hub).stdout.split()
+    mine = as_user(RIGHT, ["ls", "-a", str(exchange / "inbound")], student_env(hub), hub=hub).stdout.splitlines()
     assert mine and all(name in (".", "..") or name.startswith(RIGHT + "+") for name in mine), mine
     assert "Permission denied" in refused(hub, RIGHT, f"ls {q(str(hub.disk(HALF).inbound))}")
     theirs = sorted(p for p in hub.disk(HALF).inbound.iterdir() if p.name.startswith(HALF + "+"))
@@ -593,11 +593,9 @@ def squat_then_restart(hub: ClassHub, server: HubProcess) -> None:
     a port taken all the same (by root, here: nobody else can) makes `start` refuse, naming it; then it starts."""
     server.stop()
     squatter = hub.students[6]
-    for port in (hub.port, hub.hub_port, hub.proxy_api_port):
+    for port in (hub.port, hub.hub_port, hub.proxy_api_port, hub.service_port):
         take = f"import socket; socket.socket().bind(('127.0.0.1', {port}))"
         assert "Permission denied" in refused(hub, squatter, f"python -c {shlex.quote(take)}"), port
-    take = f"import socket; socket.socket(socket.AF_UNIX).bind({str(hub.formgrader_socket)!r})"
-    assert "Permission denied" in refused(hub, squatter, f"python -c {shlex.quote(take)}")
     with socket.socket() as squat:
         squat.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         squat.bind(("127.0.0.1", hub.port))

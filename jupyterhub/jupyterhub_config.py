@@ -90,7 +90,10 @@ class ClassSpawner(LocalProcessSpawner):
 
 
 c.JupyterHub.spawner_class = ClassSpawner
-c.Spawner.cmd = ["bash", os.path.join(PREFIX, "course-start.sh"), os.path.join(ENV_BIN, "jupyterhub-singleuser")]
+# tini (-s: a subreaper) above each server reaps whatever the student's processes orphan: a zombie still counts
+# against their task limit, and an init that does not reap (as in some containers) would leave them at it forever
+c.Spawner.cmd = ["tini", "-s", "-g", "--", "bash", os.path.join(PREFIX, "course-start.sh"),
+                 os.path.join(ENV_BIN, "jupyterhub-singleuser")]
 c.Spawner.notebook_dir = "~"
 c.Spawner.default_url = "/lab/tree/index.ipynb"
 c.Spawner.environment = {

@@ -171,6 +171,8 @@ def as_user(user: str, command: list[str], env: dict[str, str], cwd: str | Path 
     full = ["runuser", "-u", user, "--", "env", "-i", f"HOME={home}", f"USER={user}", f"LOGNAME={user}"]
     full += [f"{k}={v}" for k, v in env.items()] + list(command)
     confine = hub.jail_for(user) if hub is not None and user in hub.students else None
+    if confine:
+        full = ["tini", "-s", "--"] + full   # as in their server: orphans reaped (see jupyterhub_config.py)
     done = subprocess.run(full, cwd=cwd or home, capture_output=True, text=True, timeout=timeout, input=input,
                           preexec_fn=confine)
     if check and done.returncode != 0:
@@ -496,9 +498,9 @@ def check_confinement() -> None:
     """The machine must be able to cap students: cgroups with memory and pids, loop devices, mkfs.ext4."""
     if jail.cgroup_version() == 0:
         raise ClassError("no cgroup memory and pids controllers under /sys/fs/cgroup: students cannot be capped here")
-    missing = [tool for tool in ("mkfs.ext4", "losetup", "mount") if not shutil.which(tool)]
+    missing = [tool for tool in ("mkfs.ext4", "losetup", "mount", "setpriv", "tini") if not shutil.which(tool)]
     if missing:
-        raise ClassError(f"{', '.join(missing)} missing: apt-get install -y e2fsprogs util-linux mount")
+        raise ClassError(f"{', '.join(missing)} missing: apt-get install -y e2fsprogs util-linux mount tini")
 
 
 def create_exchange(hub: ClassHub) -> None:

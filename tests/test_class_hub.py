@@ -540,7 +540,8 @@ def test_one_student_exhausting_their_limits_leaves_the_others_working(running):
                    student_env(hub), check=False, hub=hub)
     assert disk.stderr.count("No space left on device") == 2, disk.stderr
     started = time.monotonic()
-    bomb = subprocess.Popen(["runuser", "-u", hog, "--", "sh", "-c", "for i in $(seq 400); do sleep 60 & done; wait"],
+    bomb = subprocess.Popen(["tini", "-s", "--", "runuser", "-u", hog, "--", "sh", "-c",
+                             "for i in $(seq 400); do sleep 60 & done; wait"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=hub.jail_for(hog))
     try:
         while len(hub.cgroup(hog).pids()) < 190 and time.monotonic() - started < 60:

@@ -15,6 +15,7 @@ with it). Everything class-specific comes from class.json beside it, which `make
 - The hub's database, cookie secret and the proxy's token live in this folder, so a restart keeps every user,
   group and running server.
 """
+import asyncio
 import json
 import os
 import sys
@@ -84,16 +85,19 @@ class ClassSpawner(LocalProcessSpawner):
         return confine_then_become
 
     async def stop(self, now=False):
-        await super().stop(now=now)
         if self.user.name in CLASS["students"]:
-            self._parts()[0].kill()   # kernels and anything else the student left running
+            # everything the student runs, kernels included, killed while tini is there to reap it; then tini
+            cgroup = self._parts()[0]
+            await asyncio.get_running_loop().run_in_executor(None, lambda: cgroup.kill(keep_tops=True))
+        await super().stop(now=now)
 
 
 c.JupyterHub.spawner_class = ClassSpawner
-# tini (-s: a subreaper) above each server reaps whatever the student's processes orphan: a zombie still counts
-# against their task limit, and an init that does not reap (as in some containers) would leave them at it forever
-c.Spawner.cmd = ["tini", "-s", "-g", "--", "bash", os.path.join(PREFIX, "course-start.sh"),
-                 os.path.join(ENV_BIN, "jupyterhub-singleuser")]
+# Two tinis above each server: for a student the inner one is the init of their own PID namespace
+# (student_jail.enter), which reaps whatever they orphan and, when it ends, takes everything left with it; a zombie
+# would count against their task limit, for good where the machine's init does not reap (as in some containers).
+TINI = ["tini", "-s", "-g", "--"]
+c.Spawner.cmd = TINI + TINI + ["bash", os.path.join(PREFIX, "course-start.sh"), os.path.join(ENV_BIN, "jupyterhub-singleuser")]
 c.Spawner.notebook_dir = "~"
 c.Spawner.default_url = "/lab/tree/index.ipynb"
 c.Spawner.environment = {

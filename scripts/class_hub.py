@@ -13,20 +13,32 @@ It must run as root: it creates unix accounts, and JupyterHub starts each user's
     env/             one Python environment for the hub and every user (as TLJH's /opt/tljh/user): the student
                      edition's `utils` and pinned packages, CPU torch, JupyterHub; readable by all, writable by root
     proxy/           configurable-http-proxy, JupyterHub's standard proxy, from npm (pinned)
-    course/          the student edition, read-only: copied into a student's home on their first start
+    course/          the student edition, read-only: brought into a student's home at each start of their server
+                     (jupyterhub/start-course.sh: new and unedited files, never their own work)
     student-config/  JUPYTER_CONFIG_PATH of user servers: the students' nbgrader config (exchange, Assignments
                      tab), no Formgrader or assignment creation
-    grader-config/   JUPYTER_CONFIG_PATH of the Formgrader service: lets Formgrader's tab frame itself
+    grader-config/   JUPYTER_CONFIG_PATH of the grader's shell and Formgrader: Formgrader's tab may frame itself, its
+                     Autograde runs the sandboxed grader, collect takes a submission from its owner only
+    disks/           root and the grader's group (0750): each student's disk, <id>.img (sparse ext4 of the disk
+                     limit), mounted at disks/<id>/ with home/ (bound at /home/<id>), tmp/ and inbound/
+                     (scripts/student_jail.py)
     state/           root only (0700): class.json (this class), JupyterHub's database and cookie secret, the
-                     proxy's token, the passwords it set, the hub's log
+                     proxy's token, the passwords it set, the hub's log, the spawner's student_jail.py
 
 and outside it: the accounts' homes (/home/<id>, mode 0700), the grader account `grader-<course>` whose home holds
-the instructor's course (a copy of this repository: source/, reference/, the gradebook), and nbgrader's exchange
-(/srv/nbgrader/exchange, mode 1777; nbgrader sets the permissions of what it creates inside).
+the instructor's course (a copy of this repository: source/, reference/, the gradebook), nbgrader's exchange
+(/srv/nbgrader/exchange, 1777, with the course's folders made here as the grader's: inbound sticky), each student's
+cgroup (<course>-<prefix's name>/<id>, memory and tasks), and the archive of a finished term
+(/var/backups/cs336-hub).
+
+Every student process runs confined (student_jail.enter, for their server and for `as_user`): their cgroup, a mount
+namespace where only their disk is writable and the exchange's inbound is their own inbound/. Every listener is a
+port below 1024 (the hub 80, its API 801, the proxy's API 802, Formgrader 803), which no student can bind.
 
 Why a script and not only configuration: JupyterHub, the proxy, the spawner and nbgrader do the serving, spawning,
 exchanging and grading; what none of them does is turn a roster into accounts, build one environment every
-account can run, and copy the course where each side needs it. That is all this file does.
+account can run, copy the course where each side needs it, and give each student a disk and limits of their own
+on a machine without systemd or disk quotas. That is all this file (and student_jail.py) does.
 """
 from __future__ import annotations
 
@@ -171,8 +183,8 @@ def as_user(user: str, command: list[str], env: dict[str, str], cwd: str | Path 
     full = ["runuser", "-u", user, "--", "env", "-i", f"HOME={home}", f"USER={user}", f"LOGNAME={user}"]
     full += [f"{k}={v}" for k, v in env.items()] + list(command)
     confine = hub.jail_for(user) if hub is not None and user in hub.students else None
-    if confine:
-        full = ["tini", "-s", "--"] + full   # as in their server: orphans reaped (see jupyterhub_config.py)
+    if confine:   # as in their server: the inner tini is the init of their PID namespace (student_jail.enter)
+        full = ["tini", "-s", "--", "tini", "-s", "--"] + full
     done = subprocess.run(full, cwd=cwd or home, capture_output=True, text=True, timeout=timeout, input=input,
                           preexec_fn=confine)
     if check and done.returncode != 0:

@@ -14,7 +14,8 @@ kernel's and util-linux's own means:
   scripts/class_hub.py): join the cgroup; a mount namespace of its own in which every mount is read-only except
   the student's disk and home; /tmp is their tmp/, /dev/shm a small tmpfs (charged to their memory), and the
   exchange's inbound folder is their inbound/, so a submission lands on their own disk, where nobody else can
-  write; no new privileges (a setuid program gains nothing). The caller then becomes the student.
+  write; no new privileges (a setuid program gains nothing); a PID namespace for what it starts next (the caller
+  runs `tini -- tini -s -- command`: the inner tini is that namespace's init). The caller then becomes the student.
 """
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
-CLONE_NEWNS = 0x00020000
+CLONE_NEWNS, CLONE_NEWPID = 0x00020000, 0x20000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_NOATIME, MS_NODIRATIME, MS_BIND = 32, 1024, 2048, 4096
 MS_REC, MS_PRIVATE, MS_RELATIME, MS_STRICTATIME = 1 << 14, 1 << 18, 1 << 21, 1 << 24
@@ -133,11 +134,34 @@ class Cgroup:
                 found |= {int(p) for p in (folder / "cgroup.procs").read_text().split()}
         return found
 
-    def kill(self, timeout: float = 10) -> None:
-        """SIGKILL every process in it (a fork bomb included: repeated until none is left or `timeout` s)."""
+    def charged(self) -> int:
+        """Tasks counted against the limit: the live ones and the zombies no one has reaped yet."""
+        if cgroup_version(self.root) == 2:
+            current = self.folders[0] / "pids.current"
+        else:
+            current = self.folders[1] / "pids.current"
+        return int(current.read_text()) if current.exists() else 0
+
+    def kill(self, keep_tops: bool = False, timeout: float = 10) -> None:
+        """SIGKILL every process in it (a fork bomb included: repeated until none is left or `timeout` s). The
+        tops (processes whose parent is outside: the tini above each server, a subreaper) go last, once they have
+        reaped the rest: a zombie whose reaper is gone would count against the limit for good where the machine's
+        init does not reap (some containers). `keep_tops`: leave them running."""
         deadline = time.monotonic() + timeout
-        while (left := self.pids()) and time.monotonic() < deadline:
-            for pid in left:
+        while time.monotonic() < deadline:
+            left = self.pids()
+            if not left:
+                return
+            tops = {pid for pid in left if _parent(pid) not in left}
+            if left - tops:
+                targets = left - tops
+            elif self.charged() > len(tops):
+                targets = set()          # only the tops are alive, still reaping the rest: wait
+            elif keep_tops:
+                return
+            else:
+                targets = tops
+            for pid in targets:
                 try:
                     os.kill(pid, signal.SIGKILL)
                 except ProcessLookupError:
@@ -157,6 +181,13 @@ class Cgroup:
                     path.rmdir()
                 except OSError:
                     pass   # absent, or the class's group still holds other students
+
+
+def _parent(pid: int) -> int:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return 0
 
 
 # --- the student's disk -----------------------------------------------------------------------------------------
@@ -289,3 +320,7 @@ def enter(cgroup: Cgroup, disk: Disk, inbound: str, limits: Limits) -> None:
     if os.path.isdir(inbound):
         _mount(libc, str(disk.inbound), inbound, None, MS_BIND)
     _check(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "prctl(PR_SET_NO_NEW_PRIVS)")
+    # the next process started (the inner tini of `tini -- tini -s -- command`) is PID 1 of a namespace of its own:
+    # it reaps what the student orphans, and when it ends the kernel ends and reaps everything left under it, so no
+    # zombie is left counting against their tasks, whatever the machine's own init does
+    _check(libc.unshare(CLONE_NEWPID), "unshare(CLONE_NEWPID)")

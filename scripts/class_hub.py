@@ -790,6 +790,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--internal-ports", help="loopback ports of the hub's API, the proxy's API and Formgrader, "
                                                  "below 1024 (default 801,802,803)")
     parser.add_argument("--limits", help="each student's caps, e.g. memory=2G,tasks=512,disk=1G,shm=64M (the defaults)")
+    parser.add_argument("--timeout", type=float, default=120,
+                        help="start: seconds for every listener to be up before it refuses to run (default 120)")
     parser.add_argument("--archive", type=Path, default=Path("/var/backups/cs336-hub"),
                         help="end-term: the folder the term's archive goes into (default /var/backups/cs336-hub)")
     args = parser.parse_args(argv)
@@ -816,7 +818,7 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "start":
             hub = ClassHub.load(args.prefix)
             print(f"JupyterHub for {COURSE_ID} at {hub.url} (Formgrader: {hub.url}/services/{COURSE_ID}/)", flush=True)
-            return start(hub)
+            return start(hub, timeout=args.timeout)
         else:
             path, files, removed = end_term(ClassHub.load(args.prefix), args.archive)
             print(f"end of term: archive {path} ({files} files); removed {len(removed)} accounts, the hub's state and "

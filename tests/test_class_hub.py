@@ -366,7 +366,7 @@ def test_the_whole_cycle_in_a_browser(running):
         browser.close()
 
 
-HOSTILE = "hubt-000"   # a load student, who first submits a notebook that attacks whoever runs it
+HOSTILE = f"hubt-{LOAD_STUDENTS - 3:03d}"   # the last load student, who first submits a notebook that attacks its grader
 PWNED = "pwned-by-a-student"
 ATTACK = f"""import os, pathlib, shutil
 for target in (pathlib.Path({{course!r}}) / {PWNED!r}, pathlib.Path("/tmp") / {PWNED!r}):
@@ -608,6 +608,18 @@ def squat_then_restart(hub: ClassHub, server: HubProcess) -> None:
                               capture_output=True, text=True, timeout=120)
     assert done.returncode == 2, done.stdout + done.stderr
     assert f"the hub's public port 127.0.0.1:{hub.port} is taken by python" in done.stderr, done.stderr
+    # a listener that fails once the hub runs (Formgrader, its course unreadable): refused, the hub stopped
+    mode = hub.course.stat().st_mode & 0o777
+    hub.course.chmod(0)
+    try:
+        done = subprocess.run([sys.executable, str(REPO / "scripts" / "class_hub.py"), "start", "--prefix", hub.prefix,
+                               "--timeout", "15"], capture_output=True, text=True, timeout=180)
+    finally:
+        hub.course.chmod(mode)
+    assert done.returncode == 3, done.stdout[-3000:] + done.stderr[-3000:]
+    assert f"refusing to run, stopping JupyterHub:\n  Formgrader {hub.service_port}: nothing listens" in done.stderr, \
+        done.stderr[-3000:]
+    assert hub.port not in tcp_listeners(), "the refused hub is stopped, its proxy with it"
     server.start()
 
 

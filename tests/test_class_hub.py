@@ -343,6 +343,7 @@ def test_the_whole_cycle_in_a_browser(running):
             env, cwd=hub.course).stdout.strip()
         try:
             ta.goto(f"{hub.url}/services/cs336-primitives/formgrader/submissions/{submission}/")
+            ta.wait_for_load_state("networkidle")   # its grades and comments loaded: the boxes save what is typed
             box = ta.locator("textarea.comment").first
             box.fill(comment)
             box.press("Tab")

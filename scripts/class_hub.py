@@ -631,6 +631,8 @@ def start(hub: ClassHub, timeout: float = 120) -> int:
         print("class hub: refusing to run, stopping JupyterHub:\n  " + "\n  ".join(failures), file=sys.stderr, flush=True)
         hub_process.terminate()
         hub_process.wait()
+        # JupyterHub leaves its proxy running when it exits on a failed service: nothing of a refused hub listens
+        process_group.stop_pid_file(hub.state / "jupyterhub-proxy.pid", "configurable-http-proxy")
         return 3
     print(f"class hub: listening as it must (ports {', '.join(str(p) for _, _, p in listeners(hub))}): running",
           flush=True)

@@ -621,10 +621,10 @@ def squat_then_restart(hub: ClassHub, server: HubProcess) -> None:
         out, err = starting.communicate(timeout=180)
     except subprocess.TimeoutExpired:
         process_group.stop(starting)
-        out, err = starting.communicate()
+        process_group.stop_pid_file(hub.state / "jupyterhub-proxy.pid", "configurable-http-proxy")
+        out, err = starting.communicate(timeout=30)
     finally:
         away.rename(hub.course)
-        process_group.stop_pid_file(hub.state / "jupyterhub-proxy.pid", "configurable-http-proxy")
     # JupyterHub itself exits when a managed service does not start; what would listen in its place is checked too
     assert starting.returncode == 3 and "class hub: refusing to run, stopping JupyterHub:" in err, out[-3000:] + err[-3000:]
     assert re.search(f"Formgrader {hub.service_port}: nothing listens|JupyterHub exited \\(1\\)", err), err[-3000:]

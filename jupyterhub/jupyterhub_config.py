@@ -129,7 +129,11 @@ c.JupyterHub.services = [
                     "--ambient-caps", "+net_bind_service", "--",
                     # the spawner set root's HOME and USER: the grader's instead
                     "env", f"HOME={CLASS['homes']}/{GRADER}", f"USER={GRADER}", f"LOGNAME={GRADER}",
-                    os.path.join(ENV_BIN, "jupyterhub-singleuser"), f"--ServerApp.root_dir={CLASS['homes']}/{GRADER}/course"],
+                    os.path.join(ENV_BIN, "jupyterhub-singleuser"), f"--ServerApp.root_dir={CLASS['homes']}/{GRADER}/course",
+                    # no kernel and no terminal: a staff member opening a submitted notebook here cannot run a
+                    # student's code as the grader (Autograde runs the sandboxed grader; run notebooks in your own
+                    # account). Only a kernel of this name may start, and none has it.
+                    "--ServerApp.terminals_enabled=False", "--KernelSpecManager.allowed_kernelspecs=no-kernel-as-grader"],
         "cwd": f"{CLASS['homes']}/{GRADER}/course",
         "environment": {
             "PATH": PATH, "COURSE_EXCHANGE": CLASS["exchange"], "VENV": os.path.join(PREFIX, "env"),

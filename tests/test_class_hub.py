@@ -324,6 +324,12 @@ def test_the_whole_cycle_in_a_browser(running):
             frame.locator("text=Manage Assignments").first.wait_for(timeout=120_000)
             frame.locator(f"text={ASSIGNMENT}").first.wait_for()
             shot(ta, "5-ta-formgrader-in-jupyterlab.png")
+            # the grader's JupyterLab runs no code: no kernel to start, no terminal to open
+            specs = api(ta, "GET", f"{hub.url}/services/cs336-primitives/api/kernelspecs")
+            assert specs.status == 200 and not specs.json()["kernelspecs"], specs.text()
+            started = api(ta, "POST", f"{hub.url}/services/cs336-primitives/api/kernels", {"name": "cs336-primitives"})
+            assert started.status >= 400, started.text()
+            assert api(ta, "POST", f"{hub.url}/services/cs336-primitives/api/terminals").status >= 400
         except BaseException:
             shot(ta, "failure-ta.png")
             raise

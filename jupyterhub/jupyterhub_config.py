@@ -132,8 +132,9 @@ c.JupyterHub.services = [
                     os.path.join(ENV_BIN, "jupyterhub-singleuser"), f"--ServerApp.root_dir={CLASS['homes']}/{GRADER}/course",
                     # no kernel and no terminal: a staff member opening a submitted notebook here cannot run a
                     # student's code as the grader (Autograde runs the sandboxed grader; run notebooks in your own
-                    # account). Only a kernel of this name may start, and none has it.
-                    "--ServerApp.terminals_enabled=False", "--KernelSpecManager.allowed_kernelspecs=no-kernel-as-grader"],
+                    # account): no kernel is listed, and a start by name is refused (autograder/no_kernels.py)
+                    "--ServerApp.terminals_enabled=False", "--KernelSpecManager.allowed_kernelspecs=no-kernel-as-grader",
+                    "--ServerApp.kernel_manager_class=autograder.no_kernels.NoKernels"],
         "cwd": f"{CLASS['homes']}/{GRADER}/course",
         "environment": {
             "PATH": PATH, "COURSE_EXCHANGE": CLASS["exchange"], "VENV": os.path.join(PREFIX, "env"),

@@ -141,3 +141,11 @@ def test_feedback_detail_is_a_limit():
     assert load_limits(overrides=["feedback=full"]).feedback == "full"
     with pytest.raises(ValueError, match="hints"):
         load_limits(overrides=["feedback=everything"])
+
+
+def test_the_graders_hand_in_limit_is_the_students():
+    """The grader reads at most what a hidden test may hand in (it keeps its own copy of the limit, so that a run with
+    nothing to grade does not import torch for it)."""
+    from autograder.grader.notebooks import HANDIN_LIMIT_BYTES as graders
+    from utils.handin import HANDIN_LIMIT_BYTES as students
+    assert graders == students

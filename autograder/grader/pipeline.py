@@ -50,13 +50,15 @@ def grade(submitted: Path | None, out: Path, names: list[str] | None = None, lim
     database.check(course.db_url)  # a gradebook that cannot be used stops the run before anything is written
     run_module.check_ledger(course, out, start_over)  # and so does one that has lost what earlier runs recorded
     private = [submitted, out, course.root, course.folder("autograded"), REPO_ROOT]
-    zygote = Zygote(walled=private)
+    zygote = None
     try:
         with run_module.begin(course, submitted, out, limits, shard) as run:
             found, names, on_roster, finish_sync = find(run, names)
-            preload()  # the grader's own imports (torch for the checker's children) while nbgrader records assignments
-            stubs = finish_sync()
             jobs, todo, extra_rows = plan_jobs(run, found, names, on_roster, fresh)
+            if todo:  # a fresh interpreter: started now or first, it never holds what this process read
+                zygote = Zygote(walled=private)
+                preload()  # the grader's own imports (torch, for the checker's children) while both start
+            stubs = finish_sync()
             setting = prepare(run, zygote, names if todo else [], stubs)
             if todo:
                 run.summary.append(f"sandbox on this machine: {', '.join(walls(zygote, setting.limits))}")
@@ -77,7 +79,8 @@ def grade(submitted: Path | None, out: Path, names: list[str] | None = None, lim
                                   f"{time.monotonic() - recording:.1f} s")
             return write(run, names, jobs, results, on_roster, notes, failures, extra_rows)
     finally:
-        zygote.close()
+        if zygote is not None:
+            zygote.close()
 
 
 def _check_folders(course: Course, submitted: Path, out: Path) -> None:
@@ -134,10 +137,10 @@ def grader_digest(limits: Limits) -> str:
     expected results and checks), the limits (not the number of workers), the versions of Python, torch and
     nbgrader, and the CPU dispatch variables."""
     import importlib.metadata
-    import torch
     code = sorted((REPO_ROOT / "autograder").rglob("*.py")) + [REPO_ROOT / "autograder" / "limits.toml"]
     code += [p for folder in ("utils", "reference") for p in sorted((REPO_ROOT / folder).glob("*.py"))]
-    versions = f"python {platform.python_version()} torch {torch.__version__} nbgrader {importlib.metadata.version('nbgrader')}"
+    versions = (f"python {platform.python_version()} torch {importlib.metadata.version('torch')} "
+                f"nbgrader {importlib.metadata.version('nbgrader')}")
     dispatch = {name: os.environ.get(name, "") for name in KEPT_ENVIRONMENT if name not in ("PATH", "LANG", "LC_ALL", "TZ")}
     return digest(code, f"{replace(limits, workers=0)!r} {versions} {dispatch}")
 
@@ -190,7 +193,7 @@ def plan_jobs(run: run_module.Run, found: list, names: list[str], on_roster: set
     return jobs, todo, extra_rows
 
 
-def prepare(run: run_module.Run, zygote: Zygote, names: list[str], stubs: dict) -> Setting:
+def prepare(run: run_module.Run, zygote: Zygote | None, names: list[str], stubs: dict) -> Setting:
     """What every worker shares: the hidden tests' cases (made by a trusted child; the expected results kept in the
     run's own work folder), the course's notebooks and files settings."""
     keys = list(dict.fromkeys(key for a in names for nb in run.course.notebooks(a)
@@ -276,4 +279,5 @@ def probe(limits: Limits | None = None) -> list[str]:
         process.kill()
         return walls
     finally:
-        zygote.close()
+        if zygote is not None:
+            zygote.close()

@@ -6,11 +6,11 @@ at run time, which cannot be judged from the text, flags the notebook for a pers
 """
 from __future__ import annotations
 
-from utils.rules import RULES, Code, judge, parse
 
 
 def verdicts(assignment: str, plan) -> dict:
     """{test grade_id: (rule, verdict)} for every test cell of `plan` that has a rule."""
+    from utils.rules import RULES, Code, judge, parse  # the `utils` package imports torch: only when grading
     tests = [c for c in plan.cells if c.kind == "test" and (assignment, c.grade_id) in RULES]
     if not tests:
         return {}

@@ -66,9 +66,14 @@ lab: $(STAMP)
 # First what the tests need, side by side (pip is mostly one core): the course's environment, Chromium, and (as
 # root) the class hub's shared environment and proxy, so that tests/test_class_hub.py finds them built when it runs
 # the README's `make hub`.
+# At the end it prints its own time and the ten slowest tests (scripts/test_times.py, from each part's JUnit XML).
+TIMINGS ?= test-artifacts/timings
 test:
+	@rm -rf $(TIMINGS) && mkdir -p $(TIMINGS) && date +%s > $(TIMINGS)/started
 	$(MAKE) --no-print-directory -j3 --output-sync=target $(STAMP) chromium hub-test-env
-	$(MAKE) --no-print-directory -j2 --output-sync=target test-units test-all-notebooks UNIT_ARGS=--ignore=tests/test_variants.py
+	@date +%s > $(TIMINGS)/set-up-done
+	@$(MAKE) --no-print-directory -j2 --output-sync=target test-units test-all-notebooks \
+		UNIT_ARGS=--ignore=tests/test_variants.py; status=$$?; $(BIN)/python scripts/test_times.py $(TIMINGS); exit $$status
 
 HUB_TEST_PREFIX ?= /var/tmp/cs336-hub-test
 export HUB_TEST_PREFIX
@@ -107,14 +112,15 @@ test-gpu: $(STAMP) chromium
 UNIT_ARGS ?=
 UNIT_WORKERS ?= 2
 test-units:
-	$(BIN)/python -m pytest -q -rs -n $(UNIT_WORKERS) --dist loadfile --no-loadscope-reorder --durations=15 $(UNIT_ARGS) tests
+	$(BIN)/python -m pytest -q -rs -n $(UNIT_WORKERS) --dist loadfile --no-loadscope-reorder --durations=15 \
+		--junitxml=$(TIMINGS)/units.xml $(UNIT_ARGS) tests
 
 NBVAL := $(BIN)/python -m pytest -q --nbval --sanitize-with tests/nbval_sanitize.cfg
 # The lectures and the landing page against their stored outputs. On a CPU the exercise sources are not run by nbval:
 # the grader runs them, hidden tests included, where every solution must earn every point (tests/test_autograde.py
 # under this CPU's dispatch, tests/test_variants.py under the second one); a second run here would only repeat that.
 test-notebooks:
-	$(NBVAL) notebooks index.ipynb
+	$(NBVAL) --junitxml=$(TIMINGS)/notebooks.xml notebooks index.ipynb
 
 # On the GPU runner nbval also runs the exercise sources: their solutions under CUDA, against their stored outputs,
 # NB_WORKERS notebooks at a time (one worker keeps a notebook's cells together); NB_ARGS adds pytest options.
@@ -129,8 +135,8 @@ test-gpu-notebooks:
 # under the same settings (it sets them for the grader itself; `make test` runs it here, not among the unit tests).
 OTHER_CPU := ATEN_CPU_CAPABILITY=default ONEDNN_MAX_CPU_ISA=AVX2
 test-other-cpu:
-	$(OTHER_CPU) $(NBVAL) notebooks index.ipynb
-	$(BIN)/python -m pytest -q tests/test_variants.py
+	$(OTHER_CPU) $(NBVAL) --junitxml=$(TIMINGS)/notebooks-other-cpu.xml notebooks index.ipynb
+	$(BIN)/python -m pytest -q --junitxml=$(TIMINGS)/variants.xml tests/test_variants.py
 
 # The one command for a lent GPU machine (README: "Running on a GPU"; scripts/gpu_session.py says what it does):
 #   make gpu-session VENV=$$(python3 -c 'import sys; print(sys.prefix)') TORCH=system     on the GPU machine

@@ -3,7 +3,8 @@
 Used for the grader's own work only (the trusted checker, recording assignments, the grading workers); a student's
 code never runs in such a child (notebooks come from the zygote, autograder/sandboxed/zygote.py). The child's answer
 comes back over a pipe, so the parent knows exactly what happened: an answer, an error (the child's traceback), a
-child that died without answering, or one that ran past its time.
+child that died without answering, or one that ran past its time. A child may answer early and go on working
+(`Child(work, serves=True)`: the trusted checker answers with the cases, then serves verdicts).
 """
 from __future__ import annotations
 
@@ -23,45 +24,55 @@ class ChildFailed(Exception):
 
 
 class Child:
-    """A forked child running `work()`; its answer is read with `pump()` (non-blocking) until `done`."""
+    """A forked child running `work()` (or, with `serves`, `work(answer)`, which answers and may go on); read its
+    answer with `pump()` (non-blocking) until `done`."""
 
-    def __init__(self, work: Callable[[], object]):
+    def __init__(self, work: Callable, serves: bool = False):
         read_fd, write_fd = os.pipe()
         self.pid = os.fork()
         if self.pid == 0:
             os.close(read_fd)
-            _serve(work, write_fd)
+            _serve(work, write_fd, serves)
         os.close(write_fd)
-        self.fd, self.chunks, self.done, self.status = read_fd, [], False, None
+        self.fd, self.chunks, self.done, self.status, self.serves = read_fd, [], False, None, serves
 
     def fileno(self) -> int:
         return self.fd
 
     def pump(self) -> None:
-        """Read what the child has written; at its end, reap it."""
+        """Read what the child has written; at the end of its answer, `done`."""
         chunk = os.read(self.fd, 1 << 20)
         if chunk:
             self.chunks.append(chunk)
             return
         os.close(self.fd)
-        _, self.status = os.waitpid(self.pid, 0)
         self.done = True
+        if not self.serves:  # it exits right after answering: reap it now
+            self.wait()
+
+    def wait(self) -> None:
+        """Reap the child (it has answered, or been killed)."""
+        if self.status is None:
+            _, self.status = os.waitpid(self.pid, 0)
 
     def kill(self) -> None:
-        if not self.done:
+        """Stop the child, whatever it is doing, and reap it."""
+        if self.status is None:
             try:
                 os.kill(self.pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+        if not self.done:
             os.close(self.fd)
-            os.waitpid(self.pid, 0)
             self.done = True
+        self.wait()
 
     def answer(self) -> object:
         """The child's answer; ChildFailed if it raised or died without one."""
         try:
             reply = json.loads(b"".join(self.chunks))
         except ValueError:
+            self.wait()
             code = os.waitstatus_to_exitcode(self.status) if self.status is not None else None
             raise ChildFailed(f"the child process died without an answer (exit status {code})") from None
         if "error" in reply:
@@ -69,19 +80,33 @@ class Child:
         return reply["ok"]
 
 
-def _serve(work: Callable[[], object], write_fd: int) -> None:
-    """In the child: die with the parent, run `work`, write its answer (or its traceback), exit. Never returns."""
+def _serve(work: Callable, write_fd: int, serves: bool) -> None:
+    """In the child: die with the parent, run `work`, answer (or send its traceback), exit. Never returns."""
+    answered = False
+
+    def answer(value: object) -> None:
+        nonlocal answered
+        view = memoryview(json.dumps({"ok": value}).encode())
+        while view:
+            view = view[os.write(write_fd, view):]
+        os.close(write_fd)
+        answered = True
+
     code = 0
     try:
         import ctypes
         ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
         try:
-            reply = {"ok": work()}
+            if serves:
+                work(answer)
+            else:
+                answer(work())
         except BaseException as error:  # noqa: BLE001 - the parent decides what it means
-            reply = {"error": "".join(traceback.format_exception(error)).strip()}
-        view = memoryview(json.dumps(reply).encode())
-        while view:
-            view = view[os.write(write_fd, view):]
+            if not answered:
+                view = memoryview(json.dumps({"error": "".join(traceback.format_exception(error)).strip()}).encode())
+                while view:
+                    view = view[os.write(write_fd, view):]
+            code = 1
     except BaseException:  # noqa: BLE001
         code = 1
     finally:
@@ -99,5 +124,5 @@ def call_in_child(work: Callable[[], object], seconds: float) -> object:
                 raise ChildFailed(f"ran longer than {seconds:g} s")
             child.pump()
     finally:
-        child.kill()
+        child.kill() if not child.done else child.wait()
     return child.answer()

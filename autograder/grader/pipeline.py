@@ -31,8 +31,8 @@ from autograder.grader.workers import Job, Setting, not_graded, read_result, res
 from autograder.grader.write import pending_lines, write_csv, write_feedback
 from autograder.limits import Limits, load_limits, usable_cpus
 from autograder.progress import Progress
-from autograder.sandboxed.zygote import KEPT_ENVIRONMENT, preload
-from autograder.trusted import checker
+from autograder.sandboxed.zygote import KEPT_ENVIRONMENT
+from autograder.trusted.checker import Checker
 
 
 def grade(submitted: Path | None, out: Path, names: list[str] | None = None, limits: Limits | None = None,
@@ -50,14 +50,14 @@ def grade(submitted: Path | None, out: Path, names: list[str] | None = None, lim
     database.check(course.db_url)  # a gradebook that cannot be used stops the run before anything is written
     run_module.check_ledger(course, out, start_over)  # and so does one that has lost what earlier runs recorded
     private = [submitted, out, course.root, course.folder("autograded"), REPO_ROOT]
-    zygote = None
+    zygote, setting = None, None
     try:
         with run_module.begin(course, submitted, out, limits, shard) as run:
             found, names, on_roster, finish_sync = find(run, names)
             jobs, todo, extra_rows = plan_jobs(run, found, names, on_roster, fresh)
             if todo:  # a fresh interpreter: started now or first, it never holds what this process read
                 zygote = Zygote(walled=private)
-                preload()  # the grader's own imports (torch, for the checker's children) while both start
+                import utils.rules  # noqa: F401 - what each worker needs (the utils package imports torch), imported once
             stubs = finish_sync()
             setting = prepare(run, zygote, names if todo else [], stubs)
             if todo:
@@ -79,6 +79,8 @@ def grade(submitted: Path | None, out: Path, names: list[str] | None = None, lim
                                   f"{time.monotonic() - recording:.1f} s")
             return write(run, names, jobs, results, on_roster, notes, failures, extra_rows)
     finally:
+        if setting is not None and setting.checker is not None:
+            setting.checker.close()
         if zygote is not None:
             zygote.close()
 
@@ -194,20 +196,17 @@ def plan_jobs(run: run_module.Run, found: list, names: list[str], on_roster: set
 
 
 def prepare(run: run_module.Run, zygote: Zygote | None, names: list[str], stubs: dict) -> Setting:
-    """What every worker shares: the hidden tests' cases (made by a trusted child; the expected results kept in the
-    run's own work folder), the course's notebooks and files settings."""
+    """What every worker shares: the run's trusted checker (which makes the hidden tests' cases and expected results
+    once), the course's notebooks, files and limits."""
     keys = list(dict.fromkeys(key for a in names for nb in run.course.notebooks(a)
                               for cell in source_cells(json.loads((run.course.source / a / f"{nb}.ipynb").read_text()))
                               for key in cell.hidden_keys))
-    expected = run.work / "expected"
-    expected.mkdir(mode=0o700)
-    cases = checker.cases_for(keys, expected)
     coursedir = run.course.coursedir
     limits = run.limits
     if limits.workers == 0:
         limits = replace(limits, workers=usable_cpus())
     return Setting(run.course.source, {a: run.course.notebooks(a) for a in run.course.assignments()}, limits, zygote,
-                   stubs, cases, expected, ignore=list(coursedir.ignore),
+                   stubs, Checker(keys) if keys else None, ignore=list(coursedir.ignore),
                    keep_student=dict(run.course.config.Autograde.get("exclude_overwriting", {})),
                    file_limit=int(coursedir.max_file_size) * 1000)
 
@@ -279,5 +278,4 @@ def probe(limits: Limits | None = None) -> list[str]:
         process.kill()
         return walls
     finally:
-        if zygote is not None:
-            zygote.close()
+        zygote.close()

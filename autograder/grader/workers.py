@@ -23,8 +23,7 @@ from autograder.grader.notebooks import GraderFault, Zygote, failed, run_plan
 from autograder.grader.plan import NotANotebook, make_plan, read_notebook
 from autograder.limits import Limits
 from autograder.progress import Progress
-from autograder.trusted import checker
-from autograder.trusted.checker import CourseError
+from autograder.trusted.checker import Checker, CourseError
 
 
 @dataclass
@@ -43,8 +42,7 @@ class Setting:
     limits: Limits
     zygote: Zygote
     stubs: dict                      # (assignment, notebook, grade_id) -> the released text of an answer cell
-    cases: dict[str, str]            # hidden test key -> encoded cases
-    expected: Path                   # the run's folder of expected results (checker.py)
+    checker: Checker | None          # the run's trusted checker (its cases: hidden test key -> encoded cases)
     ignore: list[str] = field(default_factory=list)
     keep_student: dict[str, list[str]] = field(default_factory=dict)
     file_limit: int = 100 * 2**20
@@ -89,7 +87,7 @@ def reusable(result: dict | None, key: str) -> bool:
     return bool(result) and result.get("key") == key and "grader_errors" in result and not result["grader_errors"]
 
 
-def check_hidden(plan, results: list[dict], expected: Path) -> tuple[list[dict], list[str]]:
+def check_hidden(plan, results: list[dict], checker: Checker | None) -> tuple[list[dict], list[str]]:
     """The results with every hidden test's verdict applied (a test cell that ran cleanly fails when the results its
     hidden tests handed in are wrong), and the grader's own faults, if any (checker.py: never the student's)."""
     pending = [(index, key) for index, cell in enumerate(plan.cells) for key in cell.hidden_keys
@@ -97,7 +95,7 @@ def check_hidden(plan, results: list[dict], expected: Path) -> tuple[list[dict],
     handed = [(key, results[index].get("handed", {}).get(key)) for index, key in pending]
     faults = []
     results = [{k: v for k, v in r.items() if k != "handed"} for r in results]
-    for (index, key), verdict in zip(pending, checker.verdicts(handed, expected)):
+    for (index, key), verdict in zip(pending, checker.verdicts(handed) if handed else []):
         if verdict.ok or not results[index]["ok"]:
             continue
         cell = plan.cells[index]
@@ -134,8 +132,9 @@ def grade_submission(job: Job, setting: Setting, slot: int) -> dict:
         judged = rules.verdicts(job.assignment, plan)
         runnable = not problem and submitted["cells"]
         if runnable:
-            results = run_plan(plan, setting.limits, setting.zygote, slot, files, setting.cases)
-            results, own_faults = check_hidden(plan, results, setting.expected)
+            cases = setting.checker.cases if setting.checker else {}
+            results = run_plan(plan, setting.limits, setting.zygote, slot, files, cases)
+            results, own_faults = check_hidden(plan, results, setting.checker)
             faults += own_faults
             results = [rules.apply(cell, result, judged) for cell, result in zip(plan.cells, results)]
             results = [feedback.for_students(cell, result, setting.limits.feedback)

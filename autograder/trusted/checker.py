@@ -1,13 +1,14 @@
-"""Runs in short-lived trusted children of the grader: the only code that imports the instructor's `reference`.
+"""Runs in a trusted process of its own, forked from the grader once per run: the only code that imports the
+instructor's `reference`.
 
-Why children of their own: the grader never imports `reference`, so nothing of it is in any memory a notebook could
-come from (notebooks are forked from the zygote, which never sees it either). A child forked for the purpose computes
-the hidden tests' cases and expected results, or checks what a submission handed in, and sends back only data.
+Why a process of its own: the grader never imports `reference`, so nothing of it is in any memory a notebook could come
+from (notebooks are forked from the zygote, which never sees it either), and the grader stays light (it imports no
+torch). The checker imports `reference` once, makes every hidden test's cases and expected results once, then answers
+each request for verdicts in a child of its own, a fork that starts with all of that in memory: a hand-in that
+crashes a check takes that child only.
 
-    cases_for(keys, folder)   -> {key: encoded cases}     once per run, before any notebook runs; the expected
-                                                          results are kept, pickled, in `folder` (the run's own,
-                                                          which no notebook can read and no other run shares)
-    verdicts(handed, folder)  -> [Verdict, ...]           once per submission, after its notebooks ran
+    checker = Checker(keys)             the cases, {key: encoded cases}, in checker.cases
+    checker.verdicts(handed)            [Verdict, ...], one per (key, encoded results or None), from any worker
 
 A check that fails raises AssertionError: the student's results are wrong. Results that cannot be decoded (malformed
 or crafted JSON, a dtype that may not be carried, a shape that lies) are the student's failure too. Anything else
@@ -16,10 +17,15 @@ is graded). Anything else raised while comparing is a Verdict with `fault`: the 
 """
 from __future__ import annotations
 
-import pickle
+import json
+import os
+import select
+import signal
+import socket
+import time
 from pathlib import Path
 
-from autograder.forked import ChildFailed, call_in_child
+from autograder.forked import Child, ChildFailed
 from autograder.protocol import Verdict
 
 CHECK_SECONDS = 600
@@ -40,44 +46,8 @@ def _references():
     return hidden
 
 
-def _expected_file(folder: Path, key: str) -> Path:
-    return folder / f"{key}.pickle"
-
-
-def _in_child(work, seconds: float) -> object:
-    try:
-        return call_in_child(work, seconds)
-    except ChildFailed as error:
-        raise CourseError(f"the hidden tests' trusted side failed: {error}") from None
-
-
-def cases_for(keys: list[str], folder: Path | None = None, seconds: float = CHECK_SECONDS) -> dict[str, str]:
-    """{key: the encoded cases of that hidden test}; CourseError naming the key if its cases or expected results
-    cannot be made. With `folder`, the expected results are computed here too and kept there (one that cannot be
-    pickled is computed again by each verdict)."""
-    def work() -> dict[str, str]:
-        hidden = _references()
-        from utils.handin import encode
-        made = {}
-        for key in keys:
-            try:
-                made[key] = encode(hidden.cases(key))
-                expected = hidden.expected(key) if folder is not None else None
-            except BaseException as error:  # noqa: BLE001
-                raise CourseError(f"hidden test {key}: its cases or expected results could not be made: "
-                                  f"{error!r}") from error
-            if folder is not None:
-                try:
-                    data = pickle.dumps(expected)
-                except Exception:  # noqa: BLE001 - not picklable: each verdict computes it
-                    continue
-                _expected_file(folder, key).write_bytes(data)
-        return made
-    return _in_child(work, seconds) if keys else {}
-
-
 def verdict(hidden, key: str, text: str | None) -> Verdict:
-    """The verdict on one hand-in (in the trusted child; `hidden` is reference.hidden)."""
+    """The verdict on one hand-in (in the trusted process; `hidden` is reference.hidden)."""
     from utils.handin import DecodeError, decode
     if text is None:
         return Verdict(False, "AssertionError: the hidden test handed in no results (did it stop early?)", False)
@@ -95,18 +65,93 @@ def verdict(hidden, key: str, text: str | None) -> Verdict:
                               f"{str(error)[:200]}); an instructor will look at it", True)
 
 
-def verdicts(handed: list[tuple[str, str | None]], folder: Path | None = None,
-             seconds: float = CHECK_SECONDS) -> list[Verdict]:
-    """One verdict per (key, encoded results or None when nothing was handed in), in order. Expected results come
-    from `folder` where `cases_for` kept them, else are computed here."""
-    def work() -> list[dict]:
-        hidden = _references()
-        for key in {key for key, _ in handed}:
-            if folder is not None and _expected_file(folder, key).is_file():
-                hidden.remember_expected(key, pickle.loads(_expected_file(folder, key).read_bytes()))
-            try:
-                hidden.expected(key)
-            except BaseException as error:  # noqa: BLE001
-                raise CourseError(f"hidden test {key}: its expected results could not be computed: {error!r}") from error
-        return [verdict(hidden, key, text).__dict__ for key, text in handed]
-    return [Verdict(**v) for v in _in_child(work, seconds)] if handed else []
+class Checker:
+    """The run's trusted checker process (see the module docstring)."""
+
+    def __init__(self, keys: list[str], seconds: float = CHECK_SECONDS):
+        self.seconds = seconds
+        self.control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.process = Child(lambda answer: _serve(keys, theirs, answer), serves=True)
+        theirs.close()
+        deadline = time.monotonic() + seconds
+        while not self.process.done:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([self.process], [], [], left)[0]:
+                self.close()
+                raise CourseError(f"the hidden tests' cases took longer than {seconds:g} s to make")
+            self.process.pump()
+        try:
+            self.cases: dict[str, str] = self.process.answer()
+        except ChildFailed as error:
+            self.close()
+            last = str(error).strip().splitlines()[-1] if str(error).strip() else "it died without an answer"
+            raise CourseError(last.removeprefix("autograder.trusted.checker.CourseError: ")) from None
+
+    def verdicts(self, handed: list[tuple[str, str | None]]) -> list[Verdict]:
+        """One verdict per (key, encoded results or None when nothing was handed in), in order."""
+        if not handed:
+            return []
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            socket.send_fds(self.control, [b"check"], [theirs.fileno()])
+            theirs.close()
+            ours.sendall(json.dumps(handed).encode())
+            ours.shutdown(socket.SHUT_WR)
+            ours.settimeout(self.seconds)
+            reply = b"".join(iter(lambda: ours.recv(1 << 20), b""))
+        except (OSError, socket.timeout) as error:
+            raise CourseError(f"the hidden tests' trusted side did not answer ({error})") from None
+        finally:
+            ours.close()
+        try:
+            answer = json.loads(reply)
+        except ValueError:
+            raise CourseError("the hidden tests' trusted side died while checking (a crash)") from None
+        if isinstance(answer, dict):
+            raise CourseError(answer["error"])
+        return [Verdict(**v) for v in answer]
+
+    def close(self) -> None:
+        self.control.close()
+        if not self.process.done:
+            self.process.kill()
+
+
+def _serve(keys: list[str], control: socket.socket, answer) -> None:
+    """In the checker process: make the cases and expected results, answer with the cases, then serve verdict requests
+    until the grader closes the control socket. A CourseError raised here reaches the grader as the answer."""
+    hidden = _references()
+    from utils.handin import encode
+    cases = {}
+    for key in keys:
+        try:
+            cases[key] = encode(hidden.cases(key))
+            hidden.expected(key)
+        except BaseException as error:  # noqa: BLE001
+            raise CourseError(f"hidden test {key}: its cases or expected results could not be made: {error!r}") from error
+    answer(cases)
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # one child per request, reaped by the kernel
+    while True:
+        try:
+            message, fds, _, _ = socket.recv_fds(control, 64, 1)
+        except OSError:
+            return
+        if not message or not fds:
+            return
+        if os.fork() == 0:
+            _check(hidden, socket.socket(fileno=fds[0]))
+        os.close(fds[0])
+
+
+def _check(hidden, stream: socket.socket) -> None:
+    """In a child of the checker: read one request, answer its verdicts, exit. Never returns."""
+    try:
+        request = json.loads(b"".join(iter(lambda: stream.recv(1 << 20), b"")))
+        answer = [verdict(hidden, key, text).__dict__ for key, text in request]
+    except BaseException as error:  # noqa: BLE001
+        answer = {"error": f"the hidden tests' trusted side failed: {error!r}"}
+    try:
+        stream.sendall(json.dumps(answer).encode())
+    finally:
+        os._exit(0)
+

@@ -28,9 +28,10 @@ def test_every_student_is_in_exactly_one_shard_for_any_count(students, count):
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.integers(1, 500), st.integers(0, 3), st.integers(1, 3), st.data())
+@given(st.integers(2, 500), st.integers(0, 3), st.integers(1, 3), st.data())
 def test_a_slurm_array_maps_its_tasks_onto_shards_one_to_one(count, first, step, data):
-    """Whatever the array's first task (0 or 1 or more) and step, its tasks are shards 1..N, each once."""
+    """Without GRADER_SHARDS, whatever the array's first task (0 or 1 or more) and step, its tasks are shards 1..N,
+    each once."""
     task = data.draw(st.integers(0, count - 1))
     env = {"SLURM_ARRAY_TASK_ID": str(first + task * step), "SLURM_ARRAY_TASK_COUNT": str(count),
            "SLURM_ARRAY_TASK_MIN": str(first), "SLURM_ARRAY_TASK_STEP": str(step)}
@@ -43,6 +44,42 @@ def test_slurm_arrays_starting_at_zero_or_one():
                                          "SLURM_ARRAY_TASK_MIN": "0"})[:2] == (1, 4)
     assert shards.resolve("auto", None, {"SLURM_ARRAY_TASK_ID": "4", "SLURM_ARRAY_TASK_COUNT": "4",
                                          "SLURM_ARRAY_TASK_MIN": "1", "SLURM_ARRAY_TASK_MAX": "4"})[:2] == (4, 4)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 64), st.data())
+def test_with_grader_shards_a_task_is_its_shard_however_it_is_resubmitted(count, data):
+    """deploy/slurm/grade.sbatch sets GRADER_SHARDS=N and submits --array=1-N. Task K is shard K of N in the first
+    array and in any later array of some of its tasks (`sbatch --array=K`, `--array=2,5`, `--array=1-7:2`), which
+    Slurm sees as a new, smaller array."""
+    rerun = sorted(data.draw(st.sets(st.integers(1, count), min_size=1)))
+    for task in rerun:
+        env = {"SLURM_ARRAY_TASK_ID": str(task), "SLURM_ARRAY_TASK_COUNT": str(len(rerun)),
+               "SLURM_ARRAY_TASK_MIN": str(rerun[0]), "SLURM_ARRAY_TASK_MAX": str(rerun[-1]),
+               "GRADER_SHARDS": str(count)}
+        index, total, how = shards.resolve("auto", None, env)
+        assert (index, total) == (task, count) and f"GRADER_SHARDS={count}" in how
+
+
+def test_a_rerun_of_one_task_is_that_task_of_the_first_array_never_the_whole_class():
+    """Issue #33: `sbatch --array=2` re-running task 2 of 4 is an array of one to Slurm. With the script's
+    GRADER_SHARDS it is shard 2 of 4; without it, it is refused (it used to be shard 1 of 1: the whole class)."""
+    rerun = {"SLURM_ARRAY_TASK_ID": "2", "SLURM_ARRAY_TASK_COUNT": "1", "SLURM_ARRAY_TASK_MIN": "2",
+             "SLURM_ARRAY_TASK_MAX": "2"}
+    assert shards.resolve("auto", None, {**rerun, "GRADER_SHARDS": "4"})[:2] == (2, 4)
+    assert shards.resolve("auto", 4, rerun)[:2] == (2, 4)
+    with pytest.raises(ShardError, match=r"an array of one task .* `sbatch --array=2` .* Set GRADER_SHARDS=N"):
+        shards.resolve("auto", None, rerun)
+
+
+def test_a_shard_output_folder_refuses_another_shard(tmp_path):
+    """A re-run given another count of shards than the first would grade other students into the same folder."""
+    shards.check_output(tmp_path, (3, 4))  # nothing there yet
+    shards.write_output_record(tmp_path, (3, 4), ["carol", "grace"])
+    shards.check_output(tmp_path, (3, 4))
+    assert shards.read_output_record(tmp_path) == {"index": 3, "count": 4, "students": ["carol", "grace"]}
+    with pytest.raises(ShardError, match="holds shard 3 of 4, but this run is shard 3 of 8"):
+        shards.check_output(tmp_path, (3, 8))
 
 
 def test_kubernetes_indexed_job_with_the_count_given():
@@ -72,6 +109,12 @@ def test_kubernetes_indexed_job_with_the_count_given():
     ("auto", 2, {"JOB_COMPLETION_INDEX": "2"}, "shard 3 of 2 does not exist"),
     ("auto", None, {"JOB_COMPLETION_INDEX": "0", "GRADER_SHARDS": "0"}, "at least one shard"),
     ("auto", None, {"JOB_COMPLETION_INDEX": "0", "SLURM_ARRAY_TASK_ID": "0"}, "both"),
+    ("auto", None, {"SLURM_ARRAY_TASK_ID": "0", "SLURM_ARRAY_TASK_COUNT": "4", "SLURM_ARRAY_TASK_MIN": "0",
+                    "SLURM_ARRAY_TASK_MAX": "3", "GRADER_SHARDS": "4"}, r"task ids are the shards' numbers, 1 to 4"),
+    ("auto", None, {"SLURM_ARRAY_TASK_ID": "5", "SLURM_ARRAY_TASK_COUNT": "16", "SLURM_ARRAY_TASK_MIN": "1",
+                    "SLURM_ARRAY_TASK_MAX": "16", "GRADER_SHARDS": "4"}, r"submit --array=1-4"),
+    ("auto", None, {"SLURM_ARRAY_TASK_ID": "1", "SLURM_ARRAY_TASK_COUNT": "1", "GRADER_SHARDS": "0"},
+     "at least one shard"),
 ])
 def test_shards_that_do_not_exist_are_clear_errors(spec, count, env, message):
     with pytest.raises(ShardError, match=message):

@@ -29,7 +29,7 @@ from autograder.grader.record import record
 from autograder.grader.selfcheck import digest, self_check
 from autograder.grader.workers import Job, Setting, not_graded, read_result, result_path, reusable, run_jobs
 from autograder.grader.write import pending_lines, write_csv, write_feedback
-from autograder.limits import Limits, load_limits, usable_cpus
+from autograder.limits import Limits, fit_to_machine, load_limits
 from autograder.progress import Progress
 from autograder.sandboxed.zygote import KEPT_ENVIRONMENT, preload
 from autograder.trusted import checker
@@ -45,7 +45,8 @@ def grade(submitted: Path | None, out: Path, names: list[str] | None = None, lim
     submitted = (submitted or course.folder("submitted")).resolve()
     out = out.resolve()
     _check_folders(course, submitted, out)
-    limits = course_limits(course, limits or load_limits())
+    limits, fitted = fit_to_machine(course_limits(course, limits or load_limits()))  # MemoryTooSmall: stop now
+    shards.check_output(out, shard)  # an output folder holds one shard's grades, never another's
     started = time.monotonic()
     database.check(course.db_url)  # a gradebook that cannot be used stops the run before anything is written
     run_module.check_ledger(course, out, start_over)  # and so does one that has lost what earlier runs recorded
@@ -53,6 +54,7 @@ def grade(submitted: Path | None, out: Path, names: list[str] | None = None, lim
     zygote = Zygote(walled=private)
     try:
         with run_module.begin(course, submitted, out, limits, shard) as run:
+            run.summary.append(f"on this machine: {fitted}")
             found, names, on_roster, finish_sync = find(run, names)
             preload()  # the grader's own imports (torch for the checker's children) while nbgrader records assignments
             stubs = finish_sync()
@@ -75,7 +77,9 @@ def grade(submitted: Path | None, out: Path, names: list[str] | None = None, lim
             run_module.write_ledger(run)
             run.summary.insert(1, f"recorded {len(jobs)} submission(s) in the gradebook and autograded/ in "
                                   f"{time.monotonic() - recording:.1f} s")
-            return write(run, names, jobs, results, on_roster, notes, failures, extra_rows)
+            rows = write(run, names, jobs, results, on_roster, notes, failures, extra_rows)
+            shards.write_output_record(out, shard, sorted(run.mine))  # last: the shard's output is complete
+            return rows
     finally:
         zygote.close()
 
@@ -201,8 +205,6 @@ def prepare(run: run_module.Run, zygote: Zygote, names: list[str], stubs: dict) 
     cases = checker.cases_for(keys, expected)
     coursedir = run.course.coursedir
     limits = run.limits
-    if limits.workers == 0:
-        limits = replace(limits, workers=usable_cpus())
     return Setting(run.course.source, {a: run.course.notebooks(a) for a in run.course.assignments()}, limits, zygote,
                    stubs, cases, expected, ignore=list(coursedir.ignore),
                    keep_student=dict(run.course.config.Autograde.get("exclude_overwriting", {})),

@@ -73,7 +73,11 @@ def main() -> None:
     course_root = args.course or default_course()
     if not (course_root / "source").is_dir():
         parser.error(f"{course_root} is not a course folder (it has no source/)")
-    course = Course.load(course_root)
+    try:
+        course = Course.load(course_root)
+    except SystemExit as error:  # the course's nbgrader_config.py stopped (say GRADEBOOK_URL is not set): exit 2
+        print(error, file=sys.stderr)
+        raise SystemExit(2) from None
     submitted = args.submitted or course.folder("submitted")
     if not submitted.is_dir():
         parser.error(f"{submitted} is not a folder")

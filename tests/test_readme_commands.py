@@ -97,11 +97,14 @@ def cycle(tmp_path_factory):
         home.mkdir(parents=True)
     shutil.copy2(course / "nbgrader_config_exchange.py", student_home)  # handed out by the instructor
 
-    # "Run a class" sets up a JupyterHub as root: tests/test_class_hub.py runs those blocks as printed
+    # "Run a class" sets up a JupyterHub as root: tests/test_class_hub.py runs those blocks as printed; and
+    # tests/test_slurm.py runs "Grading on a Slurm cluster" on a cluster of its own
     instructors = section("Instructors")
-    hub_start = instructors.index("### Run a class: JupyterHub on one machine")
-    hub_end = instructors.index("\n### ", hub_start + 1)
-    blocks = bash_blocks(instructors[:hub_start] + instructors[hub_end:])
+    for elsewhere in ("### Run a class: JupyterHub on one machine", "### Grading on a Slurm cluster"):
+        start = instructors.index(elsewhere)
+        end = instructors.find("\n### ", start + 1)
+        instructors = instructors[:start] + (instructors[end:] if end > 0 else "")
+    blocks = bash_blocks(instructors)
     activate, steps = blocks[0], blocks[1:]
     assert activate.strip().startswith("source .venv/bin/activate"), activate
     ran = []

@@ -254,6 +254,18 @@ def roster(course: Course) -> list[str]:
         gradebook.close()
 
 
+def recorded_assignments(course: Course) -> set[str]:
+    """Every assignment the gradebook holds."""
+    from sqlalchemy.exc import SQLAlchemyError
+    gradebook = open_gradebook(course)
+    try:
+        return {a.name for a in gradebook.assignments}
+    except SQLAlchemyError as error:
+        raise GradebookError(explain(error, course.db_url)) from None
+    finally:
+        gradebook.close()
+
+
 def scheduled(course: Course) -> set[str]:
     """Assignments the gradebook gives a due date (`nbgrader db assignment add NAME --duedate=...`)."""
     from sqlalchemy.exc import SQLAlchemyError

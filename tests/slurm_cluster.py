@@ -1,4 +1,4 @@
-"""A real one-node Slurm cluster in a scratch folder, for tests/test_slurm.py: started, used, stopped and removed.
+"""A real one-node Slurm cluster in a scratch folder, for tests/test_clusters.py: started, used, stopped and removed.
 
 Debian's slurm-wlm and munge (installed by tests/ensure_slurm.sh, which `make test` runs first), with nothing of the
 system's own: a munge daemon with a fresh key and its own socket, slurmctld and slurmd with a generated slurm.conf

@@ -98,7 +98,7 @@ def cycle(tmp_path_factory):
     shutil.copy2(course / "nbgrader_config_exchange.py", student_home)  # handed out by the instructor
 
     # "Run a class" sets up a JupyterHub as root: tests/test_class_hub.py runs those blocks as printed; and
-    # tests/test_slurm.py runs "Grading on a Slurm cluster" on a cluster of its own
+    # tests/test_clusters.py runs "Grading on a Slurm cluster" on a cluster of its own
     instructors = section("Instructors")
     for elsewhere in ("### Run a class: JupyterHub on one machine", "### Grading on a Slurm cluster"):
         start = instructors.index(elsewhere)

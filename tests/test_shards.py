@@ -150,3 +150,47 @@ def test_the_slurm_script_and_the_kubernetes_job_use_shard_auto():
     assert int(env["GRADER_SHARDS"]) == spec["completions"]  # the count the pods are told is the Job's
     command = " ".join(container["command"] + container.get("args", []))
     assert "autograder.grade" in command and "--shard auto" in command
+
+
+def shard_output(folder: Path, index: int, count: int, students: list[str], summary: list[str]) -> Path:
+    """A finished shard's output folder: grades.csv (a TOTAL row per student), summary.txt, shard.json."""
+    folder.mkdir(parents=True)
+    (folder / "grades.csv").write_text("student,assignment,task,title,score,max_score,late_penalty,note\n" + "".join(
+        f"{s},01_floats,TOTAL,assignment total,1,3,0,\n" for s in students))
+    (folder / "summary.txt").write_text("\n".join(summary) + "\n")
+    shards.write_output_record(folder, (index, count), students)
+    return folder
+
+
+def test_the_merge_refuses_a_missing_a_doubled_or_a_foreign_shard(tmp_path):
+    from autograder.merge import MergeError, merge
+    one = shard_output(tmp_path / "shard-1", 1, 3, ["ann"], [])
+    three = shard_output(tmp_path / "shard-3", 3, 3, ["cy"], [])
+    (tmp_path / "shard-2").mkdir()  # a task that was cancelled: it never wrote shard.json
+    with pytest.raises(MergeError, match=r"shard 2 of 3 is missing .*shard-2 did not finish.*sbatch --array=2 "):
+        merge([one, tmp_path / "shard-2", three], tmp_path / "out")
+    again = shard_output(tmp_path / "again", 1, 3, ["ann"], [])
+    with pytest.raises(MergeError, match="shard 1 of 3 is given twice"):
+        merge([one, again, three], tmp_path / "out")
+    other = shard_output(tmp_path / "other", 2, 4, ["bob"], [])
+    with pytest.raises(MergeError, match="shards of different counts"):
+        merge([one, other, three], tmp_path / "out")
+    assert not (tmp_path / "out").exists()  # nothing written
+
+
+def test_the_merge_writes_one_summary_for_the_class(tmp_path):
+    from autograder.merge import merge
+    first = shard_output(tmp_path / "shard-1", 1, 2, ["ann", "cy"], [
+        "graded 2 submission(s) in 3.0 s (0 unchanged, reused)", "ann 01_floats: 2.0 h after the due date -> late "
+        "penalty 0.3 points", "needs manual grading (formgrader): 01_floats: 2 answer(s) in 1 submission(s), cells a, b",
+        "no submission: 01_floats: cy"])
+    second = shard_output(tmp_path / "shard-2", 2, 2, ["bob", "dee"], [
+        "graded 1 submission(s) in 2.0 s (0 unchanged, reused)", "needs manual grading (formgrader): 01_floats: "
+        "1 answer(s) in 1 submission(s), cells c", "no submission: 01_floats: dee"])
+    assert merge([second, first], tmp_path / "out") == 4
+    assert (tmp_path / "out" / "summary.txt").read_text().splitlines() == [
+        "shard 1/2: graded 2 submission(s) in 3.0 s (0 unchanged, reused)",
+        "shard 2/2: graded 1 submission(s) in 2.0 s (0 unchanged, reused)",
+        "ann 01_floats: 2.0 h after the due date -> late penalty 0.3 points",
+        "needs manual grading (formgrader): 01_floats: 3 answer(s) in 2 submission(s), cells a, b, c",
+        "no submission: 01_floats: cy, dee"]

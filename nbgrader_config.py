@@ -25,7 +25,7 @@ c.CourseDirectory.root = COURSE_ROOT
 
 # The gradebook. On one machine: gradebook.db in this folder (nbgrader's default). On a database server, for grading
 # on many machines (README: "Grading on a Slurm cluster", "Grading on Kubernetes"): set GRADEBOOK_ON_SERVER = True
-# and give every command (nbgrader's, the grader's, `make lab`) the server's URL in the environment variable
+# and give every command (nbgrader's, the grader's, `make lab`'s Formgrader) the server's URL in the environment variable
 # GRADEBOOK_URL, e.g. export GRADEBOOK_URL='postgresql+psycopg://grader:PASSWORD@db.example.org/cs336?connect_timeout=10'
 # (deploy/k8s/grade-job.yaml sets it from a Secret; the password stays out of this file). A command run without it
 # then stops here with this message, instead of making an empty gradebook.db here and reporting an empty class.

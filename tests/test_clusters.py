@@ -181,6 +181,7 @@ def cycle(tmp: Path, cluster: slurm_cluster.Cluster, pg: postgres_server.Postgre
     server_env = {**env, "GRADEBOOK_URL": url}  # the shell the README's export leaves
     enrol(course, server_env)  # the roster and due date, into the server
     set_up = time.monotonic()
+    out_before = (course / "out").exists()  # the logs must land all the same
     # The README's first block as printed: the switch, the URL, sbatch.
     done = bash(first, course, env)
     job = re.search(r"Submitted batch job (\d+)", done.stdout).group(1)
@@ -205,13 +206,21 @@ def cycle(tmp: Path, cluster: slurm_cluster.Cluster, pg: postgres_server.Postgre
     # The third: merge, report, export.
     bash(finish, course, server_env)
     ended = time.monotonic()
+    # What a request that does not fit does (README): more memory than the node has is refused at once; more CPUs
+    # than it has waits with the reason PartitionConfig.
+    too_much_memory = bash("sbatch --mem-per-cpu=100G deploy/slurm/grade.sbatch", course, server_env, check=False)
+    too_many = bash("sbatch --parsable --cpus-per-task=8 deploy/slurm/grade.sbatch", course, server_env)
+    wait_for(lambda: "PartitionConfig" in cluster.command("squeue", "--noheader", "-j", too_many.stdout.strip(),
+                                                          "-o", "%r").stdout, "the reason PartitionConfig", timeout=30)
+    cluster.command("scancel", too_many.stdout.strip())
     alone = reference()
     timings = {"set-up": set_up - started, "first array until task 2 was cancelled": cancelled - submitted,
                "the rest of the array and the re-run": rerun_done - cancelled,
                "merge, report, export": ended - rerun_done, "whole": time.monotonic() - started}
     print("\nSlurm cycle (s): " + ", ".join(f"{k} {v:.1f}" for k, v in timings.items()))
     return dict(course=course, alone=alone, job=job, job_again=job_again, together=together, states=states,
-                rerun_states=rerun_states, merge_before=merge_before, url=url, cluster=cluster, timings=timings)
+                rerun_states=rerun_states, merge_before=merge_before, url=url, cluster=cluster, timings=timings,
+                out_before=out_before, too_much_memory=too_much_memory)
 
 
 def without_notes(rows: list[dict]) -> list[tuple]:
@@ -222,6 +231,7 @@ def without_notes(rows: list[dict]) -> list[tuple]:
 def test_the_script_ran_as_printed_two_tasks_together_and_every_log_landed(run):
     course, job = run["course"], run["job"]
     assert run["together"]["1"] == run["together"]["2"] == "RUNNING"
+    assert not run["out_before"]  # out/ did not exist when the tasks started: the logs are in the submit folder
     assert run["states"] == {"1": "COMPLETED", "2": "CANCELLED"}, run["states"]
     assert run["rerun_states"] == {"2": "COMPLETED"}, run["rerun_states"]
     for task in (1, 2):
@@ -238,6 +248,11 @@ def test_the_script_ran_as_printed_two_tasks_together_and_every_log_landed(run):
     assert "shard 2 of 2, from Slurm array task 2 (array 2-2, 1 task(s)), shards counted by GRADER_SHARDS=2" in log, log
     assert ("on this machine: 2 worker(s) (2 usable CPU(s)); 4096 MiB for the job (SLURM_MEM_PER_CPU=2048 x 2 CPU(s)), "
             "1024 MiB kept for the grader: 1536 MiB per notebook") in log, log
+
+
+def test_a_request_that_does_not_fit_fails_at_once_or_says_why_it_waits(run):
+    refused = run["too_much_memory"]
+    assert refused.returncode != 0 and "Requested node configuration is not available" in refused.stderr, refused.stderr
 
 
 def test_the_merge_refused_while_task_2_was_missing(run):

@@ -17,6 +17,8 @@ course; SUBMITTED_DIR (default: the course's `submitted/`) is laid out as `<stud
   OUT/results/<student>/<assignment>.json            one file per graded submission (how a stopped run resumes)
   OUT/gradebook-ledger.json                          what the gradebook held after this run (the next run refuses a
                                                      gradebook that has lost it, unless --start-over)
+  OUT/shard.json                                     which shard of how many OUT holds, and its students; written
+                                                     last (autograder.merge refuses a shard without it)
 
 Each notebook runs in its own sandboxed process (autograder/sandboxed/, limits.toml) with the instructor's locked
 cells taken from `source/` (grader/plan.py). Submitted files are only read. A submission the student broke scores 0
@@ -60,7 +62,8 @@ def main() -> None:
                         "holds nbgrader_config.py, else this repository)")
     parser.add_argument("--out", type=Path, default=Path("graded"), help="where grades.csv, the summary and feedback go")
     parser.add_argument("--assignment", action="append", help="grade only this assignment (repeatable)")
-    parser.add_argument("--workers", type=int, help="submissions graded at once (default: limits.toml, 0 = all cores)")
+    parser.add_argument("--workers", type=int, help="submissions graded at once (default: limits.toml; 0 = one per CPU "
+                        "this process may use, fewer where the job's memory is short: limits.fit_to_machine)")
     parser.add_argument("--limit", action="append", default=[], metavar="NAME=VALUE", help="override a limit of limits.toml")
     parser.add_argument("--fresh", action="store_true", help="run every notebook again, ignoring earlier results")
     parser.add_argument("--start-over", action="store_true", help="write into a gradebook that has lost what earlier "

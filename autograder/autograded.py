@@ -1,4 +1,5 @@
-"""What nbgrader keeps of one graded notebook: the autograded notebook, the grade of each graded cell, and comments.
+"""Runs in the grader: what nbgrader keeps of one graded notebook: the autograded notebook, the grade of each graded
+cell, and comments.
 
 Our grader runs a plan (plan.py) instead of the submitted notebook; this module turns the plan and its results
 back into what `nbgrader autograde` would have produced, so that nbgrader's own tools (formgrader,

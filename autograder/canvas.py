@@ -1,4 +1,5 @@
-"""The final scores as a CSV for Canvas's gradebook import (Grades > Import), one column per assignment.
+"""Runs as the instructor (a command line): the final scores as a CSV for Canvas's gradebook import (Grades >
+Import), one column per assignment.
 
     python -m autograder.canvas --roster students.csv --assignment 01_floats=4021 [--assignment NAME=ID ...]
                                 [--out canvas-grades.csv] [--graded graded] [--course DIR]

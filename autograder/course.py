@@ -1,4 +1,5 @@
-"""The nbgrader course: its root folder, its `nbgrader_config.py`, its folders and gradebook.
+"""Runs as the instructor (the grader and every tool): the nbgrader course: its root folder, its `nbgrader_config.py`,
+its folders and gradebook.
 
 The repository itself is the course (its `nbgrader_config.py` is at the root). `Course.load(folder)` opens
 another course folder the same way: with that folder's own `nbgrader_config.py`, or, when it has none, with the

@@ -1,5 +1,5 @@
-"""The gradebook's database, checked before a grading run uses it: a clear error, and nothing written, when it
-cannot be used.
+"""Runs as the instructor (the grader and every tool): the gradebook's database, checked before a grading run uses it: a
+clear error, and nothing written, when it cannot be used.
 
 `check(db_url)` runs before nbgrader's Gradebook opens the database (gradebook.open_gradebook), because Gradebook
 itself would go on where it should stop: it creates missing tables in a database made by another nbgrader

@@ -1,4 +1,4 @@
-"""Due dates and extensions, kept in nbgrader's gradebook.
+"""Runs as the instructor (a command line): due dates and extensions, kept in nbgrader's gradebook.
 
     python -m autograder.deadlines extend ASSIGNMENT STUDENT [--days D] [--hours H] [--minutes M] [--course DIR]
     python -m autograder.deadlines show [ASSIGNMENT] [--course DIR]

@@ -1,8 +1,8 @@
-"""The quick feedback page a student gets for one notebook: the tasks by their titles with points and, where a task
-lost points for more than a failed check, why (a time-out, a crash, a syntax error); then their cells, the visible
-tests, and what each printed or raised. Hidden test code is never shown (only that hidden tests ran), and ANSI
-colour codes are removed from everything printed. (nbgrader's own feedback, `nbgrader generate_feedback`, renders
-the autograded notebook instead.)"""
+"""Runs in the grader: the quick feedback page a student gets for one notebook: the tasks by their titles with points
+and, where a task lost points for more than a failed check, why (a time-out, a crash, a syntax error); then their
+cells, the visible tests, and what each printed or raised. Hidden test code is never shown (only that hidden tests
+ran), and ANSI colour codes are removed from everything printed. (nbgrader's own feedback, `nbgrader
+generate_feedback`, renders the autograded notebook instead.)"""
 from __future__ import annotations
 
 import html

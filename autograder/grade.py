@@ -1,4 +1,5 @@
-"""Grade every submission of an nbgrader course into its gradebook, nbgrader's way, with our fast sandboxed runner.
+"""Runs as the instructor (`make grade`'s command line): grade every submission of an nbgrader course into its
+gradebook, nbgrader's way, with our fast sandboxed runner.
 
     python -m autograder.grade [SUBMITTED_DIR] [--course DIR] [--out DIR] [--assignment NAME ...] [--workers N]
                                [--limit NAME=VALUE ...] [--fresh] [--shard K/N]

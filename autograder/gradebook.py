@@ -1,4 +1,5 @@
-"""nbgrader's gradebook as the record of every grading run: one writer, one transaction per run.
+"""Runs as the instructor (the grader and every tool): nbgrader's gradebook as the record of every grading run: one
+writer, one transaction per run.
 
 The grading run's parent process is the only writer; its forked workers only run notebooks. It
 - checks that the gradebook can be opened (`open_gradebook`) and knows each assignment exactly as `source/` has it

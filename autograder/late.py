@@ -1,4 +1,5 @@
-"""The course's late-submission penalty, as an nbgrader late-submission plugin.
+"""Runs as the instructor (inside nbgrader and the grader): the course's late-submission penalty, as an nbgrader late-
+submission plugin.
 
 nbgrader asks the plugin configured as `AssignLatePenalties.plugin_class` (nbgrader_config.py) for the penalty of
 each notebook submitted after its due date (the assignment's due date plus the student's extension); both

@@ -1,4 +1,5 @@
-"""Import an LMS download (Canvas style: one flat folder or .zip of files) into the course's `submitted/`.
+"""Runs as the instructor (a command line): import an LMS download (Canvas style: one flat folder or .zip of files) into
+the course's `submitted/`.
 
     python -m autograder.lms_import DOWNLOAD [--assignment NAME] [--course DIR] [--submitted DIR]
 

@@ -1,4 +1,5 @@
-"""Merge the outputs of several grading runs (one `--shard K/N` per machine or array task) into one.
+"""Runs as the instructor (a command line): merge the outputs of several grading runs (one `--shard K/N` per
+machine or array task) into one.
 
     python -m autograder.merge SHARD_OUT [SHARD_OUT ...] --out DIR
 

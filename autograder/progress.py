@@ -1,5 +1,5 @@
-"""How far a grading run is: notebooks done of the total, notebooks per second, time elapsed and left, and how many
-submissions the grader failed on so far (jupyter/nbgrader#1456 asks nbgrader for the same).
+"""Runs in the grader: how far a grading run is: notebooks done of the total, notebooks per second, time elapsed and
+left, and how many submissions the grader failed on so far (jupyter/nbgrader#1456 asks nbgrader for the same).
 
 On a terminal it is one tqdm bar, redrawn in place. Anywhere else (CI, a Slurm or Kubernetes log, `make grade >
 log`) a bar's carriage returns would pile up, so it prints the same numbers as one plain line every `every`

@@ -1,4 +1,4 @@
-"""Regenerate `release/` (the student versions) from `source/` with nbgrader.
+"""Runs as the instructor (`make release`): regenerate `release/` (the student versions) from `source/` with nbgrader.
 
     python -m autograder.release [ASSIGNMENT ...] [--into DIR]
 

@@ -1,5 +1,5 @@
-"""The class report: who needs the instructor, and how the class did on each assignment, as one HTML page with PNG
-plots, from the gradebook.
+"""Runs as the instructor (`make report`): the class report: who needs a person, and how the class did on each
+assignment, as one HTML page with PNG plots, from the gradebook.
 
     python -m autograder.report [--course DIR] [--out DIR] [--assignment NAME ...]
 

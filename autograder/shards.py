@@ -1,4 +1,5 @@
-"""Which slice of the class one grading run takes: `--shard K/N`, or `--shard auto` from the scheduler's environment.
+"""Runs in the grader: which slice of the class one grading run takes: `--shard K/N`, or `--shard auto` from the
+scheduler's environment.
 
 A shard takes every N-th student of the sorted class (the roster and the submitters): shard K of N grades
 students K-1, K-1+N, K-1+2N, ... so every student is in exactly one shard whatever N is, and shards stay about

@@ -1,4 +1,5 @@
-"""Build what students receive: the student edition of the course, as a folder and optionally a .tar.gz.
+"""Runs as the instructor (`make student-edition`): build what students receive: the student edition of the course, as a
+folder and optionally a .tar.gz.
 
     python -m autograder.student_edition --out student-edition [--tar]      (make student-edition)
 

@@ -4,7 +4,8 @@ submission must be collected with its own timestamp and its own content (none mi
 
     sudo .venv/bin/python -m bench.hub_load --students 200 [--workers 8]      a scratch class, removed afterwards
 
-It sets up its own class (scripts/class_hub.py) in a scratch folder with that many accounts, starts the hub, runs
+Run it from a clone only root can read (`make hub` refuses another, and so does this). It sets up its own class
+(scripts/class_hub.py) in a scratch folder with that many accounts, each confined as on the hub, starts the hub, runs
 the load, restarts the hub in the middle, prints submissions per second and collect times, and removes the
 accounts. tests/test_class_hub.py runs the same `submit_class` with 30 accounts in `make test`.
 
@@ -28,7 +29,7 @@ from pathlib import Path
 import nbformat
 
 from scripts.class_hub import ClassHub, as_user, grader_env, student_env
-from tests.lab_server import free_port
+from tests.lab_server import free_low_port
 
 REPO = Path(__file__).resolve().parent.parent
 ASSIGNMENT = "07_models_optimizers"
@@ -58,13 +59,13 @@ def place_work(hub: ClassHub, student: str, marker: str) -> None:
     """Put the student's work where nbgrader fetches it (~/release/<assignment>/), written as the student."""
     folder = f"release/{ASSIGNMENT}"
     as_user(student, ["sh", "-c", f"mkdir -p {folder} && cat > {folder}/{ASSIGNMENT}.ipynb"], student_env(hub),
-            input=marked_notebook(student, marker))
+            input=marked_notebook(student, marker), hub=hub)
 
 
 def submit(hub: ClassHub, student: str) -> str:
     """`nbgrader submit` as the student, from their home (the Assignments tab's Submit does the same)."""
     done = as_user(student, [str(hub.env / "bin" / "nbgrader"), "submit", ASSIGNMENT], student_env(hub),
-                   cwd=Path(hub.homes) / student, check=False, timeout=300)
+                   cwd=Path(hub.homes) / student, check=False, timeout=300, hub=hub)
     return "" if done.returncode == 0 else f"{student}: submit failed ({done.returncode}): {done.stderr[-500:]}"
 
 
@@ -153,13 +154,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=8, help="submits at a time (default 8)")
     parser.add_argument("--prefix", default="/var/tmp/cs336-hub-bench", help="the hub's prefix (env/ is kept)")
     args = parser.parse_args(argv)
-    scratch = Path(tempfile.mkdtemp(prefix="hub-load-"))
+    Path(args.prefix).mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix="hub-load-", dir=args.prefix))   # not /tmp: each student has their own
     scratch.chmod(0o755)
     roster = scratch / "roster.csv"
     students = [f"load{i:04d}" for i in range(args.students)]
     roster.write_text("id\n" + "".join(f"{s}\n" for s in students))
     (scratch / "home").mkdir(mode=0o755)
-    ports = [free_port() for _ in range(4)]   # loopback: the hub, its API, the proxy's API, Formgrader
+    ports = []
+    for _ in range(4):   # loopback, below 1024: the hub, its API, the proxy's API, Formgrader
+        ports.append(free_low_port(set(ports)))
     hub = ClassHub(prefix=args.prefix, students=students, staff=[], instructor="loadprof",
                    homes=str(scratch / "home"), exchange=str(scratch / "exchange"), ip="127.0.0.1", port=ports[0],
                    hub_port=ports[1], proxy_api_port=ports[2], service_port=ports[3])

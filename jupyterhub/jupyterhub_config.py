@@ -4,14 +4,22 @@ with it). Everything class-specific comes from class.json beside it, which `make
 - Login: the accounts' unix passwords (PAM, JupyterHub's default). For a real class swap in its own login; only
   the lines marked LOGIN change (README: "Run a class").
 - Each user's server: JupyterLab as that unix user (LocalProcessSpawner), in their home, from the shared
-  environment, with the students' nbgrader configuration (Assignments tab, no Formgrader).
+  environment, with the students' nbgrader configuration (Assignments tab, no Formgrader). A student's server is
+  confined first (ClassSpawner, student_jail.py beside this file): their cgroup's memory and task limits, a mount
+  namespace where only their own disk is writable, the exchange's inbound folder being theirs.
 - Formgrader: a JupyterHub service run as the grader account in its course folder (nbgrader's "one class,
   multiple graders"); the instructor and the TAs, in the group formgrade-<course>, may open it.
+- Every listener is where no student can bind: ports below 1024, which only root may bind; Formgrader, run as
+  the grader account, gets that one right (CAP_NET_BIND_SERVICE, through util-linux's setpriv): JupyterHub's
+  services must be http(s), so a unix socket is not an option for it.
 - The hub's database, cookie secret and the proxy's token live in this folder, so a restart keeps every user,
   group and running server.
 """
+import asyncio
 import json
 import os
+import sys
+from pathlib import Path
 
 c = get_config()  # noqa: F821
 
@@ -24,6 +32,8 @@ ENV_BIN = os.path.join(PREFIX, "env", "bin")
 GRADER = f"grader-{COURSE}"[:32]
 STAFF = CLASS["staff"] + [CLASS["instructor"]]
 PATH = f"{ENV_BIN}:/usr/local/bin:/usr/bin:/bin"
+sys.path.insert(0, HERE)
+import student_jail  # noqa: E402  (copied beside this file by scripts/class_hub.py)
 
 # --- the hub, the proxy, the state that survives a restart
 c.JupyterHub.bind_url = f"http://{CLASS['ip']}:{CLASS['port']}"
@@ -48,8 +58,46 @@ c.Authenticator.admin_users = {CLASS["instructor"]}
 c.PAMAuthenticator.open_sessions = False   # no login session per spawn: nothing in PAM's session stack is needed
 
 # --- each user's server
-c.JupyterHub.spawner_class = "localprocess"
-c.Spawner.cmd = ["bash", os.path.join(PREFIX, "course-start.sh"), os.path.join(ENV_BIN, "jupyterhub-singleuser")]
+from jupyterhub.spawner import LocalProcessSpawner  # noqa: E402
+
+
+class ClassSpawner(LocalProcessSpawner):
+    """LocalProcessSpawner that confines a student's server before it becomes the student (student_jail.enter:
+    cgroup, read-only world but their disk, their own inbound), and kills whatever is left in their cgroup when the
+    server stops. Staff servers are started as LocalProcessSpawner starts them."""
+
+    def _parts(self):
+        name = self.user.name
+        disk = student_jail.Disk(Path(PREFIX) / "disks", name, Path(CLASS["homes"]) / name)
+        group = f"{COURSE}-{os.path.basename(PREFIX.rstrip('/'))}"
+        return student_jail.Cgroup(group, name), disk, student_jail.Limits(**CLASS["limits"])
+
+    def make_preexec_fn(self, name):
+        become = super().make_preexec_fn(name)
+        if name not in CLASS["students"]:
+            return become
+        cgroup, disk, limits = self._parts()
+        inbound = os.path.join(CLASS["exchange"], COURSE, "inbound")
+
+        def confine_then_become():
+            student_jail.enter(cgroup, disk, inbound, limits)
+            become()
+        return confine_then_become
+
+    async def stop(self, now=False):
+        if self.user.name in CLASS["students"]:
+            # everything the student runs, kernels included, killed while tini is there to reap it; then tini
+            cgroup = self._parts()[0]
+            await asyncio.get_running_loop().run_in_executor(None, lambda: cgroup.kill(keep_tops=True))
+        await super().stop(now=now)
+
+
+c.JupyterHub.spawner_class = ClassSpawner
+# Two tinis above each server: for a student the inner one is the init of their own PID namespace
+# (student_jail.enter), which reaps whatever they orphan and, when it ends, takes everything left with it; a zombie
+# would count against their task limit, for good where the machine's init does not reap (as in some containers).
+TINI = ["tini", "-s", "-g", "--"]
+c.Spawner.cmd = TINI + TINI + ["bash", os.path.join(PREFIX, "course-start.sh"), os.path.join(ENV_BIN, "jupyterhub-singleuser")]
 c.Spawner.notebook_dir = "~"
 c.Spawner.default_url = "/lab/tree/index.ipynb"
 c.Spawner.environment = {
@@ -76,13 +124,24 @@ c.JupyterHub.services = [
     {
         "name": COURSE,   # nbgrader finds Formgrader at /services/<course id>/
         "url": f"http://127.0.0.1:{CLASS['service_port']}",
-        "command": [os.path.join(ENV_BIN, "jupyterhub-singleuser"), f"--ServerApp.root_dir={CLASS['homes']}/{GRADER}/course"],
-        "user": GRADER,
+        # started by root (the hub), which becomes the grader keeping only the right to bind a port below 1024
+        "command": ["setpriv", "--reuid", GRADER, "--regid", GRADER, "--init-groups", "--inh-caps", "+net_bind_service",
+                    "--ambient-caps", "+net_bind_service", "--",
+                    # the spawner set root's HOME and USER: the grader's instead
+                    "env", f"HOME={CLASS['homes']}/{GRADER}", f"USER={GRADER}", f"LOGNAME={GRADER}",
+                    os.path.join(ENV_BIN, "jupyterhub-singleuser"), f"--ServerApp.root_dir={CLASS['homes']}/{GRADER}/course",
+                    # no kernel and no terminal: a staff member opening a submitted notebook here cannot run a
+                    # student's code as the grader (Autograde runs the sandboxed grader; run notebooks in your own
+                    # account): no kernel is listed, and a start by name is refused (autograder/no_kernels.py)
+                    "--ServerApp.terminals_enabled=False", "--KernelSpecManager.allowed_kernelspecs=no-kernel-as-grader",
+                    "--ServerApp.kernel_manager_class=autograder.no_kernels.NoKernels"],
         "cwd": f"{CLASS['homes']}/{GRADER}/course",
         "environment": {
             "PATH": PATH, "COURSE_EXCHANGE": CLASS["exchange"], "VENV": os.path.join(PREFIX, "env"),
             "TORCH": "system", "LANG": "C.UTF-8", "JUPYTERHUB_DEFAULT_URL": "/lab",
             "JUPYTER_CONFIG_PATH": os.path.join(PREFIX, "grader-config"),
+            "CLASS_INBOXES": os.path.join(PREFIX, "disks", "*", "inbound"),
+            "PYTHONPATH": f"{CLASS['homes']}/{GRADER}/course",   # the Autograde extension: autograder/
         },
         "oauth_no_confirm": True,
     },

@@ -4,7 +4,7 @@ JupyterHub service for the instructor and TAs (the single-machine layout of The 
     sudo make hub ROSTER=students.csv STAFF=ta1,ta2 INSTRUCTOR=prof       set up what is missing, then run the hub
     sudo python3 scripts/class_hub.py setup --roster students.csv --staff ta1,ta2 --instructor prof [--prefix P]
     sudo python3 scripts/class_hub.py start [--prefix P]                  run the hub (the state survives restarts)
-    sudo python3 scripts/class_hub.py remove-accounts [--prefix P]        end of term: the accounts it created
+    sudo python3 scripts/class_hub.py end-term [--prefix P] [--archive D]  end of term: archive, then remove
     sudo python3 scripts/class_hub.py prepare [--prefix P]                only the shared parts: course, env, proxy
 
 It must run as root: it creates unix accounts, and JupyterHub starts each user's server as that user
@@ -13,20 +13,32 @@ It must run as root: it creates unix accounts, and JupyterHub starts each user's
     env/             one Python environment for the hub and every user (as TLJH's /opt/tljh/user): the student
                      edition's `utils` and pinned packages, CPU torch, JupyterHub; readable by all, writable by root
     proxy/           configurable-http-proxy, JupyterHub's standard proxy, from npm (pinned)
-    course/          the student edition, read-only: copied into a student's home on their first start
+    course/          the student edition, read-only: brought into a student's home at each start of their server
+                     (jupyterhub/start-course.sh: new and unedited files, never their own work)
     student-config/  JUPYTER_CONFIG_PATH of user servers: the students' nbgrader config (exchange, Assignments
                      tab), no Formgrader or assignment creation
-    grader-config/   JUPYTER_CONFIG_PATH of the Formgrader service: lets Formgrader's tab frame itself
+    grader-config/   JUPYTER_CONFIG_PATH of the grader's shell and Formgrader: Formgrader's tab may frame itself, its
+                     Autograde runs the sandboxed grader, collect takes a submission from its owner only
+    disks/           root and the grader's group (0750): each student's disk, <id>.img (sparse ext4 of the disk
+                     limit), mounted at disks/<id>/ with home/ (bound at /home/<id>), tmp/ and inbound/
+                     (scripts/student_jail.py)
     state/           root only (0700): class.json (this class), JupyterHub's database and cookie secret, the
-                     proxy's token, the passwords it set, the hub's log
+                     proxy's token, the passwords it set, the hub's log, the spawner's student_jail.py
 
 and outside it: the accounts' homes (/home/<id>, mode 0700), the grader account `grader-<course>` whose home holds
-the instructor's course (a copy of this repository: source/, reference/, the gradebook), and nbgrader's exchange
-(/srv/nbgrader/exchange, mode 1777; nbgrader sets the permissions of what it creates inside).
+the instructor's course (a copy of this repository: source/, reference/, the gradebook), nbgrader's exchange
+(/srv/nbgrader/exchange, 1777, with the course's folders made here as the grader's: inbound sticky), each student's
+cgroup (<course>-<prefix's name>/<id>, memory and tasks), and the archive of a finished term
+(/var/backups/cs336-hub).
+
+Every student process runs confined (student_jail.enter, for their server and for `as_user`): their cgroup, a mount
+namespace where only their disk is writable and the exchange's inbound is their own inbound/. Every listener is a
+port below 1024 (the hub 80, its API 801, the proxy's API 802, Formgrader 803), which no student can bind.
 
 Why a script and not only configuration: JupyterHub, the proxy, the spawner and nbgrader do the serving, spawning,
 exchanging and grading; what none of them does is turn a roster into accounts, build one environment every
-account can run, and copy the course where each side needs it. That is all this file does.
+account can run, copy the course where each side needs it, and give each student a disk and limits of their own
+on a machine without systemd or disk quotas. That is all this file (and student_jail.py) does.
 """
 from __future__ import annotations
 
@@ -39,8 +51,10 @@ import re
 import secrets
 import shutil
 import signal
+import socket
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 import tomllib
@@ -52,6 +66,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))  # autograder.student_edition, run as a script from any folder
 from autograder.student_edition import build as build_student_edition  # noqa: E402
 from scripts import process_group  # noqa: E402
+from scripts import student_jail as jail  # noqa: E402
 
 COURSE_ID = "cs336-primitives"
 PROXY_PACKAGE = "configurable-http-proxy@5.3.0"   # JupyterHub's standard proxy, pinned (npm)
@@ -80,12 +95,16 @@ class ClassHub:
     homes: str = "/home"
     exchange: str = "/srv/nbgrader/exchange"
     ip: str = "0.0.0.0"
-    port: int = 8000
-    hub_port: int = 8081             # the hub's internal API (loopback)
-    proxy_api_port: int = 8001       # the proxy's REST API (loopback)
-    service_port: int = 9999         # the Formgrader service (loopback)
+    # Every listener is on a port below 1024, which only root can bind (Formgrader, run by the grader account, is
+    # given that one right, CAP_NET_BIND_SERVICE), so nobody stands in for the hub while it is stopped, and `start`
+    # refuses to run when one of them is taken or failed. (JupyterHub's services must be http(s): no unix socket.)
+    port: int = 80                   # the hub's public port
+    hub_port: int = 801              # the hub's internal API (loopback)
+    proxy_api_port: int = 802        # the proxy's REST API (loopback)
+    service_port: int = 803          # the Formgrader service (loopback)
     authenticator: str = "pam"       # the unix passwords; README: LTI 1.3 or OAuth for a real class
-    created: list[str] = field(default_factory=list)   # accounts this script made (removed by remove-accounts)
+    limits: dict = field(default_factory=lambda: asdict(jail.Limits()))   # each student's caps (student_jail.Limits)
+    created: list[str] = field(default_factory=list)   # accounts this script made (removed at the end of term)
     admin_token: str = field(default_factory=lambda: secrets.token_hex(32))  # the class-admin service's token
 
     @property
@@ -110,6 +129,27 @@ class ClassHub:
         host = "127.0.0.1" if self.ip in ("0.0.0.0", "") else self.ip
         return f"http://{host}:{self.port}"
 
+    @property
+    def inbound(self) -> Path:
+        """The exchange's inbound folder; in a student's processes, their own disk's inbound/ is mounted on it."""
+        return Path(self.exchange) / COURSE_ID / "inbound"
+
+    @property
+    def inboxes(self) -> str:
+        """The glob of the students' own inbound folders, where collect finds their submissions."""
+        return str(Path(self.prefix) / "disks" / "*" / "inbound")
+
+    def disk(self, student: str) -> jail.Disk:
+        return jail.Disk(Path(self.prefix) / "disks", student, Path(self.homes) / student)
+
+    def cgroup(self, student: str) -> jail.Cgroup:
+        return jail.Cgroup(f"{COURSE_ID}-{Path(self.prefix).name}", student)
+
+    def jail_for(self, student: str):
+        """The function that confines a student's process (root, between fork and exec): student_jail.enter."""
+        disk, cgroup, limits = self.disk(student), self.cgroup(student), jail.Limits(**self.limits)
+        return lambda: jail.enter(cgroup, disk, str(self.inbound), limits)
+
     def save(self) -> None:
         self.state.mkdir(parents=True, exist_ok=True)
         self.state.chmod(0o700)
@@ -122,7 +162,8 @@ class ClassHub:
         path = Path(prefix) / "state" / "class.json"
         if not path.exists():
             raise ClassError(f"no class set up in {prefix} ({path} is missing): run `make hub ROSTER=...` first")
-        return cls(**json.loads(path.read_text()))
+        saved = json.loads(path.read_text())
+        return cls(**{k: v for k, v in saved.items() if k in cls.__dataclass_fields__})
 
 
 def run(command: list[str], **kwargs) -> subprocess.CompletedProcess:
@@ -134,13 +175,18 @@ def run(command: list[str], **kwargs) -> subprocess.CompletedProcess:
 
 
 def as_user(user: str, command: list[str], env: dict[str, str], cwd: str | Path | None = None,
-            check: bool = True, timeout: float | None = None, input: str | None = None) -> subprocess.CompletedProcess:
+            check: bool = True, timeout: float | None = None, input: str | None = None,
+            hub: "ClassHub | None" = None) -> subprocess.CompletedProcess:
     """Run `command` as the unix account `user` (util-linux's runuser), with exactly `env` plus HOME and USER,
-    in `cwd` (default: the account's home)."""
+    in `cwd` (default: the account's home). A student of `hub` runs confined as their server is (student_jail)."""
     home = pwd.getpwnam(user).pw_dir
     full = ["runuser", "-u", user, "--", "env", "-i", f"HOME={home}", f"USER={user}", f"LOGNAME={user}"]
     full += [f"{k}={v}" for k, v in env.items()] + list(command)
-    done = subprocess.run(full, cwd=cwd or home, capture_output=True, text=True, timeout=timeout, input=input)
+    confine = hub.jail_for(user) if hub is not None and user in hub.students else None
+    if confine:   # as in their server: the inner tini is the init of their PID namespace (student_jail.enter)
+        full = ["tini", "-s", "--", "tini", "-s", "--"] + full
+    done = subprocess.run(full, cwd=cwd or home, capture_output=True, text=True, timeout=timeout, input=input,
+                          preexec_fn=confine)
     if check and done.returncode != 0:
         raise ClassError(f"as {user}: `{' '.join(command)}` failed ({done.returncode}):\n{done.stdout}{done.stderr}")
     return done
@@ -308,16 +354,20 @@ def write_configs(hub: ClassHub) -> None:
     grader.mkdir(parents=True, exist_ok=True)
     # JupyterHub 4.1+ sends `frame-ancestors 'none'`, which blanks Formgrader's tab (an iframe of the same server):
     # jupyter/nbgrader#1870. Only this service, which only the instructor and TAs can reach, lets its own pages
-    # frame it; students' servers keep JupyterHub's default.
+    # frame it; students' servers keep JupyterHub's default. Its Autograde button runs the course's sandboxed
+    # grader (autograder/formgrader_autograde.py), never a student's code in Formgrader's own process.
     (grader / "jupyter_server_config.json").write_text(json.dumps(
-        {"ServerApp": {"tornado_settings": {"headers": {"Content-Security-Policy": "frame-ancestors 'self'"}}}},
-        indent=1))
+        {"ServerApp": {"tornado_settings": {"headers": {"Content-Security-Policy": "frame-ancestors 'self'"}},
+                       "jpserver_extensions": {"autograder.formgrader_autograde": True}}}, indent=1))
+    # the grader's nbgrader (its shell and Formgrader): collect takes a submission from the account that made it
+    shutil.copy2(here / "nbgrader_config_grader.py", grader / "nbgrader_config.py")
     for folder in (users, grader):
         for path in [folder, *folder.rglob("*")]:
             path.chmod(0o755 if path.is_dir() else 0o644)
     shutil.copy2(here / "start-course.sh", Path(hub.prefix) / "course-start.sh")
     (Path(hub.prefix) / "course-start.sh").chmod(0o755)
     shutil.copy2(here / "jupyterhub_config.py", hub.state / "jupyterhub_config.py")
+    shutil.copy2(REPO / "scripts" / "student_jail.py", hub.state / "student_jail.py")  # the spawner's jail
 
 
 def install_grader_course(hub: ClassHub, roster: Path) -> None:
@@ -356,9 +406,11 @@ def install_grader_course(hub: ClassHub, roster: Path) -> None:
 
 
 def grader_env(hub: ClassHub) -> dict[str, str]:
-    """The environment of the grader account's commands: the hub's Python first, the shared exchange."""
+    """The environment of the grader account's commands: the hub's Python first, the shared exchange, the grader's
+    nbgrader configuration (collect by owner, from the students' own inbound folders)."""
     return {"PATH": f"{hub.env / 'bin'}:/usr/local/bin:/usr/bin:/bin", "COURSE_EXCHANGE": hub.exchange,
-            "VENV": str(hub.env), "TORCH": "system", "LANG": "C.UTF-8"}
+            "VENV": str(hub.env), "TORCH": "system", "LANG": "C.UTF-8", "CLASS_INBOXES": hub.inboxes,
+            "JUPYTER_CONFIG_PATH": str(Path(hub.prefix) / "grader-config")}
 
 
 def student_env(hub: ClassHub) -> dict[str, str]:
@@ -397,6 +449,13 @@ def setup(hub: ClassHub, roster: Path, passwords: dict[str, str] | None = None) 
     bad = [p for p in hub.staff + [hub.instructor] if not USERNAME.match(p)]
     if bad:
         raise ClassError(f"not valid unix account names: {', '.join(bad)}")
+    check_clone_private(REPO)
+    check_ports(hub)
+    check_confinement()
+    foreign = [s for s in hub.students if account_exists(s) and s not in hub.created]
+    if foreign:
+        raise ClassError(f"{', '.join(foreign)}: accounts that exist already. A student's account must be the class's "
+                         "own (its home is on the student's capped disk): remove them, or rename them in the roster")
     started = time.monotonic()
     prepare(hub.prefix)
     hub.state.mkdir(parents=True, exist_ok=True)
@@ -412,20 +471,193 @@ def setup(hub: ClassHub, roster: Path, passwords: dict[str, str] | None = None) 
         with open(hub.state / "passwords.csv", "a") as f:
             f.writelines(f"{user},{word}\n" for user, word in new_passwords.items())
         (hub.state / "passwords.csv").chmod(0o600)
-    Path(hub.exchange).mkdir(parents=True, exist_ok=True)
-    Path(hub.exchange).chmod(0o1777)   # nbgrader's documented mode; it sets its own folders' modes inside
     hub.save()
+    create_exchange(hub)
+    limits = jail.Limits(**hub.limits)
+    grader_gid = pwd.getpwnam(hub.grader).pw_gid
+    for student in hub.students:
+        create_disk(hub, student, limits, grader_gid)
     write_configs(hub)
     install_grader_course(hub, roster)
     print(f"accounts and the grader's course ready in {time.monotonic() - started:.1f} s in all", flush=True)
     return hub
 
 
-def start(hub: ClassHub) -> None:
-    """Run JupyterHub in the foreground (it starts the proxy, and Formgrader as the grader account)."""
+def check_clone_private(clone: Path) -> None:
+    """Refuse a course clone whose solutions (source/, reference/) other accounts can read: every student of the
+    class has an account on this machine."""
+    for secret in ("source", "reference"):
+        path = clone / secret
+        if not path.exists():
+            continue
+        chain = [path, *path.parents]
+        if path.stat().st_mode & 0o004 and all(p.stat().st_mode & 0o001 for p in chain):
+            raise ClassError(f"the course clone {clone} can be read by every account on this machine, students "
+                             f"included: {path} holds the solutions. Make it yours alone, then run make hub again:\n"
+                             f"    chmod 700 {clone}\n(or clone the course under /root, which is 0700)")
+
+
+def check_ports(hub: ClassHub) -> None:
+    """Refuse a port any account could bind (1024 and above): a student's process would stand in for the hub
+    while it is stopped, and receive the passwords and tokens sent to it."""
+    high = [f"{what} {port}" for what, _, port in listeners(hub) if port >= 1024]
+    if high:
+        raise ClassError(f"{', '.join(high)}: at 1024 or above, any account could take it while the hub is stopped. "
+                         "Choose ports below 1024: --port 443 (README: Run a class) and --internal-ports 801,802,803")
+
+
+def check_confinement() -> None:
+    """The machine must be able to cap students: cgroups with memory and pids, loop devices, mkfs.ext4."""
+    if jail.cgroup_version() == 0:
+        raise ClassError("no cgroup memory and pids controllers under /sys/fs/cgroup: students cannot be capped here")
+    missing = [tool for tool in ("mkfs.ext4", "losetup", "mount", "setpriv", "tini") if not shutil.which(tool)]
+    if missing:
+        raise ClassError(f"{', '.join(missing)} missing: apt-get install -y e2fsprogs util-linux mount tini")
+
+
+def create_exchange(hub: ClassHub) -> None:
+    """nbgrader's exchange, with the course's folders made now, as the grader's, before any student can log in:
+    inbound sticky (1733: a student can neither list it nor rename or remove an entry not theirs), outbound
+    readable, feedback reachable only by the hash names nbgrader gives. A folder found owned by another account
+    (a student who made it first, on an earlier hub) is moved aside, with a line."""
+    root = Path(hub.exchange)
+    root.mkdir(parents=True, exist_ok=True)
+    root.chmod(0o1777)   # nbgrader's documented mode (its release_assignment checks it); read-only for students
+    grader = pwd.getpwnam(hub.grader)
+    course = root / COURSE_ID
+    for folder, mode in ((course, 0o755), (course / "outbound", 0o755), (course / "inbound", 0o1733),
+                         (course / "feedback", 0o711)):
+        if folder.is_symlink() or (folder.exists() and (folder.lstat().st_uid != grader.pw_uid or not folder.is_dir())):
+            aside = folder.with_name(f"{folder.name}.found-{time.strftime('%Y%m%d-%H%M%S')}")
+            folder.rename(aside)
+            os.chown(aside, 0, 0, follow_symlinks=False)
+            print(f"exchange: {folder} was not the grader's: moved to {aside}", flush=True)
+        folder.mkdir(exist_ok=True)
+        os.chown(folder, grader.pw_uid, grader.pw_gid)
+        folder.chmod(mode)
+
+
+def create_disk(hub: ClassHub, student: str, limits: jail.Limits, grader_gid: int) -> None:
+    """The student's own disk (student_jail.Disk), their home on it (with /etc/skel's files the first time)."""
+    entry = pwd.getpwnam(student)
+    disk = hub.disk(student)
+    fresh = not disk.image.exists()
+    disk.create(limits.disk, entry.pw_uid, entry.pw_gid, grader_gid)
+    if fresh and Path("/etc/skel").is_dir():
+        run(["cp", "-a", "/etc/skel/.", str(disk.home)])
+        run(["chown", "-R", f"{entry.pw_uid}:{entry.pw_gid}", str(disk.home)])
+        disk.home.chmod(0o700)
+
+
+def listeners(hub: ClassHub) -> list[tuple[str, str, int]]:
+    """(what, address, port) of the hub's TCP listeners."""
+    return [("the hub's public port", hub.ip, hub.port), ("the hub's API", "127.0.0.1", hub.hub_port),
+            ("the proxy's API", "127.0.0.1", hub.proxy_api_port), ("Formgrader", "127.0.0.1", hub.service_port)]
+
+
+def holder(port: int) -> str:
+    """Who listens on TCP `port` (ss's users:(...) field), or ''."""
+    done = subprocess.run(["ss", "-ltnpH", f"sport = :{port}"], capture_output=True, text=True)
+    found = re.findall(r'users:\(\("([^"]+)",pid=(\d+)', done.stdout)
+    if not found:
+        return ""
+    name, pid = found[0]
+    try:
+        owner = pwd.getpwuid(os.stat(f"/proc/{pid}").st_uid).pw_name
+    except (OSError, KeyError):
+        owner = "?"
+    return f" by {name} (pid {pid}, account {owner})"
+
+
+def preflight(hub: ClassHub) -> None:
+    """Refuse to start when a listener's place is taken: a TCP port in use, or not below 1024."""
+    check_ports(hub)
+    taken = []
+    for what, ip, port in listeners(hub):
+        with socket.socket(socket.AF_INET6 if ":" in ip else socket.AF_INET) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                probe.bind((ip, port))
+            except OSError as error:
+                taken.append(f"{what} {ip}:{port} is taken{holder(port)} ({error.strerror})")
+    if taken:
+        raise ClassError("the hub was not started:\n  " + "\n  ".join(taken) + "\nstop what holds it, or choose "
+                         "other ports below 1024 (README: Run a class, 'Another port')")
+
+
+def listening_failures(hub: ClassHub, grader_uid: int) -> list[str]:
+    """What is not listening as it must, once the hub answers: each TCP port held by root (the hub, the proxy),
+    Formgrader's by the grader account."""
+    failures = []
+    held = tcp_listeners()
+    for what, _, port in listeners(hub):
+        owner = grader_uid if port == hub.service_port else 0
+        if held.get(port) != owner:
+            failures.append(f"{what} {port}: " + ("nothing listens (its log is above)" if port not in held
+                                                  else f"held by uid {held[port]}, not {owner}"))
+    return failures
+
+
+def tcp_listeners() -> dict[int, int]:
+    """{port: uid} of the listening TCP sockets (IPv4 and IPv6), from /proc/net/tcp*."""
+    found = {}
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            if fields[3] == "0A":   # LISTEN
+                found[int(fields[1].rsplit(":", 1)[1], 16)] = int(fields[7])
+    return found
+
+
+def start(hub: ClassHub, timeout: float = 120) -> int:
+    """Run JupyterHub (which starts the proxy, and Formgrader as the grader account) until it stops; its exit
+    status. Refused, with the reason, when a listener's place is taken before it starts, or when, once it answers,
+    one of them is not listening as it must: then the hub is stopped and the status is 3."""
+    preflight(hub)
+    for student in hub.students:   # after a reboot the students' disks are not mounted
+        hub.disk(student).attach()
     os.chdir(hub.state)
-    os.execv(str(hub.env / "bin" / "jupyterhub"),
-             [str(hub.env / "bin" / "jupyterhub"), "-f", str(hub.state / "jupyterhub_config.py")])
+    # Ctrl-C in a terminal and a stop of the process group (systemd, the tests) reach JupyterHub itself; this process
+    # only waits for it. A Python handler, not SIG_IGN: JupyterHub must not inherit an ignored SIGINT.
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: None)
+    hub_process = subprocess.Popen([str(hub.env / "bin" / "jupyterhub"), "-f", str(hub.state / "jupyterhub_config.py")])
+    failures = wait_until_listening(hub, hub_process, timeout)
+    if failures:
+        print("class hub: refusing to run, stopping JupyterHub:\n  " + "\n  ".join(failures), file=sys.stderr, flush=True)
+        hub_process.terminate()
+        hub_process.wait()
+        # JupyterHub leaves its proxy running when it exits on a failed service: nothing of a refused hub listens
+        process_group.stop_pid_file(hub.state / "jupyterhub-proxy.pid", "configurable-http-proxy")
+        return 3
+    print(f"class hub: listening as it must (ports {', '.join(str(p) for _, _, p in listeners(hub))}): running",
+          flush=True)
+    return hub_process.wait()
+
+
+def wait_until_listening(hub: ClassHub, hub_process: subprocess.Popen, timeout: float) -> list[str]:
+    """Wait until the hub answers and every listener is as it must be; what is still wrong after `timeout` s."""
+    deadline = time.monotonic() + timeout
+    grader_uid = pwd.getpwnam(hub.grader).pw_uid
+    failures = ["the hub did not answer"]
+    while time.monotonic() < deadline:
+        if hub_process.poll() is not None:
+            return [f"JupyterHub exited ({hub_process.returncode}) before it answered"]
+        try:
+            with urllib.request.urlopen(f"{hub.url}/hub/health", timeout=5) as answer:
+                failures = [] if answer.status == 200 else [f"the hub answered {answer.status}"]
+        except OSError as error:
+            failures = [f"the hub did not answer at {hub.url} ({error})"]
+        if not failures:
+            failures = listening_failures(hub, grader_uid)
+            if not failures:
+                return []
+        time.sleep(0.5)
+    return failures
 
 
 class HubProcess:
@@ -474,16 +706,20 @@ class HubProcess:
 
 
 def remove_accounts(hub: ClassHub) -> list[str]:
-    """Remove the accounts `setup` created (with their homes); accounts that existed before are kept. One that
-    cannot be removed is named at the end; the others are removed all the same."""
+    """Remove the accounts `setup` created (with their homes, and a student's disk and cgroup); accounts that
+    existed before are kept. One that cannot be removed is named at the end; the others are removed all the same.
+    (No archive: `end_term` archives first; this alone is for a class that never ran, and the tests.)"""
     removed, failed = [], []
     for name in hub.created:
         try:
+            if name in hub.students:
+                hub.cgroup(name).remove()
+                hub.disk(name).remove()
             if is_class_account(name):
                 remove_account(name)
                 removed.append(name)
-        except ClassError as error:
-            failed.append(str(error))
+        except (ClassError, jail.JailError, OSError) as error:
+            failed.append(f"{name}: {error}")
     hub.created = [name for name in hub.created if account_exists(name)]
     hub.save()
     if failed:
@@ -491,19 +727,75 @@ def remove_accounts(hub: ClassHub) -> list[str]:
     return removed
 
 
+ARCHIVED = ("gradebook.db", "gradebook-export.csv", "feedback", "autograded", "submitted", "graded", "release")
+
+
+def archive(hub: ClassHub, folder: Path) -> tuple[Path, int]:
+    """The term's record into <folder>/<course>-<date>.tar.gz, root's alone (0600): the gradebook and nbgrader's
+    export of it (gradebook-export.csv), feedback/, autograded/, submitted/, graded/, release/ and the roster. It is
+    read back before anything is removed; (its path, the number of files in it)."""
+    as_user(hub.grader, [str(hub.env / "bin" / "nbgrader"), "export", "--to", "gradebook-export.csv"],
+            grader_env(hub), cwd=hub.course)
+    folder.mkdir(parents=True, exist_ok=True)
+    folder.chmod(0o700)
+    path = folder / f"{COURSE_ID}-{time.strftime('%Y%m%d-%H%M%S')}.tar.gz"
+    with tarfile.open(path, "w:gz") as tar:
+        for name in ARCHIVED:
+            if (hub.course / name).exists():
+                tar.add(hub.course / name, arcname=f"{COURSE_ID}/{name}")
+        if (hub.state / "roster.csv").exists():
+            tar.add(hub.state / "roster.csv", arcname=f"{COURSE_ID}/roster.csv")
+    path.chmod(0o600)
+    with tarfile.open(path) as tar:   # read it back: every file there, whole
+        files = [m for m in tar.getmembers() if m.isfile()]
+        for member in files:
+            tar.extractfile(member).read()
+    if not any(m.name.endswith("/gradebook.db") for m in files):
+        raise ClassError(f"{path} has no gradebook.db: nothing was removed")
+    return path, len(files)
+
+
+def hub_running(hub: ClassHub) -> bool:
+    return hub.port in tcp_listeners() and (hub.state / "jupyterhub-proxy.pid").exists()
+
+
+def end_term(hub: ClassHub, folder: Path) -> tuple[Path, int, list[str]]:
+    """The end of term: archive (stopping here if that fails), then remove the accounts with their homes and disks,
+    the students' cgroups, the hub's state (database, cookie secret, proxy token, passwords, class.json), and the
+    course's folders in the exchange (every submission, release and feedback). (archive, files in it, accounts
+    removed). Refused while the hub runs."""
+    if hub_running(hub):
+        raise ClassError(f"the hub still runs at {hub.url}: stop it first (Ctrl-C where `make hub` runs)")
+    path, files = archive(hub, folder)
+    print(f"archived the term into {path} ({files} files, {path.stat().st_size / 1e6:.1f} MB)", flush=True)
+    removed = remove_accounts(hub)
+    for student in hub.students:   # a student whose account was removed by hand: their disk and cgroup all the same
+        hub.cgroup(student).remove()
+        hub.disk(student).remove()
+    shutil.rmtree(Path(hub.exchange) / COURSE_ID, ignore_errors=True)
+    for leftover in (hub.state, Path(hub.prefix) / "disks"):
+        shutil.rmtree(leftover, ignore_errors=True)
+    return path, files, removed
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("command", choices=["setup", "start", "remove-accounts", "prepare"])
+    parser.add_argument("command", choices=["setup", "start", "end-term", "prepare"])
     parser.add_argument("--prefix", default=os.environ.get("HUB_PREFIX", "/opt/cs336-hub"))
     parser.add_argument("--roster", type=Path, help="nbgrader's student CSV (id,first_name,last_name,email)")
     parser.add_argument("--staff", default="", help="TA accounts, comma-separated")
     parser.add_argument("--instructor", default="", help="the instructor's account (the hub's admin)")
     parser.add_argument("--homes", default="/home")
     parser.add_argument("--exchange", default="/srv/nbgrader/exchange")
-    parser.add_argument("--ip", default="0.0.0.0", help="the address the hub listens on (default: all)")
-    parser.add_argument("--port", type=int, default=8000, help="the hub's public port (default 8000)")
-    parser.add_argument("--internal-ports", default="8081,8001,9999",
-                        help="loopback ports of the hub's API, the proxy's API and Formgrader (default 8081,8001,9999)")
+    parser.add_argument("--ip", help="the address the hub listens on (default: all, 0.0.0.0)")
+    parser.add_argument("--port", type=int, help="the hub's public port, below 1024 (default 80)")
+    parser.add_argument("--internal-ports", help="loopback ports of the hub's API, the proxy's API and Formgrader, "
+                                                 "below 1024 (default 801,802,803)")
+    parser.add_argument("--limits", help="each student's caps, e.g. memory=2G,tasks=512,disk=1G,shm=64M (the defaults)")
+    parser.add_argument("--timeout", type=float, default=120,
+                        help="start: seconds for every listener to be up before it refuses to run (default 120)")
+    parser.add_argument("--archive", type=Path, default=Path("/var/backups/cs336-hub"),
+                        help="end-term: the folder the term's archive goes into (default /var/backups/cs336-hub)")
     args = parser.parse_args(argv)
     try:
         if args.command == "setup":
@@ -515,9 +807,10 @@ def main(argv: list[str] | None = None) -> int:
                 hub.students, hub.staff, hub.instructor = read_roster(args.roster), staff, args.instructor
             except ClassError:
                 hub = ClassHub(prefix=args.prefix, students=read_roster(args.roster), staff=staff,
-                               instructor=args.instructor, homes=args.homes, exchange=args.exchange, ip=args.ip,
-                               port=args.port)
-                hub.hub_port, hub.proxy_api_port, hub.service_port = map(int, args.internal_ports.split(","))
+                               instructor=args.instructor, homes=args.homes, exchange=args.exchange)
+            apply_listening_options(hub, args)
+            if args.limits:
+                hub.limits = asdict(jail.Limits.parse(args.limits))
             setup(hub, args.roster)
             print(f"class ready: {len(hub.students)} students, {len(hub.staff)} TAs, instructor {hub.instructor}, "
                   f"grader account {hub.grader} (course {hub.course}); exchange {hub.exchange}; "
@@ -527,14 +820,27 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "start":
             hub = ClassHub.load(args.prefix)
             print(f"JupyterHub for {COURSE_ID} at {hub.url} (Formgrader: {hub.url}/services/{COURSE_ID}/)", flush=True)
-            start(hub)
+            return start(hub, timeout=args.timeout)
         else:
-            removed = remove_accounts(ClassHub.load(args.prefix))
-            print(f"removed {len(removed)} accounts: {', '.join(removed) or '-'}")
-    except ClassError as error:
+            path, files, removed = end_term(ClassHub.load(args.prefix), args.archive)
+            print(f"end of term: archive {path} ({files} files); removed {len(removed)} accounts, the hub's state and "
+                  f"the course's exchange folders")
+    except (ClassError, jail.JailError) as error:
         print(f"class hub: {error}", file=sys.stderr)
         return 2
     return 0
+
+
+def apply_listening_options(hub: ClassHub, args: argparse.Namespace) -> None:
+    """--ip, --port and --internal-ports, when given, replace the saved ones (with a line saying so); when not,
+    a class set up before keeps its own."""
+    given = {"ip": args.ip, "port": args.port}
+    if args.internal_ports:
+        given["hub_port"], given["proxy_api_port"], given["service_port"] = map(int, args.internal_ports.split(","))
+    for name, value in given.items():
+        if value is not None and value != getattr(hub, name):
+            print(f"{name}: {getattr(hub, name)} -> {value}", flush=True)
+            setattr(hub, name, value)
 
 
 if __name__ == "__main__":

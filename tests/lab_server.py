@@ -26,6 +26,22 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def free_low_port(taken: set[int] = frozenset()) -> int:
+    """A free loopback TCP port below 1024 (only root can bind one), not in `taken`: a random one of 600-999,
+    where nothing of ours listens by default."""
+    import random
+    for port in random.sample(range(600, 1000), 400):
+        if port in taken:
+            continue
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+                return port
+            except OSError:
+                continue
+    raise OSError("no free port in 600-999")
+
+
 def get(url: str, timeout: float = 60) -> tuple[int, bytes]:
     """GET `url`: (HTTP status, body). The timeout is generous because `make test` runs this beside the notebooks
     on two loaded cores, where a first request that does real work (Formgrader making its gradebook) can take

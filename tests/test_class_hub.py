@@ -8,19 +8,30 @@ pins change; `make test` builds them beside the course's own install, before the
 removed afterwards: servers, the proxy, accounts, homes. It needs root (it creates accounts); without root it is
 skipped with the reason, and under CI=true that skip is a failure.
 
-1. The whole cycle in headless Chromium through the hub's URL (screenshots in test-artifacts/class-hub/).
-2. Every way in that a student must not have, tried as that student, each refused with the error seen.
-3. A class of 30 accounts submitting at once while the grader collects and the hub restarts: nothing lost
-   (bench/hub_load.py runs the same with 200).
+1. The whole cycle in headless Chromium through the hub's URL (screenshots in test-artifacts/class-hub/), with a
+   TA's click on Formgrader's Autograde grading by the course's sandboxed grader.
+2. Every way in that a student must not have, tried as that student, each refused with the error seen; every
+   attack on the exchange (issue #32) tried as a student would, each failing.
+3. One student exhausting their memory, tasks and disk while the others' servers, submissions and grading go on.
+4. A class of 30 accounts submitting at once while the grader collects and the hub restarts, a student trying to
+   take its ports while it is stopped: nothing lost, nothing taken (bench/hub_load.py runs the load with 200).
+5. The end of term: an archive, then nothing of the class left.
+
+Everything a student runs here (`as_user(..., hub=hub)`) is confined exactly as their server is
+(scripts/student_jail.py): their cgroup, a mount namespace with only their own disk writable.
 """
 from __future__ import annotations
 
 import json
 import os
+import pwd
 import re
 import shlex
 import shutil
+import socket
 import subprocess
+import sys
+import tarfile
 import tempfile
 import time
 import urllib.error
@@ -31,16 +42,20 @@ import nbformat
 import pytest
 
 from bench.hub_load import ASSIGNMENT, submit_class
-from scripts.class_hub import (ClassError, ClassHub, HubProcess, as_user, grader_env, read_roster, remove_account,
-                               remove_accounts, student_env)
+from scripts.class_hub import (ClassError, ClassHub, HubProcess, account_exists, as_user, grader_env, is_class_account,
+                               read_roster, remove_account, student_env)
 from tests import submissions
-from tests.lab_server import free_port
+from scripts import process_group
+from scripts.class_hub import check_clone_private, tcp_listeners
+from tests.lab_server import free_low_port
 from tests.test_browser import CHROMIUM_ARGS, chromium_path
 
 REPO = Path(__file__).resolve().parent.parent
 ARTIFACTS = Path(os.environ.get("PYTEST_ARTIFACTS", REPO / "test-artifacts")) / "class-hub"
 PREFIX = os.environ.get("HUB_TEST_PREFIX", "/var/tmp/cs336-hub-test")
 LOAD_STUDENTS = 30
+# each student's caps in this test: enough for JupyterLab and a kernel, small enough to exhaust in a second
+LIMITS = "memory=768M,tasks=200,disk=200M,shm=16M"
 RIGHT, HALF = "hubt-ada", "hubt-ben"
 README = (REPO / "README.md").read_text()
 SECTION = README[README.index("### Run a class: JupyterHub on one machine"):README.index("### Running a class on JupyterHub, and")]
@@ -67,19 +82,21 @@ def running():
     for tool in ("runuser", "useradd", "node", "npm"):
         if not shutil.which(tool):
             required(f"{tool} is missing (Node.js and npm: apt-get install -y nodejs npm)")
-    scratch = Path(tempfile.mkdtemp(prefix="class-hub-"))
-    scratch.chmod(0o755)  # the accounts' homes and the exchange live below it
+    Path(PREFIX).mkdir(parents=True, exist_ok=True)
+    # the accounts' homes and the exchange live below it; not under /tmp, which is each student's own /tmp
+    scratch = Path(tempfile.mkdtemp(prefix="class-hub-", dir=PREFIX))
+    scratch.chmod(0o755)
     (scratch / "home").mkdir(mode=0o755)
     students = [RIGHT, HALF] + [f"hubt-{i:03d}" for i in range(LOAD_STUDENTS - 2)]
     roster = scratch / "roster.csv"
     roster.write_text("id,first_name,last_name,email\n" + "".join(f"{s},{s[5:]},Test,{s}@example.org\n" for s in students))
-    ports = {name: free_port() for name in ("port", "hub_port", "proxy_api_port", "service_port")}
+    ports = {}
+    for name in ("port", "hub_port", "proxy_api_port", "service_port"):   # below 1024: only root can bind them
+        ports[name] = free_low_port(set(ports.values()))
     hub = ClassHub(prefix=PREFIX, students=students, staff=STAFF, instructor=PROF, homes=str(scratch / "home"),
                    exchange=str(scratch / "exchange"), ip="127.0.0.1", **ports)
-    for leftover in ("state", "course"):  # an earlier run killed before its clean-up
-        shutil.rmtree(Path(PREFIX) / leftover, ignore_errors=True)
-    for name in students + STAFF + [PROF, hub.grader]:
-        remove_account(name)  # only a class account (an earlier run's), never another
+    leftover_class(hub, students)
+    mode = REPO.stat().st_mode & 0o777
     # The README's commands exactly as printed, as root in the repository; only where things go differs, through
     # the Makefile's variables: a scratch prefix, homes, exchange and free ports. The roster is students.csv.
     csv = REPO / "students.csv"
@@ -87,13 +104,19 @@ def running():
     csv.write_text(roster.read_text())
     os.environ.update(HUB_PREFIX=PREFIX, HUB_ARGS=(
         f"--homes {hub.homes} --exchange {hub.exchange} --ip 127.0.0.1 --port {hub.port} "
-        f"--internal-ports {hub.hub_port},{hub.proxy_api_port},{hub.service_port}"))
+        f"--internal-ports {hub.hub_port},{hub.proxy_api_port},{hub.service_port} --limits {LIMITS}"))
     started = time.monotonic()
     server = None
     try:
         installed = subprocess.run(["bash", "-e", "-c", "\n".join(SETUP_BLOCK.splitlines()[:-1])], capture_output=True, text=True,
                                    env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"}, timeout=600)
         assert installed.returncode == 0, installed.stdout[-3000:] + installed.stderr[-3000:]
+        if not clone_is_private():   # a clone others can read: `make hub` refuses it, saying how to fix it; fixed
+            refused_clone = subprocess.run(["bash", "-c", HUB_COMMAND], cwd=REPO, capture_output=True, text=True,
+                                           timeout=300)
+            assert refused_clone.returncode != 0 and f"chmod 700 {REPO}" in refused_clone.stderr, refused_clone.stderr
+            assert not any(account_exists(s) for s in students), "nothing is created before the refusal"
+            REPO.chmod(0o700)
         server = HubProcess(hub, scratch / "hub.log").start(command=["bash", "-e", "-c", HUB_COMMAND], cwd=REPO,
                                                             timeout=900)
         hub = ClassHub.load(PREFIX)
@@ -106,27 +129,52 @@ def running():
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         yield hub, server
     finally:
+        REPO.chmod(mode)
         if kept is None:
             csv.unlink(missing_ok=True)
         else:
             csv.write_bytes(kept)
         for name in ("HUB_PREFIX", "HUB_ARGS"):
             os.environ.pop(name, None)
+        left = None
         if server:
             server.stop()
             left = subprocess.run(["pgrep", "-f", f"configurable-http-proxy .*--port {hub.port}( |$)"], capture_output=True)
-            assert left.returncode != 0, f"the hub's proxy is still running: {left.stdout.decode()}"
-        removed = remove_accounts(hub) if (hub.state / "class.json").exists() else []
-        for name in removed:
-            assert subprocess.run(["id", name], capture_output=True).returncode != 0, f"{name} still exists"
+        removed = leftover_class(hub, students)   # none when the end-of-term test ran
         if (scratch / "hub.log").exists():
             ARTIFACTS.mkdir(parents=True, exist_ok=True)
             shutil.copy2(scratch / "hub.log", ARTIFACTS / "hub.log")
         shutil.rmtree(scratch, ignore_errors=True)
-        for kept_out in ("state", "course", "student-config", "grader-config", "course-start.sh"):
+        for kept_out in ("course", "student-config", "grader-config", "course-start.sh", "archive"):
             path = Path(PREFIX) / kept_out
             shutil.rmtree(path, ignore_errors=True) if path.is_dir() else path.unlink(missing_ok=True)
-        print(f"class hub: {len(removed)} accounts removed; {time.monotonic() - started:.1f} s in all")
+        print(f"class hub: {len(removed)} accounts left over and removed; {time.monotonic() - started:.1f} s in all")
+        assert left is None or left.returncode != 0, f"the hub's proxy is still running: {left.stdout.decode()}"
+
+
+def clone_is_private() -> bool:
+    try:
+        check_clone_private(REPO)
+        return True
+    except ClassError:
+        return False
+
+
+def leftover_class(hub: ClassHub, students: list[str]) -> list[str]:
+    """Remove what a class of this test left (an earlier run killed before its clean-up, or this run's when the
+    end-of-term test did not run): students' cgroups and disks, class accounts (never another account), the
+    hub's state; the accounts removed."""
+    removed = []
+    for name in students + STAFF + [PROF, hub.grader]:
+        if name in students:
+            hub.cgroup(name).remove()
+            hub.disk(name).remove()
+        if is_class_account(name):
+            remove_account(name)
+            removed.append(name)
+    for leftover in ("state", "course", "disks"):
+        shutil.rmtree(Path(PREFIX) / leftover, ignore_errors=True)
+    return removed
 
 
 def grade(hub: ClassHub, line: str) -> subprocess.CompletedProcess:
@@ -276,14 +324,22 @@ def test_the_whole_cycle_in_a_browser(running):
             frame.locator("text=Manage Assignments").first.wait_for(timeout=120_000)
             frame.locator(f"text={ASSIGNMENT}").first.wait_for()
             shot(ta, "5-ta-formgrader-in-jupyterlab.png")
+            # the grader's JupyterLab runs no code: no kernel to start, no terminal to open
+            specs = api(ta, "GET", f"{hub.url}/services/cs336-primitives/api/kernelspecs")
+            assert specs.status == 200 and not specs.json()["kernelspecs"], specs.text()
+            started = api(ta, "POST", f"{hub.url}/services/cs336-primitives/api/kernels", {"name": "cs336-primitives"})
+            assert started.status >= 400, started.text()
+            assert api(ta, "POST", f"{hub.url}/services/cs336-primitives/api/terminals").status >= 400
         except BaseException:
             shot(ta, "failure-ta.png")
             raise
 
         env = grader_env(hub)
+        submit_hostile(hub, HOSTILE)
         grade(hub, f"nbgrader collect {ASSIGNMENT}")
         graded = grade(hub, "make grade")
         (ARTIFACTS / "make-grade.log").write_text(graded.stdout + graded.stderr)
+        autograde_in_formgrader(ta, hub, HOSTILE)
 
         comment = "Good work on the optimizer state; see the note on task 4."
         submission = as_user(hub.grader, ["python", "-c", (
@@ -293,6 +349,7 @@ def test_the_whole_cycle_in_a_browser(running):
             env, cwd=hub.course).stdout.strip()
         try:
             ta.goto(f"{hub.url}/services/cs336-primitives/formgrader/submissions/{submission}/")
+            ta.wait_for_load_state("networkidle")   # its grades and comments loaded: the boxes save what is typed
             box = ta.locator("textarea.comment").first
             box.fill(comment)
             box.press("Tab")
@@ -318,6 +375,52 @@ def test_the_whole_cycle_in_a_browser(running):
         browser.close()
 
 
+HOSTILE = f"hubt-{LOAD_STUDENTS - 3:03d}"   # the last load student, who first submits a notebook that attacks its grader
+PWNED = "pwned-by-a-student"
+ATTACK = f"""import os, pathlib, shutil
+for target in (pathlib.Path({{course!r}}) / {PWNED!r}, pathlib.Path("/tmp") / {PWNED!r}):
+    try:
+        target.write_text(os.popen("id").read())
+    except Exception as error:
+        print("refused:", target, error)
+try:
+    shutil.copytree(pathlib.Path({{course!r}}) / "source", pathlib.Path("/tmp") / ({PWNED!r} + "-source"))
+except Exception as error:
+    print("refused: copying source/", error)
+"""
+
+
+def submit_hostile(hub: ClassHub, student: str) -> None:
+    """The student submits exercise 7 solved, its first answer cell starting with ATTACK (write into the course
+    and /tmp as whoever runs it, copy source/ out)."""
+    notebook = submissions._first_task_only(ASSIGNMENT, ATTACK.format(course=str(hub.course)))[ASSIGNMENT]
+    folder = f"release/{ASSIGNMENT}"
+    as_user(student, ["sh", "-c", f"mkdir -p {folder} && cat > {folder}/{ASSIGNMENT}.ipynb"], student_env(hub),
+            input=nbformat.writes(notebook), hub=hub)
+    as_user(student, ["nbgrader", "submit", ASSIGNMENT], student_env(hub), hub=hub)
+
+
+def autograde_in_formgrader(ta, hub: ClassHub, student: str) -> None:
+    """The TA clicks Autograde on the student's row in Formgrader's Manage Submissions: the course's sandboxed
+    grader grades it (its log says so), and the attack in it wrote nothing and copied nothing."""
+    try:
+        ta.goto(f"{hub.url}/services/cs336-primitives/formgrader/manage_submissions/{ASSIGNMENT}")
+        row = ta.locator("tr", has=ta.locator("td.student-id", has_text=re.compile(f"^{student}$")))
+        row.locator("td.autograde a").click()
+        modal = ta.locator("#success-modal, #error-modal")
+        modal.wait_for(timeout=600_000)
+        shot(ta, "6-ta-autograde.png")
+        text = modal.inner_text()
+    except BaseException:
+        shot(ta, "failure-ta-autograde.png")
+        raise
+    assert ta.locator("#success-modal").count() == 1, text
+    assert "python -m autograder.grade" in text, text
+    for path in (hub.course / PWNED, Path("/tmp") / PWNED, Path("/tmp") / f"{PWNED}-source"):
+        assert not path.exists(), f"the student's code wrote {path} when the TA clicked Autograde"
+    ta.locator(".modal-footer button").first.click()
+
+
 # --- 2. nobody gets in where they don't belong ---------------------------------------------------------------------
 
 def hub_request(hub: ClassHub, path: str, token: str, method: str = "GET", body: dict | None = None) -> tuple[int, str]:
@@ -340,7 +443,7 @@ def token_of(hub: ClassHub, user: str) -> str:
 
 def refused(hub: ClassHub, user: str, shell: str) -> str:
     """Run `shell` as `user`; it must fail, and what it printed is returned (the error seen)."""
-    done = as_user(user, ["sh", "-c", shell], student_env(hub), check=False)
+    done = as_user(user, ["sh", "-c", shell], student_env(hub), check=False, hub=hub)
     assert done.returncode != 0, f"as {user}, `{shell}` succeeded:\n{done.stdout}"
     return done.stderr + done.stdout
 
@@ -353,10 +456,13 @@ def test_nobody_gets_in_where_they_do_not_belong(running):
     q = shlex.quote   # nbgrader's submission folders have spaces in their names
     assert "Permission denied" in refused(hub, RIGHT, f"ls {q(str(other))}")
     assert "Permission denied" in refused(hub, RIGHT, f"cat {q(f'{other}/release/{ASSIGNMENT}/{ASSIGNMENT}.ipynb')}")
-    # the exchange: submissions cannot be listed; a known one can be neither overwritten nor deleted
-    assert "Permission denied" in refused(hub, RIGHT, f"ls {q(str(exchange / 'inbound'))}")
-    theirs = sorted(p for p in (exchange / "inbound").iterdir() if p.name.startswith(HALF + "+"))
-    assert theirs, "the browser test's submission of the half-done student is in the exchange"
+    # the exchange: a student's inbound folder is their own disk's; another's can be neither listed nor reached,
+    # and a known submission neither overwritten nor deleted
+    mine = as_user(RIGHT, ["ls", "-a", str(exchange / "inbound")], student_env(hub), hub=hub).stdout.splitlines()
+    assert mine and all(name in (".", "..") or name.startswith(RIGHT + "+") for name in mine), mine
+    assert "Permission denied" in refused(hub, RIGHT, f"ls {q(str(hub.disk(HALF).inbound))}")
+    theirs = sorted(p for p in hub.disk(HALF).inbound.iterdir() if p.name.startswith(HALF + "+"))
+    assert theirs, "the browser test's submission of the half-done student is on their disk"
     notebook = theirs[-1] / f"{ASSIGNMENT}.ipynb"
     before = notebook.read_bytes()
     assert "Permission denied" in refused(hub, RIGHT, f"echo stolen > {q(str(notebook))}")
@@ -365,7 +471,8 @@ def test_nobody_gets_in_where_they_do_not_belong(running):
     assert "Permission denied" in refused(hub, RIGHT, f"ls {q(str(exchange / 'feedback'))}")
     # their feedback: nbgrader finds feedback by the hash of the submitter's own secret, so asking for another
     # student's brings nothing of theirs
-    as_user(RIGHT, ["nbgrader", "fetch_feedback", ASSIGNMENT, f"--student={HALF}"], student_env(hub), check=False)
+    as_user(RIGHT, ["nbgrader", "fetch_feedback", ASSIGNMENT, f"--student={HALF}"], student_env(hub), check=False,
+            hub=hub)
     mine = Path(hub.homes) / RIGHT / "release" / ASSIGNMENT / "feedback"
     assert not any("see the note on task 4" in p.read_text() for p in mine.rglob("*.html"))
     # the instructor's course
@@ -383,25 +490,176 @@ def test_nobody_gets_in_where_they_do_not_belong(running):
         assert status == 403 or "services" not in path, (path, status)
 
 
-# --- 3. a class submits at once ------------------------------------------------------------------------------------
+def test_the_exchange_takes_a_submission_only_from_the_account_that_made_it(running):
+    """Issue #32's attacks on the exchange, each tried as the student would, from their own processes."""
+    hub, server = running
+    exchange, course = Path(hub.exchange) / "cs336-primitives", hub.course
+    for folder, mode in (("", 0o755), ("outbound", 0o755), ("inbound", 0o1733), ("feedback", 0o711)):
+        info = (exchange / folder).stat()   # made by `make hub`, before any student could log in
+        assert (info.st_uid, info.st_mode & 0o7777) == (pwd.getpwnam(hub.grader).pw_uid, mode), (folder, oct(info.st_mode))
+    theirs = course / "submitted" / HALF / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+    before = theirs.read_bytes()
+    q, inbound = shlex.quote, exchange / "inbound"
+    source = course / "source" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+    mine = f"{RIGHT}+{ASSIGNMENT}+2098-01-01 00:00:00.000000 UTC+x"
+    attacks = [
+        f"nbgrader submit {ASSIGNMENT} --student={HALF}",                               # submitted as the classmate
+        f"mkdir {q(f'{inbound}/{HALF}+{ASSIGNMENT}+2099-01-01 00:00:00.000000 UTC+y')} && "   # a folder in their name
+        f"cp release/{ASSIGNMENT}/{ASSIGNMENT}.ipynb {q(f'{inbound}/{HALF}+{ASSIGNMENT}+2099-01-01 00:00:00.000000 UTC+y')}/",
+        f"mkdir {q(f'{inbound}/{mine}')} && cd {q(f'{inbound}/{mine}')} && "         # links to the solutions and to
+        f"ln -s {q(str(source))} {ASSIGNMENT}.ipynb && ln -s {q(str(theirs))} classmate.ipynb && "  # the classmate's
+        f"mkfifo pipe && head -c 30000000 /dev/zero > big.bin && echo '2098-01-01 00:00:00.000000 UTC' > timestamp.txt",
+        f"mkdir {q(f'{inbound}/zz+{ASSIGNMENT}+not-a-time')}",                                # a malformed entry
+    ]
+    for attack in attacks:
+        as_user(RIGHT, ["sh", "-c", attack], student_env(hub), hub=hub)
+    # what no student can do any more: make or change the course's folders, reach the grader's files, list others
+    claimed = sorted(hub.disk(HALF).inbound.iterdir())[-1]   # renamed to claim it, had its name leaked
+    for attack in (f"mkdir {q(str(exchange))}-squatted", f"mkdir {q(str(exchange / 'outbound' / 'x'))}",
+                   f"ln {q(str(source))} stolen.ipynb", f"ls {q(str(hub.disk(HALF).inbound))}",
+                   f"mv {q(str(claimed))} {q(str(inbound / claimed.name.replace(HALF, RIGHT, 1)))}"):
+        assert re.search("Permission denied|Read-only file system", refused(hub, RIGHT, attack)), attack
+    collected = as_user(hub.grader, ["nbgrader", "collect", "--update", ASSIGNMENT], grader_env(hub), cwd=course)
+    report = collected.stdout + collected.stderr
+    (ARTIFACTS / "collect-attacks.log").write_text(report)
+    assert report.count(f"made by {RIGHT}, not by {HALF} (foreign entry)") == 2, report
+    assert f"'zz+{ASSIGNMENT}+not-a-time': 'not-a-time' is not a time (malformed name)" in report, report
+    for left_out in (f"{ASSIGNMENT}.ipynb: a symbolic link", "classmate.ipynb: a symbolic link",
+                     "pipe: not a regular file", "big.bin: 30.0 MB, over the 20 MB limit"):
+        assert f"Left out of {RIGHT}'s submission: {left_out}" in report, (left_out, report)
+    assert theirs.read_bytes() == before, "the classmate's collected submission is untouched"
+    taken = course / "submitted" / RIGHT / ASSIGNMENT
+    assert sorted(p.name for p in taken.iterdir()) == ["timestamp.txt"], list(taken.iterdir())
+    assert not any("BEGIN SOLUTION" in p.read_text(errors="replace") for p in (course / "submitted").rglob("*.ipynb"))
+    print(f"\nexchange attacks: {report.count('Skipped')} entries skipped, {report.count('Left out')} files left out, "
+          "the classmate's submission unchanged")
+
+
+# --- 3. one student exhausts their limits --------------------------------------------------------------------------
+
+def test_one_student_exhausting_their_limits_leaves_the_others_working(running):
+    hub, server = running
+    hog, other = hub.students[4], hub.students[5]
+    cgroup = hub.cgroup(HALF)
+    servers = subprocess.run(["pgrep", "-u", HALF, "-f", "jupyterhub-singleuser"], capture_output=True, text=True)
+    pid = servers.stdout.split()[0]
+    assert f"{cgroup.group}/{HALF}" in Path(f"/proc/{pid}/cgroup").read_text(), "the spawner put the server in its cgroup"
+    memory = as_user(hog, ["python", "-c", "import os; hoard = os.urandom(1 << 20) * 1100"], student_env(hub),
+                     check=False, hub=hub)
+    assert memory.returncode == -9 or memory.returncode == 137, (memory.returncode, memory.stderr)
+    disk = as_user(hog, ["sh", "-c", "head -c 300000000 /dev/zero > fill; head -c 10000000 /dev/zero > /tmp/fill"],
+                   student_env(hub), check=False, hub=hub)
+    assert disk.stderr.count("No space left on device") == 2, disk.stderr
+    fork = ("import os, time\nforked = 0\nfor _ in range(400):\n    try:\n        if os.fork() == 0:\n"
+            "            time.sleep(120)\n            os._exit(0)\n        forked += 1\n    except OSError:\n"
+            "        pass\nprint(forked, flush=True)\ntime.sleep(120)\n")
+    bomb = subprocess.Popen(["tini", "-s", "--", "tini", "-s", "--", "runuser", "-u", hog, "--",
+                             str(hub.env / "bin" / "python"), "-c", fork],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=hub.jail_for(hog))
+    try:
+        forked = int(bomb.stdout.readline())
+        tasks = hub.cgroup(hog).charged()
+        assert tasks == 200 and forked < 200, (tasks, forked)
+        # while the hog is at every cap: another student's server answers, a submission goes in, the grader collects
+        assert hub_request(hub, f"/user/{HALF}/api/status", token_of(hub, HALF))[0] == 200
+        as_user(other, ["nbgrader", "fetch_assignment", ASSIGNMENT], student_env(hub), hub=hub)
+        submitted = as_user(other, ["nbgrader", "submit", ASSIGNMENT], student_env(hub), check=False, hub=hub)
+        collected = as_user(hub.grader, ["nbgrader", "collect", "--update", ASSIGNMENT, f"--student={other}"],
+                            grader_env(hub), cwd=hub.course, check=False)
+    finally:
+        hub.cgroup(hog).kill()
+        bomb.wait()
+        as_user(hog, ["rm", "-f", "fill", "/tmp/fill"], student_env(hub), hub=hub)
+    assert submitted.returncode == 0, submitted.stderr[-2000:]
+    assert collected.returncode == 0 and (hub.course / "submitted" / other / ASSIGNMENT).is_dir(), collected.stderr[-2000:]
+    assert not hub.cgroup(hog).charged(), "nothing of the hog left, not even a zombie"
+    print(f"\nlimits: {hog} killed at 768 MiB, refused at 200 tasks ({forked} of 400 forks) and at its 200 MiB disk; "
+          f"meanwhile {HALF}'s server answered, {other} submitted and the grader collected")
+
+
+# --- 4. a class submits at once ------------------------------------------------------------------------------------
 
 def test_a_class_submits_at_once_and_nothing_is_lost(running):
     hub, server = running
     big = hub.students[3]   # a file over nbgrader's Exchange.max_file_size beside the notebook: left out at submit
     as_user(big, ["sh", "-c", f"mkdir -p release/{ASSIGNMENT} && head -c 21000000 /dev/zero > release/{ASSIGNMENT}/big.bin"],
-            student_env(hub))
-    load = submit_class(hub, hub.students[2:], workers=6, twice=1, in_the_middle=server.restart)
+            student_env(hub), hub=hub)
+    load = submit_class(hub, hub.students[2:], workers=6, twice=1, in_the_middle=lambda: squat_then_restart(hub, server))
     assert not load.problems, "\n".join(load.problems)
     print(f"\n{len(load.submitted)} accounts: {load.per_second:.2f} submissions/s; collect "
           f"{load.collect_seconds[0]:.1f} s (middle), {load.collect_seconds[1]:.1f} s (end)")
     # the one who submitted twice: both copies kept in the exchange, the later one collected (checked above)
     twice = hub.students[2]
-    kept = [p for p in (Path(hub.exchange) / "cs336-primitives" / "inbound").iterdir() if p.name.startswith(twice + "+")]
+    kept = [p for p in hub.disk(twice).inbound.iterdir() if p.name.startswith(twice + "+")]
     assert len(kept) == 2, kept
-    theirs = [p for p in (Path(hub.exchange) / "cs336-primitives" / "inbound").iterdir() if p.name.startswith(big + "+")]
+    theirs = [p for p in hub.disk(big).inbound.iterdir() if p.name.startswith(big + "+")]
     assert (theirs[0] / f"{ASSIGNMENT}.ipynb").exists() and not (theirs[0] / "big.bin").exists()
     # after the restart the hub still knows everyone, and the groups
     status, body = hub_request(hub, "/hub/api/users?limit=500", hub.admin_token)
     assert status == 200 and {u["name"] for u in json.loads(body)} >= set(hub.students) | set(STAFF) | {PROF}
     status, body = hub_request(hub, "/hub/api/groups/formgrade-cs336-primitives", hub.admin_token)
     assert status == 200 and set(json.loads(body)["users"]) == set(STAFF) | {PROF}
+
+
+def squat_then_restart(hub: ClassHub, server: HubProcess) -> None:
+    """The hub stopped (as for the README's restart): a student tries to take each of its listeners, and cannot;
+    a port taken all the same (by root, here: nobody else can) makes `start` refuse, naming it; then it starts."""
+    server.stop()
+    squatter = hub.students[6]
+    for port in (hub.port, hub.hub_port, hub.proxy_api_port, hub.service_port):
+        take = f"import socket; socket.socket().bind(('127.0.0.1', {port}))"
+        assert "Permission denied" in refused(hub, squatter, f"python -c {shlex.quote(take)}"), port
+    with socket.socket() as squat:
+        squat.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        squat.bind(("127.0.0.1", hub.port))
+        squat.listen()
+        done = subprocess.run([sys.executable, str(REPO / "scripts" / "class_hub.py"), "start", "--prefix", hub.prefix],
+                              capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert f"the hub's public port 127.0.0.1:{hub.port} is taken by python" in done.stderr, done.stderr
+    # a listener that fails once the hub runs (Formgrader, its course folder moved away): refused, the hub stopped
+    away = hub.course.with_name("course.away")
+    hub.course.rename(away)
+    starting = subprocess.Popen([sys.executable, str(REPO / "scripts" / "class_hub.py"), "start", "--prefix",
+                                 hub.prefix, "--timeout", "15"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True, start_new_session=True)
+    try:
+        out, err = starting.communicate(timeout=180)
+    except subprocess.TimeoutExpired:
+        process_group.stop(starting)
+        process_group.stop_pid_file(hub.state / "jupyterhub-proxy.pid", "configurable-http-proxy")
+        out, err = starting.communicate(timeout=30)
+    finally:
+        away.rename(hub.course)
+    # JupyterHub itself exits when a managed service does not start; what would listen in its place is checked too
+    assert starting.returncode == 3 and "class hub: refusing to run, stopping JupyterHub:" in err, out[-3000:] + err[-3000:]
+    assert re.search(f"Formgrader {hub.service_port}: nothing listens|JupyterHub exited \\(1\\)", err), err[-3000:]
+    assert hub.port not in tcp_listeners(), "the refused hub is stopped, its proxy with it"
+    server.start()
+
+
+# --- 5. the end of term --------------------------------------------------------------------------------------------
+
+def test_the_end_of_term_archives_then_removes_everything(running):
+    hub, server = running
+    server.stop()
+    archives = Path(PREFIX) / "archive"
+    done = subprocess.run([sys.executable, str(REPO / "scripts" / "class_hub.py"), "end-term", "--prefix", hub.prefix,
+                           "--archive", str(archives)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    path = Path(re.search(r"end of term: archive (\S+)", done.stdout).group(1))
+    with tarfile.open(path) as tar:
+        names = tar.getnames()
+    for wanted in ("gradebook.db", "gradebook-export.csv", f"feedback/{HALF}/{ASSIGNMENT}",
+                   f"autograded/{RIGHT}/{ASSIGNMENT}", f"submitted/{HALF}/{ASSIGNMENT}", "roster.csv"):
+        assert any(n.startswith(f"cs336-primitives/{wanted}") for n in names), (wanted, names[:20])
+    assert (path.stat().st_mode & 0o777) == 0o600
+    for name in hub.students + STAFF + [PROF, hub.grader]:
+        assert not account_exists(name), name
+    for gone in (hub.state, Path(hub.exchange) / "cs336-primitives", Path(PREFIX) / "disks"):
+        assert not gone.exists(), gone
+    mounts = Path("/proc/self/mountinfo").read_text()
+    assert f" {PREFIX}/" not in mounts and hub.homes not in mounts, "no disk of the class is mounted"
+    assert not hub.cgroup(RIGHT).pids()
+    print(f"\nend of term: {path.name}, {len(names)} entries, {path.stat().st_size / 1e6:.1f} MB; "
+          f"{len(hub.students) + len(STAFF) + 2} accounts, the hub's state and the exchange's course removed")

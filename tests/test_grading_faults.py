@@ -248,3 +248,14 @@ def test_a_connection_lost_during_the_commit_is_checked_not_guessed(tmp_path, mo
             gradebook.write(course, graded)
     monkeypatch.setattr(gradebook, "open_gradebook", real_open)
     assert gradebook.holds(course, graded) is committed
+
+
+def test_nothing_a_class_uses_turns_off_the_databases_durability():
+    """The test server runs with fsync=off (fast, and it may lose a commit in a crash): only tests and benchmarks may."""
+    tracked = subprocess.run(["git", "ls-files"], cwd=REPO, capture_output=True, text=True, check=True).stdout.split()
+    shipped = [REPO / p for p in tracked if Path(p).suffix in (".py", ".sh", ".yaml", ".sbatch", ".toml", ".md")
+               and not p.startswith(("tests/", "bench/"))]
+    assert shipped
+    for path in shipped:
+        text = path.read_text(errors="replace")
+        assert "fsync=off" not in text and "synchronous_commit=off" not in text, path

@@ -2,6 +2,7 @@
 install-student.sh), and a student's home gets the course on the first start, with exercises arriving through
 nbgrader's exchange into release/, where the landing page and the progress check look for them."""
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -48,6 +49,36 @@ def test_a_students_first_start_copies_the_course_and_later_starts_keep_their_wo
     (tmp_path / "notebooks" / "01_floats.ipynb").write_text("my notes")
     subprocess.run(["bash", str(script)], env=env, check=True)
     assert (tmp_path / "notebooks" / "01_floats.ipynb").read_text() == "my notes"
+
+
+
+def test_a_course_update_reaches_students_without_touching_their_work(image, tmp_path):
+    """Mid-term the course changes (a lecture corrected, one added); a student had edited one lecture and deleted
+    another: at their next start the unedited lecture is replaced, the new one appears, theirs is kept with the new
+    version beside it, the deleted one stays deleted."""
+    course = tmp_path / "course"
+    shutil.copytree(image / "opt" / "course", course)
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {**os.environ, "COURSE": str(course), "COURSE_HOME": str(home)}
+    script = image / "usr" / "local" / "bin" / "before-notebook.d" / "start-course.sh"
+    subprocess.run(["bash", str(script)], env=env, check=True, capture_output=True)
+    lectures = home / "notebooks"
+    (lectures / "01_floats.ipynb").write_text("my notes")
+    (lectures / "03_strides_views.ipynb").unlink()
+    for name in ("01_floats", "02_tensors_on_gpu", "03_strides_views"):
+        (course / "notebooks" / f"{name}.ipynb").chmod(0o644)
+        (course / "notebooks" / f"{name}.ipynb").write_text(f"{name}, corrected")
+    (course / "notebooks" / "11_new.ipynb").write_text("a new lecture")
+    started = subprocess.run(["bash", str(script)], env=env, check=True, capture_output=True, text=True)
+    assert (lectures / "01_floats.ipynb").read_text() == "my notes"
+    assert (lectures / "01_floats.course-update.ipynb").read_text() == "01_floats, corrected"
+    assert (lectures / "02_tensors_on_gpu.ipynb").read_text() == "02_tensors_on_gpu, corrected"
+    assert (lectures / "11_new.ipynb").read_text() == "a new lecture"
+    assert (lectures / "03_strides_views.ipynb").read_text() == "03_strides_views, corrected", "changed: back"
+    assert "notebooks/01_floats.ipynb: kept yours; the new version is 01_floats.course-update.ipynb" in started.stderr
+    again = subprocess.run(["bash", str(script)], env=env, check=True, capture_output=True, text=True)
+    assert again.stderr == "" and (lectures / "01_floats.ipynb").read_text() == "my notes"
 
 
 def test_fetched_exercises_land_where_the_landing_page_and_the_progress_check_look(image, tmp_path, monkeypatch):

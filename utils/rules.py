@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import types
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
@@ -76,7 +77,7 @@ def parse(cells: Iterable[str]) -> list[ast.Module]:
 class Code:
     """The student's cells, read: the last definition of each top-level name, and what each name may stand for."""
 
-    def __init__(self, modules: list[ast.Module], context: list[ast.Module] = ()):
+    def __init__(self, modules: list[ast.Module], context: list[ast.Module] = (), known: dict[str, str] | None = None):
         self.definitions: dict[str, list[ast.AST]] = {}
         for module in modules:
             defined: dict[str, list[ast.AST]] = {}
@@ -84,7 +85,7 @@ class Code:
                 for name in _defined_names(statement):
                     defined.setdefault(name, []).append(statement)
             self.definitions.update(defined)  # a later cell's definition replaces an earlier one
-        self.aliases: dict[str, set[str]] = {}
+        self.aliases: dict[str, set[str]] = {name: {value} for name, value in (known or {}).items()}
         self.attribute_aliases: dict[str, set[str]] = {}
         self.star_imports: list[str] = []
         for module in list(context) + list(modules):
@@ -155,11 +156,15 @@ class Code:
 
 
 def _defined_names(statement: ast.AST) -> list[str]:
+    """The names a top-level statement defines as code: functions, classes, and names bound to lambdas (a plain value
+    is followed through the aliases instead; a notebook's `x = torch.arange(3).view(1, 3)` is no task's code)."""
     if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
         return [statement.name]
-    if isinstance(statement, ast.Assign):
+    holds_code = isinstance(statement, (ast.Assign, ast.AnnAssign)) and statement.value is not None and \
+        any(isinstance(node, ast.Lambda) for node in ast.walk(statement.value))
+    if holds_code and isinstance(statement, ast.Assign):
         return [t.id for t in statement.targets if isinstance(t, ast.Name)]
-    if isinstance(statement, (ast.AnnAssign, ast.AugAssign)) and isinstance(statement.target, ast.Name):
+    if holds_code and isinstance(statement.target, ast.Name):
         return [statement.target.id]
     return []
 
@@ -231,13 +236,26 @@ def _notebook_cells(fn: Callable) -> list[str]:
         return []
 
 
+def _globals_named(fn: Callable) -> dict[str, str]:
+    """What the names of `fn`'s module stand for: modules by their names, functions and classes by where they live
+    (for code read without the cells that imported them)."""
+    known = {}
+    for name, value in getattr(inspect.unwrap(fn), "__globals__", {}).items():
+        if isinstance(value, types.ModuleType):
+            known[name] = value.__name__
+        elif callable(value) and isinstance(getattr(value, "__module__", None), str) and \
+                isinstance(getattr(value, "__qualname__", None), str) and value.__module__ != "__main__":
+            known[name] = f"{value.__module__}.{value.__qualname__}"
+    return known
+
+
 def check_rule(assignment: str, test: str, fn: Callable) -> None:
     """The visible side of a task's rule: AssertionError with the rule it breaks, as grading will decide; a warning
     printed when the code reaches names built at run time (grading flags those for a person)."""
     rule = RULES.get((assignment, test))
     if rule is None:
         return
-    verdict = judge(rule, Code(parse(_notebook_cells(fn))))
+    verdict = judge(rule, Code(parse(_notebook_cells(fn)), known=_globals_named(fn)))
     if verdict.broken:
         raise AssertionError(verdict.message(rule))
     if verdict.dynamic:

@@ -210,8 +210,8 @@ def canvas_rules(path: Path) -> dict:
         assert row[1].strip() or row[2].strip() or row[3].strip(), f"{row}: Canvas would look this student up by name"
         assert not row[1].strip() or row[1].strip().isdigit(), row  # Canvas's user ID is a number
         grades = dict(zip(assignments, (cell.strip() for cell in row[5:])))
-        for grade in grades.values():
-            assert grade == "" or re.fullmatch(r"-?\d+(\.\d+)?", grade), grade  # a number, or blank: no change
+        for cell in grades.values():
+            assert cell == "" or re.fullmatch(r"-?\d+(\.\d+)?", cell), cell  # a number, or blank: no change
         found["students"].append({"name": row[0], "ID": row[1], "SIS User ID": row[2], "SIS Login ID": row[3],
                                   "Section": row[4], "grades": grades})
     return found

@@ -18,12 +18,13 @@ DOWNLOAD ?=
 PROGRESS_ARGS ?=
 EDITION ?= student-edition
 
-.PHONY: help hub hub-test-env install lab test test-gpu gpu-session gpu-wheels test-units test-notebooks test-gpu-notebooks test-all-notebooks test-other-cpu notebooks chromium progress student-edition release grade report lms-import clean
+.PHONY: help hub hub-test-env install lab test test-packages slurm test-gpu gpu-session gpu-wheels test-units test-notebooks test-gpu-notebooks test-all-notebooks test-other-cpu notebooks chromium progress student-edition release grade report lms-import clean
 
 help:
 	@echo "make lab      set up (first time) and open JupyterLab on the course, at its landing page index.ipynb"
 	@echo "make test     set up (first time) and run every test: utils, notebooks (nbval, also as on another CPU),"
-	@echo "              release, grading, JupyterLab in headless Chromium (apt-get installs it when root or sudo -n)"
+	@echo "              release, grading, JupyterLab in headless Chromium, grading on a one-node Slurm cluster"
+	@echo "              (apt-get installs Chromium, slurm-wlm and munge when root or sudo -n)"
 	@echo "make progress run the visible tests of your exercises in release/ without changing them: each task"
 	@echo "              passed, failed (with the hint) or not attempted; PROGRESS_ARGS=\"--root DIR --timeout 60\""
 	@echo "make student-edition  build what students receive into $(EDITION)/ and $(EDITION).tar.gz:"
@@ -38,7 +39,8 @@ help:
 	@echo "              autograded/, and $(GRADED)/ (grades.csv, summary.txt, feedback); sandboxed and parallel,"
 	@echo "              limits in autograder/limits.toml; GRADE_ARGS=\"--fresh --workers 4\"; a progress bar with an"
 	@echo "              ETA while it runs; GRADE_ARGS=--help: every option, and what a class of 1,000 cost us"
-	@echo "make report   the class report from the gradebook: $(GRADED)/report.html with its plots (after make grade)"
+	@echo "make report   the class report from the gradebook: $(GRADED)/report.html with its plots (after make grade):"
+	@echo "              who needs a person by name (missing, late, NOT GRADED, flagged), the score spread, tasks hardest first"
 	@echo "make hub      (as root) a class on this machine: JupyterHub, an account per student of ROSTER=students.csv,"
 	@echo "              Formgrader for INSTRUCTOR=name STAFF=ta1,ta2; HUB_PREFIX=$(HUB_PREFIX) (README: Run a class)"
 	@echo "make lms-import DOWNLOAD=submissions.zip  put a Canvas-style download into submitted/ (roster from the gradebook)"
@@ -70,7 +72,7 @@ lab: $(STAMP)
 TIMINGS ?= test-artifacts/timings
 test:
 	@rm -rf $(TIMINGS) && mkdir -p $(TIMINGS) && date +%s > $(TIMINGS)/started
-	$(MAKE) --no-print-directory -j3 --output-sync=target $(STAMP) chromium hub-test-env
+	$(MAKE) --no-print-directory -j3 --output-sync=target $(STAMP) test-packages hub-test-env
 	@date +%s > $(TIMINGS)/set-up-done
 	@$(MAKE) --no-print-directory -j2 --output-sync=target test-units test-all-notebooks \
 		UNIT_ARGS=--ignore=tests/test_variants.py; status=$$?; $(BIN)/python scripts/test_times.py $(TIMINGS); exit $$status
@@ -85,6 +87,17 @@ hub-test-env:
 test-all-notebooks:
 	$(MAKE) --no-print-directory test-notebooks
 	$(MAKE) --no-print-directory test-other-cpu
+
+# The system's packages the tests need, one apt-get after the other (two at once would fight over dpkg's lock):
+# Chromium, then Slurm and munge.
+test-packages:
+	@$(MAKE) --no-print-directory chromium
+	@$(MAKE) --no-print-directory slurm
+
+# Debian's slurm-wlm and munge for tests/test_clusters.py, which starts a one-node cluster of its own (see the
+# script; no system service is started). SKIP_SLURM=1: not even try (the Slurm test is then skipped).
+slurm:
+	@$(if $(SKIP_SLURM),echo "make: SKIP_SLURM is set: no Slurm install (the Slurm part of tests/test_clusters.py is skipped)",bash tests/ensure_slurm.sh)
 
 # Headless Chromium for tests/test_browser.py, from the system's packages (see the script).
 # SKIP_CHROMIUM=1: not even try (a GPU machine has no network for apt-get; the browser test is then skipped).

@@ -9,9 +9,9 @@ Beside it:
   nbgrader_config_exchange.py   the students' side of the exchange on one machine: each student copies it to
                                 ~/.jupyter/nbgrader_config.py (it stands alone: it does not load this file)
   nbgrader_config_hub.py        the instructor's /etc/jupyter/nbgrader_config.py on a JupyterHub (shared exchange)
-To put the gradebook on a database server (several grading machines, see README.md), set
-`c.CourseDirectory.db_url` here, e.g. "postgresql+psycopg://grader:...@db.example.org/cs336?connect_timeout=10"
-(psycopg 3 is installed with the course; autograder/database.py checks the database before each run).
+To put the gradebook on a database server (several grading machines, see README.md), set GRADEBOOK_ON_SERVER below
+and the environment variable GRADEBOOK_URL (psycopg 3 is installed with the course; autograder/database.py checks
+the database before each run).
 """
 import os
 import sys
@@ -22,6 +22,22 @@ c.CourseDirectory.course_id = "cs336-primitives"
 # The course root is wherever this file is, so a copy of the course (a clone, a scratch folder) is its own course.
 COURSE_ROOT = os.path.dirname(os.path.abspath(__file__))
 c.CourseDirectory.root = COURSE_ROOT
+
+# The gradebook. On one machine: gradebook.db in this folder (nbgrader's default). On a database server, for grading
+# on many machines (README: "Grading on a Slurm cluster", "Grading on Kubernetes"): set GRADEBOOK_ON_SERVER = True
+# and give every command (nbgrader's, the grader's, `make lab`'s Formgrader) the server's URL in the environment variable
+# GRADEBOOK_URL, e.g. export GRADEBOOK_URL='postgresql+psycopg://grader:PASSWORD@db.example.org/cs336?connect_timeout=10'
+# (deploy/k8s/grade-job.yaml sets it from a Secret; the password stays out of this file). A command run without it
+# then stops here with this message, instead of making an empty gradebook.db here and reporting an empty class.
+# GRADEBOOK_URL, when set, is used even with GRADEBOOK_ON_SERVER = False.
+GRADEBOOK_ON_SERVER = False
+if os.environ.get("GRADEBOOK_URL"):
+    c.CourseDirectory.db_url = os.environ["GRADEBOOK_URL"]
+elif GRADEBOOK_ON_SERVER:
+    raise SystemExit(f"error: {os.path.abspath(__file__)} puts the gradebook on a database server "
+                     "(GRADEBOOK_ON_SERVER = True), but the environment variable GRADEBOOK_URL is not set. Set it to "
+                     "the server's URL, e.g. export GRADEBOOK_URL='postgresql+psycopg://grader:PASSWORD@"
+                     "db.example.org/cs336?connect_timeout=10', and run the command again; nothing was read or written.")
 
 # nbgrader runs `alembic` (the gradebook's migrations) by name: put this environment's bin/ first on PATH, so that
 # `.venv/bin/nbgrader db ...` and `.venv/bin/python -m nbgrader ...` work without activating the environment.

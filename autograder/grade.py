@@ -18,6 +18,8 @@ course; SUBMITTED_DIR (default: the course's `submitted/`) is laid out as `<stud
   OUT/results/<student>/<assignment>.json            one file per graded submission (how a stopped run resumes)
   OUT/gradebook-ledger.json                          what the gradebook held after this run (the next run refuses a
                                                      gradebook that has lost it, unless --start-over)
+  OUT/shard.json                                     which shard of how many OUT holds, and its students; written
+                                                     last (autograder.merge refuses a shard without it)
 
 Each notebook runs in its own sandboxed process (autograder/sandboxed/, limits.toml) with the instructor's locked
 cells taken from `source/` (grader/plan.py). Submitted files are only read. A submission the student broke scores 0
@@ -61,7 +63,8 @@ def main() -> None:
                         "holds nbgrader_config.py, else this repository)")
     parser.add_argument("--out", type=Path, default=Path("graded"), help="where grades.csv, the summary and feedback go")
     parser.add_argument("--assignment", action="append", help="grade only this assignment (repeatable)")
-    parser.add_argument("--workers", type=int, help="submissions graded at once (default: limits.toml, 0 = all cores)")
+    parser.add_argument("--workers", type=int, help="submissions graded at once (default: limits.toml; 0 = one per CPU "
+                        "this process may use, fewer where the job's memory is short: limits.fit_to_machine)")
     parser.add_argument("--limit", action="append", default=[], metavar="NAME=VALUE", help="override a limit of limits.toml")
     parser.add_argument("--fresh", action="store_true", help="run every notebook again, ignoring earlier results")
     parser.add_argument("--start-over", action="store_true", help="write into a gradebook that has lost what earlier "
@@ -74,7 +77,11 @@ def main() -> None:
     course_root = args.course or default_course()
     if not (course_root / "source").is_dir():
         parser.error(f"{course_root} is not a course folder (it has no source/)")
-    course = Course.load(course_root)
+    try:
+        course = Course.load(course_root)
+    except SystemExit as error:  # the course's nbgrader_config.py stopped (say GRADEBOOK_URL is not set): exit 2
+        print(error, file=sys.stderr)
+        raise SystemExit(2) from None
     submitted = args.submitted or course.folder("submitted")
     if not submitted.is_dir():
         parser.error(f"{submitted} is not a folder")

@@ -182,40 +182,43 @@ def start_sync(course: Course, names: list[str], background: bool = True):
     """
     todo = stale(course, names)  # a locked or unreadable gradebook stops the run here, before anything runs
     if not todo or not background:
-        _record(course, todo)
-        return lambda: (todo, stubs(course, names))
+        done = _record(course, todo)
+        return lambda: (done, stubs(course, names))
     from autograder.forked import Child, ChildFailed
 
-    def record() -> str:
+    def record() -> dict:
         try:
-            _record(course, todo)
+            return {"recorded": _record(course, todo)}
         except GradebookError as error:
-            return str(error)
-        return ""
+            return {"error": str(error)}
     child = Child(record)
 
     def finish() -> tuple[list[str], dict]:
         while not child.done:
             child.pump()
         try:
-            message = child.answer()
+            answer = child.answer()
         except ChildFailed as error:
-            message = f"nbgrader could not record the assignments in the gradebook: {str(error).splitlines()[-1]}"
-        if message:
-            raise GradebookError(message)
-        return todo, stubs(course, names)
+            answer = {"error": f"nbgrader could not record the assignments in the gradebook: "
+                               f"{str(error).splitlines()[-1]}"}
+        if answer.get("error"):
+            raise GradebookError(answer["error"])
+        return answer["recorded"], stubs(course, names)
     return finish
 
 
-def _record(course: Course, todo: list[str]) -> None:
+def _record(course: Course, todo: list[str]) -> list[str]:
     """Record `todo` in the gradebook, one recorder at a time: shards that start together wait for each other here
-    (a lock file at the course root, which they share), and each records only what is still stale once it holds it."""
+    (a lock file at the course root, which they share), and each records only what is still stale once it holds it.
+    Returns what this process recorded (none of what another recorded while it waited)."""
     if not todo:
-        return
+        return []
     with open(course.root / ".gradebook-sync.lock", "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        for assignment in stale(course, todo):
+        recorded = stale(course, todo)
+        for assignment in recorded:
             _generate(course, assignment)
+    return recorded
 
 
 def _generate(course: Course, assignment: str) -> None:
@@ -246,6 +249,18 @@ def roster(course: Course) -> list[str]:
     gradebook = open_gradebook(course)
     try:
         return sorted(s.id for s in gradebook.students)
+    except SQLAlchemyError as error:
+        raise GradebookError(explain(error, course.db_url)) from None
+    finally:
+        gradebook.close()
+
+
+def recorded_assignments(course: Course) -> set[str]:
+    """Every assignment the gradebook holds."""
+    from sqlalchemy.exc import SQLAlchemyError
+    gradebook = open_gradebook(course)
+    try:
+        return {a.name for a in gradebook.assignments}
     except SQLAlchemyError as error:
         raise GradebookError(explain(error, course.db_url)) from None
     finally:

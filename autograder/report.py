@@ -1,25 +1,33 @@
-"""Runs as the instructor (`make report`): the class report: how the class did on each assignment, as one HTML page with
-PNG plots, from the gradebook.
+"""Runs as the instructor (`make report`): the class report: who needs a person, and how the class did on each
+assignment, as one HTML page with PNG plots, from the gradebook.
 
     python -m autograder.report [--course DIR] [--out DIR] [--assignment NAME ...]
 
 Writes, after a grading run (`make grade`, or the shards' outputs merged with `autograder.merge`):
-  OUT/report.html              per assignment: submitted, missing, late; the score distribution; each task's pass
-                               rate and its most common failure hints; when the submissions arrived
-  OUT/report/<assignment>.png  the plots (matplotlib)
+  OUT/report.html              first the students who need a person, by name, in one table that sorts by any column
+                               (click its heading): no submission, late (hours and penalty), NOT GRADED (the grader
+                               failed on it: the reason), flagged for review in Formgrader (why), answers waiting for
+                               manual grading; the run's one summary (merged over shards by autograder.merge); then per
+                               assignment: submitted, missing, late; the score distribution; each task's pass rate and
+                               most common failure hints, hardest task first, named by its title in the chart and the
+                               table alike; when the submissions arrived. Every time says its time zone.
+  OUT/report/<assignment>.png  the plots (matplotlib): one histogram bar per point (a bar per few points for large
+                               maxima) whose last bar holds full marks alone, so no bar merges 9 and 10
   OUT/report.json              the same numbers, for scripts (tests/test_postgres.py checks them against grades.csv)
 Scores come from nbgrader's gradebook, read the way grades.csv is (gradebook.rows): manual scores, extra credit and
 late penalties included. A task "passes" when it earned its full points; a cell still waiting for a person is
-counted as waiting, not as failed. Failure hints come from the run's results (OUT/results/<student>/<assignment>.json:
-the hint line of a failed test, or its error's last line), so they cover the submissions graded into OUT.
+counted as waiting, not as failed. Failure hints and NOT GRADED reasons come from the run's output (OUT/results/ and
+OUT/grades.csv), so they cover the submissions graded into OUT. nbgrader keeps times in UTC, and so does the report.
 """
 from __future__ import annotations
 
 import argparse
 import collections
+import csv
 import datetime
 import html
 import json
+import math
 import statistics
 import sys
 from pathlib import Path
@@ -70,19 +78,91 @@ def submission_times(course: Course, assignment: str) -> tuple[list[float], date
     return [(t - origin).total_seconds() / 3600 for t in stamps], due, late
 
 
+def not_graded(out: Path) -> dict[tuple[str, str], str]:
+    """{(student, assignment): the note} for the "NOT GRADED" TOTAL rows of OUT/grades.csv (the grader failed on
+    those submissions; the gradebook does not know it). Empty when there is no grades.csv."""
+    path = out / "grades.csv"
+    if not path.is_file():
+        return {}
+    with open(path, newline="") as f:
+        return {(r["student"], r["assignment"]): r["note"] for r in csv.DictReader(f)
+                if r["task"] == TOTAL and r["note"].startswith("NOT GRADED")}
+
+
+def run_notes(out: Path) -> dict[tuple[str, str], str]:
+    """{(student, assignment): the TOTAL row's note} from OUT/grades.csv (why a submission was flagged, and so on)."""
+    path = out / "grades.csv"
+    if not path.is_file():
+        return {}
+    with open(path, newline="") as f:
+        return {(r["student"], r["assignment"]): r["note"] for r in csv.DictReader(f) if r["task"] == TOTAL}
+
+
+def utc(moment: datetime.datetime | None) -> str | None:
+    """A time nbgrader stored (naive, in UTC) as text that says its time zone: '2026-01-06 12:00 UTC'."""
+    if moment is None:
+        return None
+    if moment.tzinfo is not None:
+        moment = moment.astimezone(datetime.timezone.utc).replace(tzinfo=None)
+    return f"{moment:%Y-%m-%d %H:%M} UTC"
+
+
+def attention(course: Course, names: list[str], rows: list, out: Path) -> list[dict]:
+    """The students an instructor must act on, one entry per student, assignment and reason:
+    {student, assignment, status, detail, score}. Status is one of: no submission, late, NOT GRADED, flagged,
+    waits for a person."""
+    totals = {(r.student, r.assignment): r for r in rows if r.task == TOTAL}
+    notes, failed = run_notes(out), not_graded(out)
+    found = []
+
+    def add(key, status, detail):
+        total = totals.get(key)
+        score = None if total is None or total.score is None else total.score
+        found.append({"student": key[0], "assignment": key[1], "status": status, "detail": detail, "score": score,
+                      "max_score": total.max_score if total else None})
+    for key, total in sorted(totals.items()):
+        if total.note == "no submission":
+            add(key, "no submission", "nothing handed in: 0 points")
+    for key, why in sorted(failed.items()):
+        if key[1] in names:
+            add(key, "NOT GRADED", why.removeprefix("NOT GRADED: "))
+    waiting = collections.Counter((r.student, r.assignment) for r in rows if r.task != TOTAL and r.score is None)
+    for key, count in sorted(waiting.items()):
+        add(key, "waits for a person", f"{count} answer(s) to grade in Formgrader")
+    book = gradebook.open_gradebook(course)
+    try:
+        for name in names:
+            for submission in book.find_assignment(name).submissions:
+                key = (submission.student.id, name)
+                seconds = submission.total_seconds_late or 0
+                if seconds > 0:
+                    extension = " (with an extension)" if submission.extension else ""
+                    add(key, "late", f"{seconds / 3600:.1f} h after the due date{extension}: penalty "
+                                     f"{float(submission.late_submission_penalty or 0):g} points")
+                flagged = [nb.name for nb in submission.notebooks if nb.flagged]
+                if flagged:
+                    why = [part for part in notes.get(key, "").split("; ")
+                           if part.startswith(("flagged for review", "resubmitted after a hand grade"))]
+                    add(key, "flagged", "; ".join(why) or f"flagged in Formgrader: {', '.join(flagged)}")
+    finally:
+        book.close()
+    return sorted(found, key=lambda e: (e["student"], e["assignment"], e["status"]))
+
+
 def summarize(course: Course, names: list[str], out: Path) -> dict:
-    """The report's numbers: {assignment: {...}} (see the module docstring)."""
+    """The report's numbers: {assignment: {...}} (see the module docstring), and under the key "" the students who
+    need a person (`attention`) and the run's summary lines."""
     students = gradebook.roster(course)
     titles = {(a, c["grade_id"]): c["title"] for a in names for nb in course.notebooks(a)
               for c in graded_cells(json.loads((course.source / a / f"{nb}.ipynb").read_text()))}
-    rows = gradebook.rows(course, students, names, set(), titles, {})
+    rows = gradebook.rows(course, students, names, set(), titles, {}, not_graded(out))
     report = {}
     for a in names:
         mine = [r for r in rows if r.assignment == a]
         totals = [r for r in mine if r.task == TOTAL]
         if not totals:
             continue
-        handed_in = [r for r in totals if r.note != "no submission"]
+        handed_in = [r for r in totals if r.note != "no submission" and r.score is not None]
         scores = [r.score for r in handed_in]
         hours, due, late = submission_times(course, a)
         tasks = []
@@ -97,89 +177,179 @@ def summarize(course: Course, names: list[str], out: Path) -> dict:
                 "pass_rate": passed / len(scored) if scored else None,
                 "mean": statistics.fmean(r.score for r in scored) if scored else None,
                 "hints": failures.get(task, collections.Counter()).most_common(TOP_HINTS)})
+        tasks.sort(key=lambda t: (2.0 if t["pass_rate"] is None else t["pass_rate"], t["title"]))  # hardest first
         report[a] = {
-            "roster": len(students), "submitted": len(handed_in), "missing": len(totals) - len(handed_in),
+            "roster": len(students), "submitted": sum(1 for r in totals if r.note != "no submission"),
+            "missing": sum(1 for r in totals if r.note == "no submission"),
+            "not_graded": sum(1 for r in totals if r.note.startswith("NOT GRADED")),
             "late": late,
             "max_score": totals[0].max_score, "scores": scores,
             "mean": statistics.fmean(scores) if scores else None,
             "median": statistics.median(scores) if scores else None,
             "full_marks": sum(1 for s in scores if s >= totals[0].max_score),
-            "due": due.isoformat() if due else None, "hours": hours, "tasks": tasks}
+            "due": utc(due), "hours": hours, "tasks": tasks}
+    summary = out / "summary.txt"
+    report[""] = {"attention": attention(course, list(report), rows, out),
+                  "summary": summary.read_text().splitlines() if summary.is_file() else []}
     return report
+
+
+def score_bins(top: float, highest: float | None = None) -> list[float]:
+    """Histogram edges for scores from 0 to `top` points: bars one point wide (wider, a whole number of points, when
+    there are more than 30 points), each holding `edge <= score < next edge`, and a last bar that starts at `top`, so
+    that full marks stand alone and never share a bar with the score below (9 and 10 of 10 are two bars).
+    `highest` (extra credit above `top`) widens the range to include it."""
+    width = max(1, math.ceil(top / 30))
+    edges = [float(k) for k in range(0, math.ceil(top / width) * width, width)]
+    edges = [e for e in edges if e < top] + [float(top)]
+    end = max(top, highest or top)
+    while edges[-1] <= end:
+        edges.append(edges[-1] + width)
+    return edges
 
 
 def plot(assignment: str, numbers: dict, path: Path) -> None:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    fig, (left, middle, right) = plt.subplots(1, 3, figsize=(15, 4), constrained_layout=True)
-    top = numbers["max_score"] or 1
-    left.hist(numbers["scores"], bins=min(20, max(5, int(top))), range=(0, top), color="#4c72b0", edgecolor="white")
-    fig.suptitle(assignment)
-    left.set_title(f"score distribution ({numbers['submitted']} submitted)")
-    left.set_xlabel(f"score (of {top:g}, late penalty taken off)")
-    left.set_ylabel("students")
     tasks = numbers["tasks"]
-    labels = [t["task"] for t in tasks]
+    fig, (left, middle, right) = plt.subplots(1, 3, figsize=(16, max(4, 0.35 * len(tasks) + 1.5)),
+                                              constrained_layout=True, gridspec_kw={"width_ratios": [1, 1.3, 1]})
+    top = numbers["max_score"] or 1
+    scores = numbers["scores"]
+    edges = score_bins(top, max(scores) if scores else None)
+    left.hist(scores, bins=edges, color="#4c72b0", edgecolor="white")
+    step = max(1, (len(edges) - 1) // 10)
+    left.set_xticks(edges[:-1:step] + ([edges[-2]] if (len(edges) - 2) % step else []))
+    fig.suptitle(assignment)
+    left.set_title(f"score distribution ({len(scores)} scored)")
+    width = edges[1] - edges[0]
+    left.set_xlabel(f"score of {top:g} (bar from k to below k+{width:g}; late penalty taken off)")
+    left.set_ylabel("students")
+    from matplotlib.ticker import MaxNLocator
+    for axes in (left, right):
+        axes.yaxis.set_major_locator(MaxNLocator(integer=True))  # students and submissions are whole numbers
+    labels = [t["title"] for t in tasks]
     rates = [100 * (t["pass_rate"] or 0) for t in tasks]
     middle.barh(range(len(tasks)), rates, color="#55a868")
-    middle.set_yticks(range(len(tasks)), labels, fontsize=8)
+    middle.set_yticks(range(len(tasks)), [_short(label) for label in labels], fontsize=8)
     middle.invert_yaxis()
     middle.set_xlim(0, 100)
-    middle.set_title("each task's pass rate (full points)")
+    middle.set_title("each task's pass rate (full points), hardest first")
     middle.set_xlabel("% of scored submissions")
-    middle.set_ylabel("task")
     hours = numbers["hours"]
     if hours:
         low, high = min(hours + [0.0]) - 1, max(hours + [0.0]) + 1  # the due date always in view
         right.hist(hours, bins=24, range=(low, high), color="#c44e52", edgecolor="white")
     if numbers["due"]:
-        right.axvline(0, color="black", linestyle="--", label="due")
+        right.axvline(0, color="black", linestyle="--", label=f"due {numbers['due']}")
         right.legend()
-    right.set_title(f"when submissions arrived ({numbers['late']} late, {numbers['missing']} missing)")
-    right.set_xlabel("hours after the due date" if numbers["due"] else "hours after the first submission")
+    right.set_title(f"hand-in times ({numbers['late']} late, {numbers['missing']} missing)")
+    right.set_xlabel(f"hours after the due date ({numbers['due']})" if numbers["due"]
+                     else "hours after the first submission (UTC)")
     right.set_ylabel("submissions")
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=90)
     plt.close(fig)
 
 
+def _short(label: str, limit: int = 48) -> str:
+    return label if len(label) <= limit else label[:limit - 1] + "…"
+
+
 def _number(value, digits: int = 1) -> str:
     return "–" if value is None else f"{value:.{digits}f}"
 
 
+SORTING = """<script>
+// Click a column heading to sort its table by that column; click again to reverse.
+document.querySelectorAll('table.sortable').forEach(table => {
+  table.querySelectorAll('th').forEach((th, column) => th.addEventListener('click', () => {
+    const body = table.tBodies[0], ascending = th.getAttribute('aria-sort') !== 'ascending';
+    const key = row => row.cells[column].dataset.sort ?? row.cells[column].textContent.trim().toLowerCase();
+    const rows = [...body.rows].sort((a, b) => {
+      const x = key(a), y = key(b), nx = parseFloat(x), ny = parseFloat(y);
+      const order = (!isNaN(nx) && !isNaN(ny)) ? nx - ny : x.localeCompare(y);
+      return ascending ? order : -order;
+    });
+    table.querySelectorAll('th').forEach(other => other.removeAttribute('aria-sort'));
+    th.setAttribute('aria-sort', ascending ? 'ascending' : 'descending');
+    rows.forEach(row => body.appendChild(row));
+  }));
+});
+</script>"""
+
+STATUS_ORDER = {"NOT GRADED": 0, "flagged": 1, "waits for a person": 2, "late": 3, "no submission": 4}
+
+
+def render_attention(people: list[dict]) -> list[str]:
+    e = html.escape
+    parts = ["<h2 id='attention'>Students who need a person</h2>"]
+    if not people:
+        return parts + ["<p>Nobody: every student handed in on time, was graded, and nothing waits or is flagged.</p>"]
+    counts = collections.Counter(p["status"] for p in people)
+    parts.append("<p>" + ", ".join(f"{counts[s]} {e(s)}" for s in sorted(counts, key=STATUS_ORDER.get)) +
+                 ". Click a column heading to sort by it.</p>")
+    parts.append("<table class='sortable' id='people'><thead><tr><th>student</th><th>assignment</th><th>status</th>"
+                 "<th>score</th><th>what to do or why</th></tr></thead><tbody>")
+    for p in sorted(people, key=lambda p: (STATUS_ORDER.get(p["status"], 9), p["student"], p["assignment"])):
+        score = "–" if p["score"] is None else f"{p['score']:g} / {p['max_score']:g}"
+        parts.append(f"<tr class='status-{e(p['status'].split()[0].lower())}'><td>{e(p['student'])}</td>"
+                     f"<td>{e(p['assignment'])}</td><td data-sort='{STATUS_ORDER.get(p['status'], 9)}'>"
+                     f"{e(p['status'])}</td><td class='n' data-sort='{-1 if p['score'] is None else p['score']}'>"
+                     f"{score}</td><td>{e(p['detail'])}</td></tr>")
+    parts.append("</tbody></table>")
+    return parts
+
+
 def render(course: Course, report: dict) -> str:
     e = html.escape
+    made = datetime.datetime.now(datetime.timezone.utc)
+    extra = report.get("", {"attention": [], "summary": []})
     parts = ["<!DOCTYPE html><html><head><meta charset='utf-8'><title>Class report</title><style>",
-             "body{font-family:sans-serif;margin:2em;max-width:1300px} table{border-collapse:collapse;margin:1em 0}"
+             "body{font-family:sans-serif;margin:2em;max-width:1400px} table{border-collapse:collapse;margin:1em 0}"
              "td,th{border:1px solid #ccc;padding:4px 8px;text-align:left;vertical-align:top} th{background:#f3f3f3}"
-             "td.n{text-align:right} img{max-width:100%} .hint{font-family:monospace;font-size:90%}",
+             "table.sortable th{cursor:pointer} th[aria-sort=ascending]::after{content:' ▲'}"
+             "th[aria-sort=descending]::after{content:' ▼'} tr.status-not td:nth-child(3){color:#b00;font-weight:bold}"
+             "tr.status-flagged td:nth-child(3){color:#b60} td.n{text-align:right} img{max-width:100%}"
+             ".hint{font-family:monospace;font-size:90%} pre{white-space:pre-wrap;font-size:90%}",
              "</style></head><body>",
              f"<h1>Class report: {e(course.course_id)}</h1>",
              f"<p>From the gradebook ({e(_safe(course.db_url))}), manual scores and late penalties included; "
-             f"made {datetime.datetime.now():%Y-%m-%d %H:%M}.</p>"]
+             f"made {made:%Y-%m-%d %H:%M} UTC. Times are in UTC, as nbgrader keeps them.</p>"]
+    parts += render_attention(extra["attention"])
+    if extra["summary"]:
+        parts.append(f"<details><summary>The grading run's summary ({len(extra['summary'])} lines; one for the "
+                     "whole class when shards were merged)</summary><pre>" + e("\n".join(extra["summary"])) +
+                     "</pre></details>")
     for a, n in report.items():
+        if not a:
+            continue
         parts.append(f"<h2 id='{e(a)}'>{e(a)}</h2>")
         parts.append("<table><tr><th>on the roster</th><th>submitted</th><th>missing</th><th>late</th>"
-                     "<th>mean</th><th>median</th><th>full marks</th><th>max</th><th>due</th></tr>"
+                     "<th>not graded</th><th>mean</th><th>median</th><th>full marks</th><th>max</th><th>due</th></tr>"
                      f"<tr><td class='n'>{n['roster']}</td><td class='n'>{n['submitted']}</td>"
                      f"<td class='n'>{n['missing']}</td><td class='n'>{n['late']}</td>"
+                     f"<td class='n'>{n['not_graded']}</td>"
                      f"<td class='n'>{_number(n['mean'])}</td><td class='n'>{_number(n['median'])}</td>"
                      f"<td class='n'>{n['full_marks']}</td><td class='n'>{n['max_score']:g}</td>"
                      f"<td>{e(n['due'] or 'none')}</td></tr></table>")
         parts.append(f"<img src='report/{e(a)}.png' alt='{e(a)}: score distribution, pass rates, submission times'>")
-        parts.append("<table><tr><th>task</th><th>points</th><th>pass rate</th><th>mean</th><th>waiting for a "
-                     "person</th><th>most common failure hints (count)</th></tr>")
+        parts.append("<p>Tasks, hardest first (lowest pass rate):</p><table class='sortable'><thead><tr><th>task</th>"
+                     "<th>points</th><th>pass rate</th><th>mean</th><th>waiting for a person</th><th>most common "
+                     "failure hints (count)</th></tr></thead><tbody>")
         for t in n["tasks"]:
             rate = "–" if t["pass_rate"] is None else f"{100 * t['pass_rate']:.0f}% ({t['passed']}/{t['scored']})"
             hint_html = "<br>".join(f"<span class='hint'>{e(h)}</span> ({c})" for h, c in t["hints"]) or ""
-            parts.append(f"<tr><td>{e(t['title'])}<br><small>{e(t['task'])}</small></td>"
-                         f"<td class='n'>{t['max_score']:g}</td><td class='n'>{rate}</td>"
+            sort_rate = -1 if t["pass_rate"] is None else t["pass_rate"]
+            parts.append(f"<tr><td title='{e(t['task'])}'>{e(t['title'])}</td>"
+                         f"<td class='n'>{t['max_score']:g}</td><td class='n' data-sort='{sort_rate}'>{rate}</td>"
                          f"<td class='n'>{_number(t['mean'], 2)}</td><td class='n'>{t['waiting']}</td>"
                          f"<td>{hint_html}</td></tr>")
-        parts.append("</table>")
-    if not report:
+        parts.append("</tbody></table>")
+    if not any(report):
         parts.append("<p>No assignment with grades in the gradebook yet.</p>")
+    parts.append(SORTING)
     parts.append("</body></html>")
     return "\n".join(parts)
 
@@ -194,7 +364,8 @@ def build(course: Course, out: Path, names: list[str] | None = None) -> dict:
     names = names or [a for a in course.assignments() if a in _recorded(course)]
     report = summarize(course, names, out)
     for a, numbers in report.items():
-        plot(a, numbers, out / "report" / f"{a}.png")
+        if a:
+            plot(a, numbers, out / "report" / f"{a}.png")
     out.mkdir(parents=True, exist_ok=True)
     (out / "report.json").write_text(json.dumps(report, indent=1, default=str))
     (out / "report.html").write_text(render(course, report))
@@ -202,11 +373,7 @@ def build(course: Course, out: Path, names: list[str] | None = None) -> dict:
 
 
 def _recorded(course: Course) -> set[str]:
-    book = gradebook.open_gradebook(course)
-    try:
-        return {a.name for a in book.assignments}
-    finally:
-        book.close()
+    return gradebook.recorded_assignments(course)
 
 
 def main() -> None:
@@ -222,7 +389,9 @@ def main() -> None:
     except gradebook.GradebookError as error:
         print(f"error: {error}", file=sys.stderr)
         raise SystemExit(2)
-    print(f"wrote {args.out / 'report.html'} ({len(report)} assignment(s)) with its plots in {args.out / 'report'}/")
+    people = report[""]["attention"]
+    print(f"wrote {args.out / 'report.html'} ({len(report) - 1} assignment(s), {len(people)} student entries that "
+          f"need a person) with its plots in {args.out / 'report'}/")
 
 
 if __name__ == "__main__":

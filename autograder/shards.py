@@ -7,9 +7,11 @@ equal in size (they differ by at most one student). Shards never write the same 
 students into the one gradebook in its own transaction (README: "grading on many machines").
 
 `--shard auto` reads the scheduler's environment:
-- Slurm job arrays (`sbatch --array=0-7` or `--array=1-8`, deploy/slurm/grade.sbatch): SLURM_ARRAY_TASK_ID,
-  SLURM_ARRAY_TASK_COUNT, SLURM_ARRAY_TASK_MIN (arrays may start at 0 or 1, or anywhere) and, for a stepped range
-  such as `--array=0-14:2`, SLURM_ARRAY_TASK_STEP;
+- Slurm job arrays (deploy/slurm/grade.sbatch): SLURM_ARRAY_TASK_ID. With the number of shards given (GRADER_SHARDS,
+  which the script sets, or --shard-count), the task id is the shard's number, 1 to N, so a task re-run alone with
+  `sbatch --array=K` (an array of one, to Slurm) is still shard K of N. Without it, SLURM_ARRAY_TASK_COUNT,
+  SLURM_ARRAY_TASK_MIN (arrays may start at 0 or 1, or anywhere) and SLURM_ARRAY_TASK_STEP say which of the array's
+  tasks this is, and an array of one task is refused (it is what such a re-run looks like);
 - a Kubernetes Indexed Job (deploy/k8s/grade-job.yaml): JOB_COMPLETION_INDEX (0-based), with the count given by
   `--shard-count N` or the GRADER_SHARDS variable (Kubernetes does not tell a pod how many completions there are).
 Anything that does not add up (a count of 0, an index out of range, no scheduler at all, both at once) is a
@@ -17,12 +19,16 @@ ShardError with a message that says what was read and what to do; nothing is gra
 """
 from __future__ import annotations
 
+import json
+import os
+from pathlib import Path
 from typing import Mapping, Sequence, TypeVar
 
 T = TypeVar("T")
 
 SLURM_VARIABLES = ("SLURM_ARRAY_TASK_ID", "SLURM_ARRAY_TASK_COUNT", "SLURM_ARRAY_TASK_MIN", "SLURM_ARRAY_TASK_STEP")
 K8S_INDEX = "JOB_COMPLETION_INDEX"
+RECORD = "shard.json"  # in a run's output folder: which shard of how many it holds, and its students
 COUNT_VARIABLE = "GRADER_SHARDS"
 
 
@@ -63,6 +69,60 @@ def parse(spec: str, count: int | None = None) -> tuple[int, int]:
     return index, total
 
 
+def _count(environ: Mapping[str, str], count: int | None) -> int | None:
+    """How many shards, when given: --shard-count N, else the GRADER_SHARDS variable; None when neither is."""
+    if count is not None:
+        return count
+    if environ.get(COUNT_VARIABLE) in (None, ""):
+        return None
+    return _integer(environ[COUNT_VARIABLE], COUNT_VARIABLE)
+
+
+def _slurm(environ: Mapping[str, str], count: int | None) -> tuple[int, int, str]:
+    """(K, N, what was read) for a Slurm array task. With N given (GRADER_SHARDS, which deploy/slurm/grade.sbatch
+    sets, or --shard-count), the task id is the shard's number, 1 to N, however the task was submitted: the
+    original `--array=1-N`, or `sbatch --array=K` re-running task K alone (an array of one, to Slurm). Without N,
+    the array itself says how many shards there are (its tasks in order are shards 1..N, from 0 or 1 or anywhere),
+    and an array of one task is refused: it is what a re-run of one task looks like."""
+    task = _integer(environ["SLURM_ARRAY_TASK_ID"], "SLURM_ARRAY_TASK_ID")
+    if environ.get("SLURM_ARRAY_TASK_COUNT") in (None, ""):
+        raise ShardError("--shard auto: SLURM_ARRAY_TASK_ID is set but SLURM_ARRAY_TASK_COUNT is not "
+                         "(Slurm sets both for a job array, `sbatch --array=...`)")
+    size = _integer(environ["SLURM_ARRAY_TASK_COUNT"], "SLURM_ARRAY_TASK_COUNT")
+    first = _integer(environ.get("SLURM_ARRAY_TASK_MIN", "0") or "0", "SLURM_ARRAY_TASK_MIN")
+    last = _integer(environ.get("SLURM_ARRAY_TASK_MAX", str(task)) or str(task), "SLURM_ARRAY_TASK_MAX")
+    given = _count(environ, count)
+    if given is not None:
+        read = f"Slurm array task {task} (array {first}-{last}, {size} task(s)), shards counted by " + \
+            (f"--shard-count {count}" if count is not None else f"{COUNT_VARIABLE}={given}")
+        if given < 1:
+            raise ShardError(f"--shard auto: {read}: a shard count of {given}: there must be at least one shard")
+        if first < 1 or last > given:
+            raise ShardError(f"--shard auto: {read}: with {given} shards the array's task ids are the shards' "
+                             f"numbers, 1 to {given}: submit --array=1-{given} (or set {COUNT_VARIABLE} to the "
+                             "array's size); nothing was graded")
+        return task, given, read
+    if size == 1:
+        raise ShardError(f"--shard auto: Slurm array task {task} is an array of one task (SLURM_ARRAY_TASK_COUNT=1): "
+                         f"that is what `sbatch --array={task}` makes to re-run one task of a larger array, whose "
+                         f"size Slurm no longer gives. Set {COUNT_VARIABLE}=N, the number of shards "
+                         "(deploy/slurm/grade.sbatch sets it), or give --shard K/N; nothing was graded")
+    step = _integer(environ.get("SLURM_ARRAY_TASK_STEP", "1") or "1", "SLURM_ARRAY_TASK_STEP")
+    if step < 1:
+        raise ShardError(f"SLURM_ARRAY_TASK_STEP={step}: a step must be at least 1")
+    if (task - first) % step:
+        raise ShardError(f"--shard auto: array task {task} is not on the array's range (first {first}, "
+                         f"step {step}); use a plain range such as --array=0-{max(size - 1, 0)}")
+    index = (task - first) // step + 1
+    read = (f"Slurm array task {task} (SLURM_ARRAY_TASK_MIN={first}, SLURM_ARRAY_TASK_STEP={step}, "
+            f"SLURM_ARRAY_TASK_COUNT={size})")
+    try:
+        check(index, size)
+    except ShardError as error:
+        raise ShardError(f"--shard auto: {read}: {error}") from None
+    return index, size, read
+
+
 def from_environment(environ: Mapping[str, str], count: int | None = None) -> tuple[int, int, str]:
     """(K, N, what was read) from a Slurm array task's or a Kubernetes Indexed Job pod's environment."""
     slurm = environ.get("SLURM_ARRAY_TASK_ID") not in (None, "")
@@ -71,35 +131,13 @@ def from_environment(environ: Mapping[str, str], count: int | None = None) -> tu
         raise ShardError(f"--shard auto: both SLURM_ARRAY_TASK_ID and {K8S_INDEX} are set, so which scheduler "
                          "runs this is unclear; give --shard K/N")
     if slurm:
-        task = _integer(environ["SLURM_ARRAY_TASK_ID"], "SLURM_ARRAY_TASK_ID")
-        if environ.get("SLURM_ARRAY_TASK_COUNT") in (None, ""):
-            raise ShardError("--shard auto: SLURM_ARRAY_TASK_ID is set but SLURM_ARRAY_TASK_COUNT is not "
-                             "(Slurm sets both for a job array, `sbatch --array=...`)")
-        total = _integer(environ["SLURM_ARRAY_TASK_COUNT"], "SLURM_ARRAY_TASK_COUNT")
-        first = _integer(environ.get("SLURM_ARRAY_TASK_MIN", "0") or "0", "SLURM_ARRAY_TASK_MIN")
-        step = _integer(environ.get("SLURM_ARRAY_TASK_STEP", "1") or "1", "SLURM_ARRAY_TASK_STEP")
-        if step < 1:
-            raise ShardError(f"SLURM_ARRAY_TASK_STEP={step}: a step must be at least 1")
-        if (task - first) % step:
-            raise ShardError(f"--shard auto: array task {task} is not on the array's range (first {first}, "
-                             f"step {step}); use a plain range such as --array=0-{max(total - 1, 0)}")
-        index = (task - first) // step + 1
-        if count is not None and count != total:
-            raise ShardError(f"--shard-count {count} disagrees with SLURM_ARRAY_TASK_COUNT={total}")
-        read = (f"Slurm array task {task} (SLURM_ARRAY_TASK_MIN={first}, SLURM_ARRAY_TASK_STEP={step}, "
-                f"SLURM_ARRAY_TASK_COUNT={total})")
-        try:
-            check(index, total)
-        except ShardError as error:
-            raise ShardError(f"--shard auto: {read}: {error}") from None
-        return index, total, read
+        return _slurm(environ, count)
     if k8s:
         task = _integer(environ[K8S_INDEX], K8S_INDEX)
+        count = _count(environ, count)
         if count is None:
-            if environ.get(COUNT_VARIABLE) in (None, ""):
-                raise ShardError(f"--shard auto: {K8S_INDEX}={task} is set, but not how many shards there are: give "
-                                 f"--shard-count N or set {COUNT_VARIABLE} (the Job's `completions`)")
-            count = _integer(environ[COUNT_VARIABLE], COUNT_VARIABLE)
+            raise ShardError(f"--shard auto: {K8S_INDEX}={task} is set, but not how many shards there are: give "
+                             f"--shard-count N or set {COUNT_VARIABLE} (the Job's `completions`)")
         read = f"Kubernetes Indexed Job, {K8S_INDEX}={task} of {count} completions"
         try:
             check(task + 1, count)
@@ -116,3 +154,31 @@ def resolve(spec: str, count: int | None, environ: Mapping[str, str]) -> tuple[i
         return from_environment(environ, count)
     index, total = parse(spec, count)
     return index, total, f"--shard {index}/{total}"
+
+
+# ---- a run's output folder says which shard it holds ----------------------------------------------------------
+def read_output_record(out: Path) -> dict | None:
+    """{"index": K, "count": N, "students": [...]} from OUT/shard.json, written when a run has finished its output;
+    None when there is none (a run that has not finished, or from before shard.json)."""
+    try:
+        record = json.loads((out / RECORD).read_text())
+        return {"index": int(record["index"]), "count": int(record["count"]), "students": list(record["students"])}
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def check_output(out: Path, shard: tuple[int, int]) -> None:
+    """ShardError when `out` holds another shard's grades (say a re-run of task 3 given another count of shards than
+    the first run: its shard 3 would be other students), before anything is read or written."""
+    record = read_output_record(out)
+    if record and (record["index"], record["count"]) != tuple(shard):
+        raise ShardError(f"{out} holds shard {record['index']} of {record['count']}, but this run is shard "
+                         f"{shard[0]} of {shard[1]}: a re-run must use the first run's number of shards "
+                         f"({COUNT_VARIABLE}={record['count']}), or give this run another --out; nothing was graded")
+
+
+def write_output_record(out: Path, shard: tuple[int, int], students: Sequence[str]) -> None:
+    """Write OUT/shard.json (through a temporary file and a rename): this output is shard K of N, these students."""
+    temporary = out / f".{RECORD}.tmp"
+    temporary.write_text(json.dumps({"index": shard[0], "count": shard[1], "students": list(students)}, indent=1))
+    os.replace(temporary, out / RECORD)

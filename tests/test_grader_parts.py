@@ -5,7 +5,7 @@ import json
 import pytest
 
 from autograder.limits import load_limits
-from autograder.merge import merge
+from autograder.merge import MergeError, merge
 from autograder.grader.plan import NotANotebook, make_plan, read_notebook, source_cells
 from autograder.sandboxed.walls import readable_paths
 from autograder.course import REPO_ROOT
@@ -90,7 +90,7 @@ def test_merging_shards(tmp_path):
     assert (tmp_path / "all" / "feedback" / "bob").is_dir()
     (tmp_path / "c").mkdir()
     (tmp_path / "c" / "grades.csv").write_text((tmp_path / "a" / "grades.csv").read_text())
-    with pytest.raises(SystemExit, match="both"):
+    with pytest.raises(MergeError, match="both"):
         merge([tmp_path / "a", tmp_path / "c"], tmp_path / "twice")
 
 
@@ -149,3 +149,26 @@ def test_the_graders_hand_in_limit_is_the_students():
     from autograder.grader.notebooks import HANDIN_LIMIT_BYTES as graders
     from utils.handin import HANDIN_LIMIT_BYTES as students
     assert graders == students
+
+
+def test_workers_and_each_notebooks_memory_follow_the_job(monkeypatch):
+    """limits.fit_to_machine: one worker per usable CPU (Slurm's SLURM_CPUS_PER_TASK caps it where tasks are not
+    bound to their CPUs), each notebook at most its share of the job's or pod's memory after 1 GiB for the grader,
+    fewer workers where a share would be under 1 GiB, and a clear error where not even one fits."""
+    from autograder.limits import MemoryTooSmall, fit_to_machine, usable_cpus
+    monkeypatch.setattr("autograder.limits._cgroup_memory_mib", lambda: None)
+    base = load_limits()
+    cpus = usable_cpus({})
+    fitted, how = fit_to_machine(base, {})
+    assert (fitted.workers, fitted.memory_mib) == (cpus, base.memory_mib) and "no memory limit" in how
+    fitted, how = fit_to_machine(base, {"SLURM_CPUS_PER_TASK": "1", "SLURM_MEM_PER_CPU": "4096"})
+    assert (fitted.workers, fitted.memory_mib) == (1, 3072), how
+    assert how == ("1 worker(s) (1 usable CPU(s)); 4096 MiB for the job (SLURM_MEM_PER_CPU=4096 x 1 CPU(s)), "
+                   "1024 MiB kept for the grader: 3072 MiB per notebook")
+    fitted, how = fit_to_machine(load_limits(overrides=["workers=8"]), {"GRADER_MEMORY_MIB": "4096"})
+    assert (fitted.workers, fitted.memory_mib) == (3, 1024), how  # 3 GiB for notebooks: 3 of the 8 wanted
+    assert how.startswith("3 worker(s) (memory for 3 of the 8 wanted)")
+    fitted, _ = fit_to_machine(base, {"SLURM_MEM_PER_NODE": "65536", "GRADER_MEMORY_MIB": "99999"})
+    assert fitted.memory_mib == base.memory_mib  # plenty: the notebook's own limit stays
+    with pytest.raises(MemoryTooSmall, match="ask for at least 2048 MiB"):
+        fit_to_machine(base, {"GRADER_MEMORY_MIB": "1536"})

@@ -12,6 +12,7 @@ have nothing new for `git add --all`.
 from __future__ import annotations
 
 import contextlib
+import csv
 import io
 import os
 import pwd
@@ -78,8 +79,11 @@ def cycle(tmp_path_factory):
     tracked = addable(course)
 
     me = pwd.getpwuid(os.getuid()).pw_name  # nbgrader names a submission after the account that submits it
-    (course / "students.csv").write_text(f"id,first_name,last_name,email\nalice,Alice,Smith,alice@example.org\n"
-                                         f"bob,Bob,Jones,bob@example.org\n{me},Student,Account,{me}@example.org\n")
+    (course / "students.csv").write_text(  # with the columns Canvas needs (README: Export, into the LMS)
+        "id,first_name,last_name,email,lms_user_id,sis_user_id,sis_login_id,section\n"
+        "alice,Alice,Smith,alice@example.org,1001,S-1001,alice,CS336-01\n"
+        "bob,Bob,Jones,bob@example.org,1002,S-1002,bob,CS336-01\n"
+        f"{me},Student,Account,{me}@example.org,1003,S-1003,{me},CS336-02\n")
     release = nbformat.read(course / "release" / A / f"{A}.ipynb", as_version=4)
     with zipfile.ZipFile(course / "submissions.zip", "w") as canvas:  # bob's, downloaded twice by the browser
         canvas.writestr(f"jonesbob_LATE_1001_2002_{A} (1).ipynb", nbformat.writes(release))
@@ -97,11 +101,14 @@ def cycle(tmp_path_factory):
         home.mkdir(parents=True)
     shutil.copy2(course / "nbgrader_config_exchange.py", student_home)  # handed out by the instructor
 
-    # "Run a class" sets up a JupyterHub as root: tests/test_class_hub.py runs those blocks as printed
+    # "Run a class" sets up a JupyterHub as root: tests/test_class_hub.py runs those blocks as printed; and
+    # tests/test_clusters.py runs "Grading on a Slurm cluster" on a cluster of its own
     instructors = section("Instructors")
-    hub_start = instructors.index("### Run a class: JupyterHub on one machine")
-    hub_end = instructors.index("\n### ", hub_start + 1)
-    blocks = bash_blocks(instructors[:hub_start] + instructors[hub_end:])
+    for elsewhere in ("### Run a class: JupyterHub on one machine", "### Grading on a Slurm cluster"):
+        start = instructors.index(elsewhere)
+        end = instructors.find("\n### ", start + 1)
+        instructors = instructors[:start] + (instructors[end:] if end > 0 else "")
+    blocks = bash_blocks(instructors)
     activate, steps = blocks[0], blocks[1:]
     assert activate.strip().startswith("source .venv/bin/activate"), activate
     ran = []
@@ -134,6 +141,11 @@ def test_the_commands_did_what_the_readme_says(cycle):
     assert f"{me},{A},TOTAL" in graded and f"bob,{A},TOTAL" in graded
     exported = (course / "grades.csv").read_text()  # nbgrader export
     assert all(f",{student}," in exported for student in ("alice", "bob", me))  # a row each, alice's without work
+    with open(course / "canvas-grades.csv", newline="") as f:  # autograder.canvas, for Canvas's gradebook import
+        canvas = list(csv.reader(f))
+    assert canvas[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", f"{A} (4021)"], canvas[0]
+    assert canvas[1][0] == "Points Possible" and {row[1] for row in canvas[2:]} == {"1001", "1002", "1003"}
+    assert next(row for row in canvas if row[1] == "1001")[5] == "0"  # alice handed in nothing
     feedback = list((cycle["home"] / COURSE_ID / A / "feedback").rglob(f"{A}.html"))
     assert len(feedback) == 1  # released through the exchange and fetched
     shown = "\n".join(done.stdout for _, _, done in cycle["ran"])
@@ -144,7 +156,7 @@ def test_no_student_data_is_left_for_git(cycle):
     """The roster, the Canvas download, the exchange, submissions, the gradebook, autograded notebooks, feedback
     and both grade exports exist now; `git add --all` would add none of them."""
     course = cycle["course"]
-    for made in ("students.csv", "submissions.zip", "grades.csv", "gradebook.db", "exchange", "submitted",
+    for made in ("students.csv", "submissions.zip", "grades.csv", "canvas-grades.csv", "gradebook.db", "exchange", "submitted",
                  "autograded", "feedback", "graded"):
         assert (course / made).exists(), made
     assert addable(course) == cycle["tracked"], sorted(addable(course) - cycle["tracked"])

@@ -28,9 +28,10 @@ def test_every_student_is_in_exactly_one_shard_for_any_count(students, count):
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.integers(1, 500), st.integers(0, 3), st.integers(1, 3), st.data())
+@given(st.integers(2, 500), st.integers(0, 3), st.integers(1, 3), st.data())
 def test_a_slurm_array_maps_its_tasks_onto_shards_one_to_one(count, first, step, data):
-    """Whatever the array's first task (0 or 1 or more) and step, its tasks are shards 1..N, each once."""
+    """Without GRADER_SHARDS, whatever the array's first task (0 or 1 or more) and step, its tasks are shards 1..N,
+    each once."""
     task = data.draw(st.integers(0, count - 1))
     env = {"SLURM_ARRAY_TASK_ID": str(first + task * step), "SLURM_ARRAY_TASK_COUNT": str(count),
            "SLURM_ARRAY_TASK_MIN": str(first), "SLURM_ARRAY_TASK_STEP": str(step)}
@@ -43,6 +44,42 @@ def test_slurm_arrays_starting_at_zero_or_one():
                                          "SLURM_ARRAY_TASK_MIN": "0"})[:2] == (1, 4)
     assert shards.resolve("auto", None, {"SLURM_ARRAY_TASK_ID": "4", "SLURM_ARRAY_TASK_COUNT": "4",
                                          "SLURM_ARRAY_TASK_MIN": "1", "SLURM_ARRAY_TASK_MAX": "4"})[:2] == (4, 4)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 64), st.data())
+def test_with_grader_shards_a_task_is_its_shard_however_it_is_resubmitted(count, data):
+    """deploy/slurm/grade.sbatch sets GRADER_SHARDS=N and submits --array=1-N. Task K is shard K of N in the first
+    array and in any later array of some of its tasks (`sbatch --array=K`, `--array=2,5`, `--array=1-7:2`), which
+    Slurm sees as a new, smaller array."""
+    rerun = sorted(data.draw(st.sets(st.integers(1, count), min_size=1)))
+    for task in rerun:
+        env = {"SLURM_ARRAY_TASK_ID": str(task), "SLURM_ARRAY_TASK_COUNT": str(len(rerun)),
+               "SLURM_ARRAY_TASK_MIN": str(rerun[0]), "SLURM_ARRAY_TASK_MAX": str(rerun[-1]),
+               "GRADER_SHARDS": str(count)}
+        index, total, how = shards.resolve("auto", None, env)
+        assert (index, total) == (task, count) and f"GRADER_SHARDS={count}" in how
+
+
+def test_a_rerun_of_one_task_is_that_task_of_the_first_array_never_the_whole_class():
+    """Issue #33: `sbatch --array=2` re-running task 2 of 4 is an array of one to Slurm. With the script's
+    GRADER_SHARDS it is shard 2 of 4; without it, it is refused (it used to be shard 1 of 1: the whole class)."""
+    rerun = {"SLURM_ARRAY_TASK_ID": "2", "SLURM_ARRAY_TASK_COUNT": "1", "SLURM_ARRAY_TASK_MIN": "2",
+             "SLURM_ARRAY_TASK_MAX": "2"}
+    assert shards.resolve("auto", None, {**rerun, "GRADER_SHARDS": "4"})[:2] == (2, 4)
+    assert shards.resolve("auto", 4, rerun)[:2] == (2, 4)
+    with pytest.raises(ShardError, match=r"an array of one task .* `sbatch --array=2` .* Set GRADER_SHARDS=N"):
+        shards.resolve("auto", None, rerun)
+
+
+def test_a_shard_output_folder_refuses_another_shard(tmp_path):
+    """A re-run given another count of shards than the first would grade other students into the same folder."""
+    shards.check_output(tmp_path, (3, 4))  # nothing there yet
+    shards.write_output_record(tmp_path, (3, 4), ["carol", "grace"])
+    shards.check_output(tmp_path, (3, 4))
+    assert shards.read_output_record(tmp_path) == {"index": 3, "count": 4, "students": ["carol", "grace"]}
+    with pytest.raises(ShardError, match="holds shard 3 of 4, but this run is shard 3 of 8"):
+        shards.check_output(tmp_path, (3, 8))
 
 
 def test_kubernetes_indexed_job_with_the_count_given():
@@ -72,6 +109,12 @@ def test_kubernetes_indexed_job_with_the_count_given():
     ("auto", 2, {"JOB_COMPLETION_INDEX": "2"}, "shard 3 of 2 does not exist"),
     ("auto", None, {"JOB_COMPLETION_INDEX": "0", "GRADER_SHARDS": "0"}, "at least one shard"),
     ("auto", None, {"JOB_COMPLETION_INDEX": "0", "SLURM_ARRAY_TASK_ID": "0"}, "both"),
+    ("auto", None, {"SLURM_ARRAY_TASK_ID": "0", "SLURM_ARRAY_TASK_COUNT": "4", "SLURM_ARRAY_TASK_MIN": "0",
+                    "SLURM_ARRAY_TASK_MAX": "3", "GRADER_SHARDS": "4"}, r"task ids are the shards' numbers, 1 to 4"),
+    ("auto", None, {"SLURM_ARRAY_TASK_ID": "5", "SLURM_ARRAY_TASK_COUNT": "16", "SLURM_ARRAY_TASK_MIN": "1",
+                    "SLURM_ARRAY_TASK_MAX": "16", "GRADER_SHARDS": "4"}, r"submit --array=1-4"),
+    ("auto", None, {"SLURM_ARRAY_TASK_ID": "1", "SLURM_ARRAY_TASK_COUNT": "1", "GRADER_SHARDS": "0"},
+     "at least one shard"),
 ])
 def test_shards_that_do_not_exist_are_clear_errors(spec, count, env, message):
     with pytest.raises(ShardError, match=message):
@@ -107,3 +150,47 @@ def test_the_slurm_script_and_the_kubernetes_job_use_shard_auto():
     assert int(env["GRADER_SHARDS"]) == spec["completions"]  # the count the pods are told is the Job's
     command = " ".join(container["command"] + container.get("args", []))
     assert "autograder.grade" in command and "--shard auto" in command
+
+
+def shard_output(folder: Path, index: int, count: int, students: list[str], summary: list[str]) -> Path:
+    """A finished shard's output folder: grades.csv (a TOTAL row per student), summary.txt, shard.json."""
+    folder.mkdir(parents=True)
+    (folder / "grades.csv").write_text("student,assignment,task,title,score,max_score,late_penalty,note\n" + "".join(
+        f"{s},01_floats,TOTAL,assignment total,1,3,0,\n" for s in students))
+    (folder / "summary.txt").write_text("\n".join(summary) + "\n")
+    shards.write_output_record(folder, (index, count), students)
+    return folder
+
+
+def test_the_merge_refuses_a_missing_a_doubled_or_a_foreign_shard(tmp_path):
+    from autograder.merge import MergeError, merge
+    one = shard_output(tmp_path / "shard-1", 1, 3, ["ann"], [])
+    three = shard_output(tmp_path / "shard-3", 3, 3, ["cy"], [])
+    (tmp_path / "shard-2").mkdir()  # a task that was cancelled: it never wrote shard.json
+    with pytest.raises(MergeError, match=r"shard 2 of 3 is missing .*shard-2 did not finish.*sbatch --array=2 "):
+        merge([one, tmp_path / "shard-2", three], tmp_path / "out")
+    again = shard_output(tmp_path / "again", 1, 3, ["ann"], [])
+    with pytest.raises(MergeError, match="shard 1 of 3 is given twice"):
+        merge([one, again, three], tmp_path / "out")
+    other = shard_output(tmp_path / "other", 2, 4, ["bob"], [])
+    with pytest.raises(MergeError, match="shards of different counts"):
+        merge([one, other, three], tmp_path / "out")
+    assert not (tmp_path / "out").exists()  # nothing written
+
+
+def test_the_merge_writes_one_summary_for_the_class(tmp_path):
+    from autograder.merge import merge
+    first = shard_output(tmp_path / "shard-1", 1, 2, ["ann", "cy"], [
+        "graded 2 submission(s) in 3.0 s (0 unchanged, reused)", "ann 01_floats: 2.0 h after the due date -> late "
+        "penalty 0.3 points", "needs manual grading (formgrader): 01_floats: 2 answer(s) in 1 submission(s), cells a, b",
+        "no submission: 01_floats: cy"])
+    second = shard_output(tmp_path / "shard-2", 2, 2, ["bob", "dee"], [
+        "graded 1 submission(s) in 2.0 s (0 unchanged, reused)", "needs manual grading (formgrader): 01_floats: "
+        "1 answer(s) in 1 submission(s), cells c", "no submission: 01_floats: dee"])
+    assert merge([second, first], tmp_path / "out") == 4
+    assert (tmp_path / "out" / "summary.txt").read_text().splitlines() == [
+        "shard 1/2: graded 2 submission(s) in 3.0 s (0 unchanged, reused)",
+        "shard 2/2: graded 1 submission(s) in 2.0 s (0 unchanged, reused)",
+        "ann 01_floats: 2.0 h after the due date -> late penalty 0.3 points",
+        "needs manual grading (formgrader): 01_floats: 3 answer(s) in 2 submission(s), cells a, b, c",
+        "no submission: 01_floats: cy, dee"]

@@ -29,7 +29,7 @@ from autograder.grader.record import record
 from autograder.grader.selfcheck import digest, self_check
 from autograder.grader.workers import Job, Setting, not_graded, read_result, result_path, reusable, run_jobs
 from autograder.grader.write import pending_lines, write_csv, write_feedback
-from autograder.limits import Limits, load_limits, usable_cpus
+from autograder.limits import Limits, fit_to_machine, load_limits
 from autograder.progress import Progress
 from autograder.sandboxed.zygote import KEPT_ENVIRONMENT
 from autograder.trusted.checker import Checker
@@ -45,7 +45,8 @@ def grade(submitted: Path | None, out: Path, names: list[str] | None = None, lim
     submitted = (submitted or course.folder("submitted")).resolve()
     out = out.resolve()
     _check_folders(course, submitted, out)
-    limits = course_limits(course, limits or load_limits())
+    limits, fitted = fit_to_machine(course_limits(course, limits or load_limits()))  # MemoryTooSmall: stop now
+    shards.check_output(out, shard)  # an output folder holds one shard's grades, never another's
     started = time.monotonic()
     database.check(course.db_url)  # a gradebook that cannot be used stops the run before anything is written
     run_module.check_ledger(course, out, start_over)  # and so does one that has lost what earlier runs recorded
@@ -53,6 +54,7 @@ def grade(submitted: Path | None, out: Path, names: list[str] | None = None, lim
     zygote, setting = None, None
     try:
         with run_module.begin(course, submitted, out, limits, shard) as run:
+            run.summary.append(f"on this machine: {fitted}")
             found, names, on_roster, finish_sync = find(run, names)
             jobs, todo, extra_rows = plan_jobs(run, found, names, on_roster, fresh)
             if todo:  # a fresh interpreter: started now or first, it never holds what this process read
@@ -77,7 +79,9 @@ def grade(submitted: Path | None, out: Path, names: list[str] | None = None, lim
             run_module.write_ledger(run)
             run.summary.insert(1, f"recorded {len(jobs)} submission(s) in the gradebook and autograded/ in "
                                   f"{time.monotonic() - recording:.1f} s")
-            return write(run, names, jobs, results, on_roster, notes, failures, extra_rows)
+            rows = write(run, names, jobs, results, on_roster, notes, failures, extra_rows)
+            shards.write_output_record(out, shard, sorted(run.mine))  # last: the shard's output is complete
+            return rows
     finally:
         if setting is not None and setting.checker is not None:
             setting.checker.close()
@@ -203,8 +207,6 @@ def prepare(run: run_module.Run, zygote: Zygote | None, names: list[str], stubs:
                               for key in cell.hidden_keys))
     coursedir = run.course.coursedir
     limits = run.limits
-    if limits.workers == 0:
-        limits = replace(limits, workers=usable_cpus())
     return Setting(run.course.source, {a: run.course.notebooks(a) for a in run.course.assignments()}, limits, zygote,
                    stubs, Checker(keys) if keys else None, ignore=list(coursedir.ignore),
                    keep_student=dict(run.course.config.Autograde.get("exclude_overwriting", {})),

@@ -110,6 +110,13 @@ def show(t: Tensor) -> str:
     return text(t.detach().cpu().tolist())
 
 
+def warm_up() -> None:
+    """Make the first comparison as fast as the rest: torch.testing.assert_close imports torch.distributed.tensor (and
+    sympy) on its first call, which takes about a second. The grader's zygote and trusted checker call this once, so
+    that no notebook process and no per-submission check pays for it again."""
+    _assert_close(torch.zeros(1), torch.zeros(1))
+
+
 def _tensors_match(value: Tensor, expected: Tensor, atol: float, rtol: float) -> bool:
     try:
         _assert_close(value, expected, atol=atol, rtol=rtol, equal_nan=True)

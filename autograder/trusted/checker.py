@@ -71,7 +71,7 @@ class Checker:
     def __init__(self, keys: list[str], seconds: float = CHECK_SECONDS):
         self.seconds = seconds
         self.control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        self.process = Child(lambda answer: _serve(keys, theirs, answer), serves=True)
+        self.process = Child(lambda answer: _serve(keys, theirs, answer, close=self.control), serves=True)
         theirs.close()
         deadline = time.monotonic() + seconds
         while not self.process.done:
@@ -112,14 +112,16 @@ class Checker:
         return [Verdict(**v) for v in answer]
 
     def close(self) -> None:
+        """Stop the checker now (it holds no state worth an orderly end) and reap it. Also frees the zygote, whose
+        control socket the checker inherited when it was forked."""
         self.control.close()
-        if not self.process.done:
-            self.process.kill()
+        self.process.kill()
 
 
-def _serve(keys: list[str], control: socket.socket, answer) -> None:
+def _serve(keys: list[str], control: socket.socket, answer, close: socket.socket) -> None:
     """In the checker process: make the cases and expected results, answer with the cases, then serve verdict requests
     until the grader closes the control socket. A CourseError raised here reaches the grader as the answer."""
+    close.close()  # the grader's end, inherited by the fork: kept open here, the grader's close would never be seen
     hidden = _references()
     from utils.handin import encode
     cases = {}
@@ -129,6 +131,8 @@ def _serve(keys: list[str], control: socket.socket, answer) -> None:
             hidden.expected(key)
         except BaseException as error:  # noqa: BLE001
             raise CourseError(f"hidden test {key}: its cases or expected results could not be made: {error!r}") from error
+    from utils.grading import warm_up
+    warm_up()  # before the first fork: each per-request child starts with what a comparison imports
     answer(cases)
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # one child per request, reaped by the kernel
     while True:

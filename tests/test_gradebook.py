@@ -3,6 +3,7 @@ late penalties, readable notes, a locked or corrupt database, LMS imports and ex
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 import sqlite3
 import subprocess
@@ -260,3 +261,13 @@ def test_extensions_live_in_the_gradebook(tiny):
     assert next(r for r in rows if r.student == "absent" and r.task == "TOTAL").note == "no submission"
     with pytest.raises(GradebookError, match="not on the roster"):
         extend(course, A, "nobody", days=1)
+
+
+def test_a_new_gradebook_gets_the_schema_version_nbgrader_would_stamp():
+    """autograder.gradebook reads nbgrader's migration head in-process; nbgrader's own way runs the `alembic` command.
+    Both must name the same revision, or a gradebook we create would be migrated wrongly by a later nbgrader."""
+    from autograder.gradebook import _alembic_head
+    environment = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    theirs = subprocess.run([sys.executable, "-c", "from nbgrader.api import get_alembic_version as v; print(v())"],
+                            env=environment, capture_output=True, text=True, check=True).stdout.strip()
+    assert theirs and _alembic_head() == theirs

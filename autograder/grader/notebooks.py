@@ -70,12 +70,11 @@ class Zygote:
             raise GraderFault(f"the grader's zygote is gone ({error}); grade again") from None
 
     def close(self) -> None:
+        """Stop the zygote now, even mid-start (a run that found nothing to grade): it holds nothing to save, and
+        the notebook processes it made are already gone."""
         self.control.close()
-        try:
-            self.process.wait(10)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+        self.process.kill()
+        self.process.wait()
 
 
 def _write_all(fd: int, data: bytes) -> None:

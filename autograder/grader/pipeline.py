@@ -55,11 +55,16 @@ def grade(submitted: Path | None, out: Path, names: list[str] | None = None, lim
     try:
         with run_module.begin(course, submitted, out, limits, shard) as run:
             run.summary.append(f"on this machine: {fitted}")
+            # A fresh interpreter (exec'd, given no descriptor but its socket): it never holds what this process
+            # reads, so it starts now, while the submissions are found, and is stopped if there is nothing to grade.
+            zygote = Zygote(walled=private)
             found, names, on_roster, finish_sync = find(run, names)
             jobs, todo, extra_rows = plan_jobs(run, found, names, on_roster, fresh)
-            if todo:  # a fresh interpreter: started now or first, it never holds what this process read
-                zygote = Zygote(walled=private)
+            if todo:
                 import utils.rules  # noqa: F401 - what each worker needs (the utils package imports torch), imported once
+            else:
+                zygote.close()
+                zygote = None
             stubs = finish_sync()
             setting = prepare(run, zygote, names if todo else [], stubs)
             if todo:

@@ -18,13 +18,14 @@ DOWNLOAD ?=
 PROGRESS_ARGS ?=
 EDITION ?= student-edition
 
-.PHONY: help hub hub-test-env install lab test test-packages slurm test-gpu gpu-session gpu-wheels test-units test-notebooks test-gpu-notebooks test-all-notebooks test-other-cpu notebooks chromium progress student-edition release grade report lms-import clean
+.PHONY: help hub hub-test-env install lab lint test test-packages slurm test-gpu gpu-session gpu-wheels test-units test-notebooks test-gpu-notebooks test-all-notebooks test-other-cpu notebooks chromium progress student-edition release grade report lms-import clean
 
 help:
 	@echo "make lab      set up (first time) and open JupyterLab on the course, at its landing page index.ipynb"
 	@echo "make test     set up (first time) and run every test: utils, notebooks (nbval, also as on another CPU),"
 	@echo "              release, grading, JupyterLab in headless Chromium, grading on a one-node Slurm cluster"
 	@echo "              (apt-get installs Chromium, slurm-wlm and munge when root or sudo -n)"
+	@echo "make lint     ruff on the repository, mypy on the grader (autograder/); settings in pyproject.toml"
 	@echo "make progress run the visible tests of your exercises in release/ without changing them: each task"
 	@echo "              passed, failed (with the hint) or not attempted; PROGRESS_ARGS=\"--root DIR --timeout 60\""
 	@echo "make student-edition  build what students receive into $(EDITION)/ and $(EDITION).tar.gz:"
@@ -67,15 +68,20 @@ lab: $(STAMP)
 # printed together when it ends.
 # First what the tests need, side by side (pip is mostly one core): the course's environment, Chromium, and (as
 # root) the class hub's shared environment and proxy, so that tests/test_class_hub.py finds them built when it runs
-# the README's `make hub`.
+# the README's `make hub`. The lint starts there too, as soon as the environment is installed: a finding stops
+# `make test` before the tests run.
 # At the end it prints its own time and the ten slowest tests (scripts/test_times.py, from each part's JUnit XML).
 TIMINGS ?= test-artifacts/timings
 test:
 	@rm -rf $(TIMINGS) && mkdir -p $(TIMINGS) && date +%s > $(TIMINGS)/started
-	$(MAKE) --no-print-directory -j3 --output-sync=target $(STAMP) test-packages hub-test-env
+	$(MAKE) --no-print-directory -j3 --output-sync=target $(STAMP) test-packages hub-test-env lint
 	@date +%s > $(TIMINGS)/set-up-done
 	@$(MAKE) --no-print-directory -j2 --output-sync=target test-units test-all-notebooks \
 		UNIT_ARGS=--ignore=tests/test_variants.py; status=$$?; $(BIN)/python scripts/test_times.py $(TIMINGS); exit $$status
+
+# ruff on every Python file but the notebooks, mypy on autograder/ (both configured in pyproject.toml).
+lint: $(STAMP)
+	$(BIN)/python -m ruff check . && $(BIN)/python -m mypy
 
 HUB_TEST_PREFIX ?= /var/tmp/cs336-hub-test
 export HUB_TEST_PREFIX

@@ -98,7 +98,7 @@ def failure_note(error: str) -> str:
 
 
 def _outputs(result: dict) -> list[dict]:
-    outputs = []
+    outputs: list[dict] = []
     if result.get("output"):
         outputs.append({"output_type": "stream", "name": "stdout", "text": strip_ansi(result["output"])})
     if result.get("tampered"):
@@ -130,7 +130,8 @@ class _Ids:
 def _groups(plan: Plan, results: list[dict]) -> tuple[list[tuple], list[list[tuple]]]:
     """The plan's (cell, result) pairs split into: cells added above the first source cell, and one group per
     source code cell (that cell, then the cells the student added after it)."""
-    top, groups = [], []
+    top: list[tuple] = []
+    groups: list[list[tuple]] = []
     for pair in zip(plan.cells, results):
         if pair[0].kind == "added":
             (groups[-1] if groups else top).append(pair)

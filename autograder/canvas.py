@@ -120,7 +120,9 @@ def scores(course: Course, names: list[str], graded: Path) -> tuple[dict, dict, 
     failures = not_graded(graded)
     rows = gradebook.rows(course, students, names, set(), {}, {}, failures)
     waiting = {(r.student, r.assignment) for r in rows if r.task != TOTAL and r.score is None}
-    final, points, held = {}, {}, []
+    final: dict[tuple[str, str], float | None] = {}
+    points: dict[str, float] = {}
+    held: list[str] = []
     for r in rows:
         if r.task != TOTAL:
             continue
@@ -190,7 +192,7 @@ def main() -> None:
         held = export(course, args.roster, args.assignment, args.out, args.graded)
     except (ExportError, gradebook.GradebookError) as error:
         print(f"error: {error}. Nothing was written.", file=sys.stderr)
-        raise SystemExit(2)
+        raise SystemExit(2) from None
     for line in held:
         print(f"held back (blank in the CSV, Canvas keeps what it has): {line}", file=sys.stderr)
     print(f"wrote {args.out} for Canvas's gradebook import (Grades > Import)"

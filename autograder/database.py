@@ -48,7 +48,7 @@ def safe_url(db_url: str) -> str:
 
 
 @functools.lru_cache(maxsize=1)
-def revisions() -> tuple[str, list[str]]:
+def revisions() -> tuple[str | None, list[str]]:
     """(the revision this nbgrader's gradebook schema is at, every revision its migrations know)."""
     from alembic.script import ScriptDirectory
     from nbgrader.dbutil import ALEMBIC_DIR

@@ -120,7 +120,7 @@ def main(argv: list[str] | None = None) -> None:
             print("\n".join(show(course, args.assignment)))
     except GradebookError as error:
         print(f"error: {error}", file=sys.stderr)
-        raise SystemExit(2)
+        raise SystemExit(2) from None
 
 
 if __name__ == "__main__":

@@ -93,7 +93,7 @@ def read_entry(path: str, assignment: str, student: str | None) -> dict:
     try:
         timestamp = parse_utc(match["time"])
     except Exception:   # nbgrader's parser raises whatever dateutil raises
-        raise Skip(f"{name!r}: {match['time']!r} is not a time (malformed name)")
+        raise Skip(f"{name!r}: {match['time']!r} is not a time (malformed name)") from None
     info = os.lstat(path)
     if not stat.S_ISDIR(info.st_mode):
         raise Skip(f"{name!r}: not a folder (a link or a file)")

@@ -14,7 +14,7 @@ import select
 import signal
 import time
 import traceback
-from typing import Callable
+from typing import Any, Callable
 
 PR_SET_PDEATHSIG = 1
 
@@ -34,7 +34,9 @@ class Child:
             os.close(read_fd)
             _serve(work, write_fd, serves)
         os.close(write_fd)
-        self.fd, self.chunks, self.done, self.status, self.serves = read_fd, [], False, None, serves
+        self.fd, self.done, self.serves = read_fd, False, serves
+        self.chunks: list[bytes] = []
+        self.status: int | None = None
 
     def fileno(self) -> int:
         return self.fd
@@ -67,8 +69,8 @@ class Child:
             self.done = True
         self.wait()
 
-    def answer(self) -> object:
-        """The child's answer; ChildFailed if it raised or died without one."""
+    def answer(self) -> Any:
+        """The child's answer (as JSON decodes it); ChildFailed if it raised or died without one."""
         try:
             reply = json.loads(b"".join(self.chunks))
         except ValueError:

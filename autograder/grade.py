@@ -100,19 +100,19 @@ def main() -> None:
         rows = grade(submitted, args.out, args.assignment, limits, args.fresh, (index, count), course, args.start_over)
     except (GradebookError, ValueError, RunLocked, WeakSandbox) as error:
         print(f"error: {error}", file=sys.stderr)
-        raise SystemExit(2)
+        raise SystemExit(2) from None
     except CourseError as error:
         print(f"error: the self-check stopped the run; nobody was graded.\n{error}", file=sys.stderr)
-        raise SystemExit(2)
+        raise SystemExit(2) from None
     except GraderFault as error:
         print(f"error: the sandbox could not start a notebook process on this machine; nobody was graded: {error}",
               file=sys.stderr)
-        raise SystemExit(2)
+        raise SystemExit(2) from None
     except OSError as error:
         said = f"{error.strerror}: {error.filename}" if error.filename else (error.strerror or str(error))
         print(f"error: {said}. The gradebook was not written past this point; what was graded is kept in "
               f"{args.out / 'results'} and a re-run reuses it.", file=sys.stderr)
-        raise SystemExit(2)
+        raise SystemExit(2) from None
     for r in rows:
         if r.task in (TOTAL, "-"):
             score = "-" if r.score is None else f"{r.score:g}"

@@ -333,7 +333,8 @@ def write(course: Course, graded: list[Graded], create_students: bool = True) ->
     clipped to [0, score] as nbgrader's AssignLatePenalties does.
     """
     plugin = course.late_plugin()
-    late, resubmitted = [], set()
+    late: list[str] = []
+    resubmitted: set[tuple[str, str]] = set()
     gradebook = open_gradebook(course)
     try:
         with one_transaction(gradebook):

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import os
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
+from typing import Any
 
 LIMITS_FILE = Path(__file__).resolve().parent / "limits.toml"
 MiB = 2**20
@@ -39,7 +40,7 @@ class Limits:
     @classmethod
     def from_dict(cls, values: dict) -> "Limits":
         """Limits from a dict of exactly its fields, each of its field's type (ValueError otherwise)."""
-        known = {f.name: f.type for f in fields(cls)}
+        known = {f.name: str(f.type) for f in fields(cls)}  # a str: annotations are postponed here
         if set(values) != set(known):
             raise ValueError(f"limits with fields {sorted(values)}, expected {sorted(known)}")
         types = {"float": (int, float), "int": (int,), "bool": (bool,), "str": (str,)}
@@ -49,7 +50,7 @@ class Limits:
         return cls(**values)
 
 
-def load_limits(path: Path = LIMITS_FILE, overrides: list[str] = ()) -> Limits:
+def load_limits(path: Path = LIMITS_FILE, overrides: Sequence[str] = ()) -> Limits:
     """Limits from the TOML file, then `name=value` overrides (each converted to the field's type)."""
     values = tomllib.loads(path.read_text())
     known = {f.name: f.type for f in fields(Limits)}
@@ -62,7 +63,7 @@ def load_limits(path: Path = LIMITS_FILE, overrides: list[str] = ()) -> Limits:
     unknown = set(values) - set(known)
     if unknown:
         raise ValueError(f"unknown limit(s) {', '.join(sorted(unknown))} in {path.name}")
-    converted = {name: (int(v) if known[name] == "int" else v) for name, v in values.items()}
+    converted: dict[str, Any] = {name: (int(v) if known[name] == "int" else v) for name, v in values.items()}
     if converted.get("feedback", "hints") not in ("hints", "full"):
         raise ValueError(f"feedback must be \"hints\" or \"full\", not {converted['feedback']!r}")
     return replace(Limits(), **converted)

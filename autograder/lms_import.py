@@ -188,7 +188,7 @@ def main() -> None:
         report = import_download(course, args.download, args.submitted or course.folder("submitted"), args.assignment)
     except GradebookError as error:
         print(f"error: {error}", file=sys.stderr)
-        raise SystemExit(2)
+        raise SystemExit(2) from None
     print("\n".join(report.lines()))
     if not report.complete:
         print(f"error: {len(report.unmatched) + len(report.kept)} file(s) not imported (listed above); "

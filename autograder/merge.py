@@ -64,7 +64,10 @@ def check_complete(outputs: list[Path]) -> dict[Path, tuple[int, int]]:
 
 def merge_summaries(parts: list[tuple[str, list[str]]]) -> list[str]:
     """One summary from each shard's (label, lines): run lines marked with their label, class-wide lists joined."""
-    runs, students, lists, pending = [], [], {}, {}
+    runs: list[str] = []
+    students: list[str] = []
+    lists: dict[str, set[str]] = {}
+    pending: dict[str, tuple[int, int, set[str]]] = {}
     for label, lines in parts:
         for line in lines:
             listed, waiting = LISTS.match(line), PENDING.match(line)
@@ -89,7 +92,8 @@ def merge(outputs: list[Path], out: Path) -> int:
     """Write out/grades.csv, out/summary.txt, out/feedback/, out/results/ from the outputs; return the number of
     rows. MergeError (nothing written) when they are not one whole class."""
     records = check_complete(outputs)
-    rows, owner = [], {}
+    rows: list[dict[str, str]] = []
+    owner: dict[tuple[str, str], Path] = {}
     for shard in outputs:
         with open(shard / "grades.csv", newline="") as f:
             for row in csv.DictReader(f):

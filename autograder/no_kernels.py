@@ -14,5 +14,6 @@ REFUSAL = ("Formgrader's JupyterLab runs no kernel: a submitted notebook run her
 class NoKernels(AsyncMappingKernelManager):
     """AsyncMappingKernelManager that refuses every kernel start with 403."""
 
-    async def start_kernel(self, *args, **kwargs):
+    # async, as AsyncMappingKernelManager's own; jupyter_client types MultiKernelManager's (its base) as sync
+    async def start_kernel(self, *args, **kwargs):  # type: ignore[override]
         raise web.HTTPError(403, REFUSAL)

@@ -56,7 +56,7 @@ class Progress:
         now = time.monotonic()
         if now - self._shown >= (1.0 if self.terminal else self.every):
             self._shown = now
-            self._bar.refresh() if self.terminal else self._print()
+            self._bar.refresh() if self._bar is not None else self._print()
 
     def advance(self, notebooks: int, failed: bool = False) -> None:
         """One submission ended: its `notebooks` are done; `failed`: the grader failed on it."""

@@ -20,7 +20,7 @@ class ProtocolError(ValueError):
     """A message that is not what its type says: wrong fields, wrong types, not JSON."""
 
 
-_TYPES = {"str": str, "bool": bool, "int": int, "float": (int, float), "int | None": (int, type(None)),
+_TYPES: dict[str, type | tuple[type, ...]] = {"str": str, "bool": bool, "int": int, "float": (int, float), "int | None": (int, type(None)),
           "list[str]": list, "dict[str, str]": dict, "dict": dict}
 
 
@@ -28,9 +28,10 @@ def _check(value: object, kind: str, name: str) -> None:
     expected = _TYPES[kind]
     if not isinstance(value, expected) or (kind != "bool" and type(value) is bool):
         raise ProtocolError(f"{name}: expected {kind}, got {type(value).__name__}")
-    if kind == "list[str]" and any(type(v) is not str for v in value):
+    if kind == "list[str]" and isinstance(value, list) and any(type(v) is not str for v in value):
         raise ProtocolError(f"{name}: expected a list of strings")
-    if kind == "dict[str, str]" and any(type(k) is not str or type(v) is not str for k, v in value.items()):
+    if kind == "dict[str, str]" and isinstance(value, dict) and any(type(k) is not str or type(v) is not str
+                                                                   for k, v in value.items()):
         raise ProtocolError(f"{name}: expected strings to strings")
 
 
@@ -54,7 +55,7 @@ class Message:
         kind = MESSAGES[obj.pop("type")]
         if cls is not Message and kind is not cls:
             raise ProtocolError(f"expected {cls.__name__}, got {kind.__name__}")
-        wanted = {f.name: f.type for f in fields(kind)}
+        wanted = {f.name: str(f.type) for f in fields(kind)}  # a str: annotations are postponed here
         if set(obj) != set(wanted):
             raise ProtocolError(f"{kind.__name__}: fields {sorted(obj)}, expected {sorted(wanted)}")
         for name, value in obj.items():

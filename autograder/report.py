@@ -141,9 +141,9 @@ def attention(course: Course, names: list[str], rows: list, out: Path) -> list[d
                                      f"{float(submission.late_submission_penalty or 0):g} points")
                 flagged = [nb.name for nb in submission.notebooks if nb.flagged]
                 if flagged:
-                    why = [part for part in notes.get(key, "").split("; ")
-                           if part.startswith(("flagged for review", "resubmitted after a hand grade"))]
-                    add(key, "flagged", "; ".join(why) or f"flagged in Formgrader: {', '.join(flagged)}")
+                    reasons = [part for part in notes.get(key, "").split("; ")
+                               if part.startswith(("flagged for review", "resubmitted after a hand grade"))]
+                    add(key, "flagged", "; ".join(reasons) or f"flagged in Formgrader: {', '.join(flagged)}")
     finally:
         book.close()
     return sorted(found, key=lambda e: (e["student"], e["assignment"], e["status"]))
@@ -162,20 +162,19 @@ def summarize(course: Course, names: list[str], out: Path) -> dict:
         totals = [r for r in mine if r.task == TOTAL]
         if not totals:
             continue
-        handed_in = [r for r in totals if r.note != "no submission" and r.score is not None]
-        scores = [r.score for r in handed_in]
+        scores = [r.score for r in totals if r.note != "no submission" and r.score is not None]
         hours, due, late = submission_times(course, a)
         tasks = []
         failures = hints(out, a)
         for task in dict.fromkeys(r.task for r in mine if r.task != TOTAL):
             cells = [r for r in mine if r.task == task]
             scored = [r for r in cells if r.score is not None]
-            passed = sum(1 for r in scored if r.score >= r.max_score)
+            passed = sum(1 for r in cells if r.score is not None and r.score >= r.max_score)
             tasks.append({
                 "task": task, "title": titles.get((a, task), task), "max_score": cells[0].max_score,
                 "scored": len(scored), "passed": passed, "waiting": len(cells) - len(scored),
                 "pass_rate": passed / len(scored) if scored else None,
-                "mean": statistics.fmean(r.score for r in scored) if scored else None,
+                "mean": statistics.fmean(r.score for r in cells if r.score is not None) if scored else None,
                 "hints": failures.get(task, collections.Counter()).most_common(TOP_HINTS)})
         tasks.sort(key=lambda t: (2.0 if t["pass_rate"] is None else t["pass_rate"], t["title"]))  # hardest first
         report[a] = {
@@ -288,7 +287,7 @@ def render_attention(people: list[dict]) -> list[str]:
     if not people:
         return parts + ["<p>Nobody: every student handed in on time, was graded, and nothing waits or is flagged.</p>"]
     counts = collections.Counter(p["status"] for p in people)
-    parts.append("<p>" + ", ".join(f"{counts[s]} {e(s)}" for s in sorted(counts, key=STATUS_ORDER.get)) +
+    parts.append("<p>" + ", ".join(f"{counts[s]} {e(s)}" for s in sorted(counts, key=lambda s: STATUS_ORDER.get(s, 9))) +
                  ". Click a column heading to sort by it.</p>")
     parts.append("<table class='sortable' id='people'><thead><tr><th>student</th><th>assignment</th><th>status</th>"
                  "<th>score</th><th>what to do or why</th></tr></thead><tbody>")
@@ -388,7 +387,7 @@ def main() -> None:
         report = build(course, args.out, args.assignment)
     except gradebook.GradebookError as error:
         print(f"error: {error}", file=sys.stderr)
-        raise SystemExit(2)
+        raise SystemExit(2) from None
     people = report[""]["attention"]
     print(f"wrote {args.out / 'report.html'} ({len(report) - 1} assignment(s), {len(people)} student entries that "
           f"need a person) with its plots in {args.out / 'report'}/")

@@ -32,7 +32,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from autograder.course import Course, assignments  # noqa: E402
+from autograder.course import assignments  # noqa: E402
 from autograder.gradebook import TOTAL  # noqa: E402
 from tests import postgres_server, submissions  # noqa: E402
 

@@ -82,7 +82,7 @@ def main() -> None:
                                           ("host -> GPU, pinned", "cpu", "cuda", True),
                                           ("GPU -> GPU", "cuda", "cuda", False)):
         print(f"{label:28s} {copy_bandwidth(nbytes, source, target, pinned=pinned) / GB:9.1f}")
-    print(f"\ntraining step (DeepLinear 4096 x 8, batch 8192, AdamW)   ms    peak GB")
+    print("\ntraining step (DeepLinear 4096 x 8, batch 8192, AdamW)   ms    peak GB")
     base = None
     for dtype in (torch.float32, torch.bfloat16):
         seconds, peak = training_step(dtype)

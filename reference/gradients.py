@@ -120,7 +120,7 @@ def mean_mistakes(h2_grad: torch.Tensor, batch: int, k: int) -> dict:
 
 
 def _two_layer_grads_check(cases, expected, results) -> None:
-    for (x, w1, w2), want, got in zip(cases["cases"], expected,
+    for (x, _w1, w2), want, got in zip(cases["cases"], expected,
                                       _results(results, len(cases["cases"]), "two_layer_grads")):
         check_grads(got, want, f"two_layer_grads for x {tuple(x.shape)}, w2 {tuple(w2.shape)} {x.dtype}",
                     hint="every gradient has the dtype and shape of its tensor; h2.grad is the derivative of a mean "

@@ -208,7 +208,7 @@ def _grad_scaler_trace(scale, interval, infs):
 
 def _scale_check(cases, expected, results) -> None:
     _check_list(results, len(cases), "next_loss_scale")
-    for (scale, interval, infs), trace, gots in zip(cases, expected, results):
+    for (_scale, interval, infs), trace, gots in zip(cases, expected, results):
         check_type(gots, list, "next_loss_scale's results")
         for step, (found_inf, (want_scale, want_good), got) in enumerate(zip(infs, trace, gots)):
             check_type(got, tuple, "next_loss_scale's result", hint="return a tuple (new_scale, new_good_steps).")

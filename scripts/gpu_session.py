@@ -184,7 +184,7 @@ class Session:
         if (WHEELS / "manifest.json").exists():
             env = {"PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(WHEELS), "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
         commands = [[str(self.python), "scripts/install_env.py", "--torch", self.args.torch, "--extra", "test",
-                     "--without", "playwright"],
+                     "--without", "playwright", "--without", "ruff", "--without", "mypy"],
                     [str(self.python), "-m", "ipykernel", "install", "--sys-prefix", "--name", KERNEL,
                      "--display-name", "Python (cs336 primitives)"]]
         shown = " ".join(f"{k}={v}" for k, v in env.items())

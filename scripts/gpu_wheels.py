@@ -4,9 +4,9 @@
 
 The GPU machine (README: "Running on a GPU") has its own CUDA torch and many packages, but no network. This resolves
 the course's pins (pyproject.toml: dependencies and the `test` extra) for that machine's Python and platform with pip,
-drops every package the machine already has (scripts/device_packages.txt) and playwright (about 40 MB; the machine
-has no Chromium, so the browser test is skipped there anyway), and downloads the rest, one exact version each, into
-DEST (git-ignored). setuptools comes along for pip's isolated build of the course itself (`pip install -e .`).
+drops every package the machine already has (scripts/device_packages.txt), playwright (about 40 MB; the machine
+has no Chromium, so the browser test is skipped there anyway) and the linters (`make test-gpu` does not lint), and
+downloads the rest, one exact version each, into DEST (git-ignored). setuptools comes along for pip's isolated build of the course itself (`pip install -e .`).
 Two wheels are slimmed (SLIM): nbgrader's copy of its documentation and JupyterLab's UI-test extension (galata) are
 taken out, with their RECORD lines; nothing imports them, and they are 15 MB of the 64 MiB a device call carries.
 
@@ -27,7 +27,10 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 DEVICE_PACKAGES = REPO / "scripts" / "device_packages.txt"
-LEFT_OUT = {"playwright": "the GPU machine has no Chromium: tests/test_browser.py is skipped there"}
+LEFT_OUT = {"playwright": "the GPU machine has no Chromium: tests/test_browser.py is skipped there",
+            # about 26 MB together, and `make test-gpu` does not lint (`make test` does, on a CPU)
+            "ruff": "make lint runs in make test, not in make test-gpu",
+            "mypy": "make lint runs in make test, not in make test-gpu"}
 BUILD = ["setuptools==80.9.0"]  # the course's build backend (pyproject.toml: setuptools>=68), for pip install -e .
 SLIM = {"nbgrader": ("nbgrader/docs/",), "jupyterlab": ("jupyterlab/galata/@jupyterlab/",)}
 PLATFORMS = ["manylinux_2_28_x86_64", "manylinux_2_27_x86_64", "manylinux_2_26_x86_64", "manylinux_2_17_x86_64",

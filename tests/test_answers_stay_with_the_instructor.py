@@ -59,7 +59,7 @@ def solution_regions() -> list[tuple[str, str, list[str]]]:
         for cell in json.loads(path.read_text())["cells"]:
             grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id", "?")
             for body in REGION.findall("".join(cell["source"])):
-                regions.append((path.parent.name, grade_id, [normalised(l) for l in body.splitlines() if meaningful(l)]))
+                regions.append((path.parent.name, grade_id, [normalised(line) for line in body.splitlines() if meaningful(line)]))
     return regions
 
 

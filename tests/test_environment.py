@@ -53,7 +53,7 @@ def test_the_torch_build_suits_the_machine(monkeypatch):
                                         (False, "Darwin", "auto", "default"), (False, "Windows", "auto", "default"),
                                         (True, "Linux", "cpu", "cpu"), (False, "Linux", "cuda", "default"),
                                         (False, "Darwin", "cpu", "default"), (True, "Linux", "system", "system")]:
-        monkeypatch.setattr(env, "has_nvidia_driver", lambda: driver)
+        monkeypatch.setattr(env, "has_nvidia_driver", lambda driver=driver: driver)
         assert env.torch_build(mode, system) == build, (driver, system, mode)
 
 

@@ -3,7 +3,6 @@ finfo, cast outcomes describe torch's casts. reference.floats is the instructor'
 torch."""
 import math
 
-import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st

@@ -10,7 +10,7 @@ from hypothesis import given, settings, strategies as st
 from reference.flops_mfu import matmul_mfu, roofline_seconds, training_days
 from utils.flops import (SECONDS_PER_DAY, arithmetic_intensity, attention_training_flops, bound, count_flops,
                          elementwise_bytes, linear_flops, matmul_bytes, matmul_flops, ridge_point)
-from utils.hardware import MEMORY_BANDWIDTH, PEAK_FLOPS, memory_bandwidth, peak_flops
+from utils.hardware import MEMORY_BANDWIDTH, memory_bandwidth, peak_flops
 from utils.models import DeepLinear, count_params
 
 H100 = "NVIDIA H100 80GB HBM3"

@@ -1,12 +1,11 @@
 """The grader's parts, without running notebooks: limits, plans, the sandbox probe, merging shards."""
 import csv
-import json
 
 import pytest
 
 from autograder.limits import load_limits
 from autograder.merge import MergeError, merge
-from autograder.grader.plan import NotANotebook, make_plan, read_notebook, source_cells
+from autograder.grader.plan import NotANotebook, make_plan, read_notebook
 from autograder.sandboxed.walls import readable_paths
 from autograder.course import REPO_ROOT
 

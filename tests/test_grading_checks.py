@@ -86,7 +86,7 @@ def test_errors_named_turns_a_known_raw_error_into_a_hint_and_lets_others_throug
             torch.ones(2, 3) @ torch.ones(2, 3)
     with pytest.raises(ZeroDivisionError):
         with errors_named("x", {"cannot be multiplied": "transpose"}):
-            1 / 0
+            _ = 1 / 0
     with pytest.raises(AssertionError, match="^mine$"):
         with errors_named("x", {"mine": "not this"}):
             raise AssertionError("mine")

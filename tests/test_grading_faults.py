@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import csv
 import os
-import shutil
 import signal
 import subprocess
 import sys

@@ -57,7 +57,7 @@ def test_master_weight_step_follows_autocast_on_fp32_parameters():
             r.copy_(m)
     ref_opt = torch.optim.AdamW(reference.parameters(), lr=1e-2, weight_decay=0.1)
     opt = torch.optim.AdamW(master, lr=1e-2, weight_decay=0.1)
-    for step in range(5):
+    for _ in range(5):
         x, y = torch.randn(6, 8), torch.randn(6, 8)
         with torch.autocast("cpu", dtype=torch.bfloat16):
             ref_loss = F.mse_loss(reference(x), y)
@@ -103,7 +103,7 @@ def test_loss_scaled_step_matches_grad_scaler_under_fp16_autocast(scale):
     w16 = torch.nn.Parameter(torch.zeros(32, 32, dtype=torch.float16))
     master = fp32_master_copy([w16])
     opt = torch.optim.SGD(master, lr=20.0)
-    for step in range(4):
+    for _ in range(4):
         with torch.autocast("cpu", dtype=torch.float16):
             ref_loss = F.mse_loss(x @ reference, target)
         scaler.scale(ref_loss).backward()
@@ -230,7 +230,7 @@ def test_mlp_activation_bytes_match_what_autograd_saves(batch, seq, dim, hidden)
                                                                                       torch.bfloat16)
     for dtype in (torch.bfloat16, torch.float16):
         low = MLP(dim, hidden).to(dtype)
-        measured = saved_activation_bytes(lambda: low(x.to(dtype)), list(low.parameters()))
+        measured = saved_activation_bytes(lambda low=low, dtype=dtype: low(x.to(dtype)), list(low.parameters()))
         assert measured == mlp_activation_bytes(batch, seq, dim, hidden, dtype)
 
 
@@ -249,7 +249,7 @@ def test_what_autograd_saves_can_be_measured_on_the_meta_device():
         x = torch.empty(8, 2048, 4096)
     for dtype in (torch.float32, torch.bfloat16):
         low, x_low = model.to(dtype), x.to(dtype)
-        assert saved_activation_bytes(lambda: low(x_low), list(low.parameters())) == \
+        assert saved_activation_bytes(lambda low=low, x_low=x_low: low(x_low), list(low.parameters())) == \
             mlp_activation_bytes(8, 2048, 4096, 11008, dtype)
 
 

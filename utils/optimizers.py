@@ -43,7 +43,7 @@ class SGD(Optimizer):
     @torch.no_grad()
     def step(self, closure: Callable[[], Tensor] | None = None) -> Tensor | None:
         loss = _evaluate(closure)
-        for group, p, state in params_with_grads(self):
+        for group, p, _state in params_with_grads(self):
             p.add_(p.grad, alpha=-group["lr"])
         return loss
 

@@ -32,7 +32,7 @@ def read_capped(path: Path, limit: int) -> bytes:
             raise Unreadable("a link, not a file") from None
         if error.errno == errno.ENOENT:
             raise Unreadable("missing") from None
-        raise Unreadable(f"cannot be opened ({os.strerror(error.errno)})") from None
+        raise Unreadable(f"cannot be opened ({error.strerror})") from None
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):

@@ -92,12 +92,14 @@ class NotebookProcess:
         request_r, self.request_w = os.pipe()
         self.reply_r, reply_w = os.pipe()
         self.status, status_theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        self.pidfd = None
+        self.pidfd: int | None = None
         self.buffer = b""
         try:
             zygote.spawn(slot, limits, [request_r, reply_w, status_theirs.fileno()])
         finally:
-            os.close(request_r), os.close(reply_w), status_theirs.close()
+            os.close(request_r)
+            os.close(reply_w)
+            status_theirs.close()
         try:
             self._started()
         except GraderFault:
@@ -151,7 +153,7 @@ class NotebookProcess:
         except ProtocolError:
             raise Died("the notebook wrote to the grader's channel (its result was not trusted)") from None
 
-    def _request(self, request: Message, seconds: float) -> dict:
+    def _request(self, request: Files | CellRequest, seconds: float) -> dict:
         try:
             _write_all(self.request_w, request.to_line())
         except OSError:
@@ -244,13 +246,13 @@ def run_plan(plan: Plan, limits: Limits, zygote: Zygote, slot: int, files: dict[
                     raise Died(f"the notebook ran past its {limits.notebook_seconds:g} s limit")
                 started = time.monotonic()
                 try:
-                    results[index] = process.run(cell.kind, cell.code, min(limits.cell_seconds, left),
-                                                 {key: cases[key] for key in cell.hidden_keys if key in cases})
+                    results[index] = result = process.run(cell.kind, cell.code, min(limits.cell_seconds, left),
+                                                          {key: cases[key] for key in cell.hidden_keys if key in cases})
                 except Died as died:
                     results[index] = {**failed(str(died)), "seconds": round(time.monotonic() - started, 3)}
                     crashed.add(index)
                     raise
-                results[index]["seconds"] = round(time.monotonic() - started, 3)  # wall time: for the instructor
+                result["seconds"] = round(time.monotonic() - started, 3)  # wall time: for the instructor
             return results  # type: ignore[return-value]
         except Died as died:
             restarts += 1

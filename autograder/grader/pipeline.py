@@ -67,7 +67,7 @@ def grade(submitted: Path | None, out: Path, names: list[str] | None = None, lim
                 zygote = None
             stubs = finish_sync()
             setting = prepare(run, zygote, names if todo else [], stubs)
-            if todo:
+            if zygote is not None:  # there is work (todo)
                 run.summary.append(f"sandbox on this machine: {', '.join(walls(zygote, setting.limits))}")
             checked = self_check(setting, sorted({j.assignment for j in todo}), grader_digest(limits),
                                  run.work / "self-check") if todo else []
@@ -170,7 +170,8 @@ def plan_jobs(run: run_module.Run, found: list, names: list[str], on_roster: set
     create = bool(run.course.config.Autograde.get("create_student", True))
     grader = grader_digest(run.limits)
     jobs, todo, extra_rows = [], [], []
-    newcomers, refused = set(), set()
+    newcomers: set[str] = set()
+    refused: set[str] = set()
     for student, assignment, folder in found:
         if assignment not in known:
             problem = f"unknown assignment {assignment!r} (known: {', '.join(known)})"

@@ -40,7 +40,7 @@ class Setting:
     source: Path                     # the course's source/ folder
     notebooks: dict[str, list[str]]  # assignment -> its notebook names
     limits: Limits
-    zygote: Zygote
+    zygote: Zygote | None            # None when the run grades nothing
     stubs: dict                      # (assignment, notebook, grade_id) -> the released text of an answer cell
     checker: Checker | None          # the run's trusted checker (its cases: hidden test key -> encoded cases)
     ignore: list[str] = field(default_factory=list)
@@ -84,7 +84,7 @@ def read_result(path: Path) -> dict | None:
 
 def reusable(result: dict | None, key: str) -> bool:
     """An earlier result counts again only when everything it depended on is unchanged and the grader did not fail."""
-    return bool(result) and result.get("key") == key and "grader_errors" in result and not result["grader_errors"]
+    return result is not None and result.get("key") == key and "grader_errors" in result and not result["grader_errors"]
 
 
 def check_hidden(plan, results: list[dict], checker: Checker | None) -> tuple[list[dict], list[str]]:
@@ -95,7 +95,11 @@ def check_hidden(plan, results: list[dict], checker: Checker | None) -> tuple[li
     handed = [(key, results[index].get("handed", {}).get(key)) for index, key in pending]
     faults = []
     results = [{k: v for k, v in r.items() if k != "handed"} for r in results]
-    for (index, key), verdict in zip(pending, checker.verdicts(handed) if handed else []):
+    verdicts = []
+    if handed:
+        assert checker is not None, "hidden tests ran, but the run has no checker"  # prepare() starts one for them
+        verdicts = checker.verdicts(handed)
+    for (index, _key), verdict in zip(pending, verdicts):
         if verdict.ok or not results[index]["ok"]:
             continue
         cell = plan.cells[index]
@@ -110,14 +114,17 @@ def check_hidden(plan, results: list[dict], checker: Checker | None) -> tuple[li
 
 def grade_submission(job: Job, setting: Setting, slot: int) -> dict:
     """Run every notebook of one submission (in a worker); the result that goes to results/<student>/<assignment>.json."""
-    notebooks, problems, faults = {}, [], []
+    notebooks: dict[str, dict] = {}
+    problems: list[str] = []
+    faults: list[str] = []
     files, left_out = assignment_files(setting.source / job.assignment, job.folder, setting.ignore,
                                        setting.keep_student.get(job.assignment, []), setting.file_limit,
                                        setting.limits.disk_mib * 2**20 // 2)
     problems += [f"not given to the notebook: {line}" for line in left_out]
     for name in setting.notebooks[job.assignment]:
         source = json.loads((setting.source / job.assignment / f"{name}.ipynb").read_text())
-        problem, submitted = "", {"cells": []}
+        problem = ""
+        submitted: dict = {"cells": []}
         try:
             submitted = read_notebook(job.folder / f"{name}.ipynb")
         except NotANotebook as error:
@@ -132,6 +139,7 @@ def grade_submission(job: Job, setting: Setting, slot: int) -> dict:
         judged = rules.verdicts(job.assignment, plan)
         runnable = not problem and submitted["cells"]
         if runnable:
+            assert setting.zygote is not None, "a run with submissions to grade starts a zygote"
             cases = setting.checker.cases if setting.checker else {}
             results = run_plan(plan, setting.limits, setting.zygote, slot, files, cases)
             results, own_faults = check_hidden(plan, results, setting.checker)

@@ -99,7 +99,8 @@ class CappedText(io.TextIOBase):
     """A text stream that keeps the first `limit` characters and counts the rest."""
 
     def __init__(self, limit: int):
-        self.limit, self.parts, self.kept, self.dropped = limit, [], 0, 0
+        self.limit, self.kept, self.dropped = limit, 0, 0
+        self.parts: list[str] = []
 
     def writable(self) -> bool:
         return True
@@ -160,7 +161,7 @@ def make_shell():
     config = Config()
     config.HistoryManager.enabled = False
     shell = InteractiveShell.instance(config=config)
-    shell.showtraceback = lambda *args, **kwargs: None
+    shell.showtraceback = lambda *args, **kwargs: None  # type: ignore[method-assign]  # on this one shell, on purpose
     return shell
 
 
@@ -183,7 +184,8 @@ def serve(requests: io.TextIOBase, replies: io.TextIOBase, output_chars: int, wa
             replies.flush()
             continue
         assert isinstance(request, CellRequest)
-        restored, tampered = [], []
+        restored: list[str] = []
+        tampered: list[str] = []
         if request.kind == "test" and guard is not None:
             restored = guard.differences(fix=True)
             reset_torch_state()

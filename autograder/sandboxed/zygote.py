@@ -59,7 +59,9 @@ class Uids:
     this machine holds it (a lock file each, held for the zygote's life)."""
 
     def __init__(self, first: int):
-        self.first, self.held, self.locks = first, {}, []
+        self.first = first
+        self.held: dict[int, int] = {}
+        self.locks: list = []
 
     def for_slot(self, slot: int) -> int:
         if slot not in self.held:
@@ -144,7 +146,8 @@ def build(limits: Limits, uid: int | None, readable: list, request_fd: int, repl
         if notebook == 0:
             os.close(status_fd)
             become_notebook(limits, uid, readable, entered, request_fd, reply_fd)
-        os.close(request_fd), os.close(reply_fd)
+        os.close(request_fd)
+        os.close(reply_fd)
         pidfd = os.pidfd_open(notebook)
         status = socket.socket(fileno=status_fd)
         socket.send_fds(status, [Started(notebook).to_line()], [pidfd])

@@ -151,7 +151,7 @@ def _check(hidden, stream: socket.socket) -> None:
     """In a child of the checker: read one request, answer its verdicts, exit. Never returns."""
     try:
         request = json.loads(b"".join(iter(lambda: stream.recv(1 << 20), b"")))
-        answer = [verdict(hidden, key, text).__dict__ for key, text in request]
+        answer: list | dict = [verdict(hidden, key, text).__dict__ for key, text in request]
     except BaseException as error:  # noqa: BLE001
         answer = {"error": f"the hidden tests' trusted side failed: {error!r}"}
     try:

@@ -30,7 +30,7 @@ from autograder.database import GradebookError, explain  # noqa: F401 - Gradeboo
 TOTAL = "TOTAL"
 
 
-def _alembic_head() -> str:
+def _alembic_head() -> str | None:
     """The schema version nbgrader stamps on a new gradebook, read from nbgrader's own migration scripts in this
     process. nbgrader's `get_alembic_version` runs the `alembic` command for it: a second interpreter (about a second
     each time a gradebook is created) that is found only when the environment's bin/ is on PATH."""

@@ -1,6 +1,6 @@
 # One entry point for students, instructors and CI. Run `make help` for the list.
 PYTHON ?= python3
-# VENV=/path/to/env TORCH=system uses an existing environment and its torch (README: Running on a GPU).
+# VENV=/path/to/env TORCH=system uses an existing environment and its torch (docs/install.md, docs/gpu.md).
 VENV   ?= .venv
 TORCH  ?= auto
 BIN    := $(VENV)/bin
@@ -39,11 +39,11 @@ help:
 	@echo "make grade    grade $(SUBMITTED)/<student>/<assignment>/ into nbgrader's gradebook (gradebook.db) and"
 	@echo "              autograded/, and $(GRADED)/ (grades.csv, summary.txt, feedback); sandboxed and parallel,"
 	@echo "              limits in autograder/limits.toml; GRADE_ARGS=\"--fresh --workers 4\"; a progress bar with an"
-	@echo "              ETA while it runs; GRADE_ARGS=--help: every option, and what a class of 1,000 cost us"
+	@echo "              ETA while it runs; GRADE_ARGS=--help: every option (what a class costs: docs/benchmarks.md)"
 	@echo "make report   the class report from the gradebook: $(GRADED)/report.html with its plots (after make grade):"
 	@echo "              who needs a person by name (missing, late, NOT GRADED, flagged), the score spread, tasks hardest first"
 	@echo "make hub      (as root) a class on this machine: JupyterHub, an account per student of ROSTER=students.csv,"
-	@echo "              Formgrader for INSTRUCTOR=name STAFF=ta1,ta2; HUB_PREFIX=$(HUB_PREFIX) (README: Run a class)"
+	@echo "              Formgrader for INSTRUCTOR=name STAFF=ta1,ta2; HUB_PREFIX=$(HUB_PREFIX) (docs/hub.md)"
 	@echo "make lms-import DOWNLOAD=submissions.zip  put a Canvas-style download into submitted/ (roster from the gradebook)"
 
 # The virtual environment: created if missing, reinstalled when pyproject.toml changes. The torch build suits
@@ -68,8 +68,8 @@ lab: $(STAMP)
 # printed together when it ends.
 # First what the tests need, side by side (pip is mostly one core): the course's environment, Chromium, and (as
 # root) the class hub's shared environment and proxy, so that tests/test_class_hub.py finds them built when it runs
-# the README's `make hub`. The lint starts there too, as soon as the environment is installed: a finding stops
-# `make test` before the tests run.
+# the manual's `make hub` (docs/hub.md). The lint starts there too, as soon as the environment is installed: a
+# finding stops `make test` before the tests run.
 # At the end it prints its own time and the ten slowest tests (scripts/test_times.py, from each part's JUnit XML).
 TIMINGS ?= test-artifacts/timings
 test:
@@ -122,7 +122,7 @@ student-edition: $(STAMP)
 # GPU_SYNC=line shows both halves' lines as they come (make gpu-session: a half cut at its time limit still logs).
 GPU_SYNC ?= target
 test-gpu: $(STAMP) chromium
-	$(BIN)/python -c "import sys, torch; sys.exit(0 if torch.cuda.is_available() else 'make test-gpu needs a CUDA GPU and a CUDA build of torch (README: Running on a GPU)')"
+	$(BIN)/python -c "import sys, torch; sys.exit(0 if torch.cuda.is_available() else 'make test-gpu needs a CUDA GPU and a CUDA build of torch (docs/gpu.md)')"
 	$(BIN)/python -c "import torch; print('CUDA', torch.version.cuda, 'on', torch.cuda.get_device_name(), 'with torch', torch.__version__)"
 	$(MAKE) --no-print-directory -j2 --output-sync=$(GPU_SYNC) test-units test-gpu-notebooks
 
@@ -157,7 +157,7 @@ test-other-cpu:
 	$(OTHER_CPU) $(NBVAL) --junitxml=$(TIMINGS)/notebooks-other-cpu.xml notebooks index.ipynb
 	$(BIN)/python -m pytest -q --junitxml=$(TIMINGS)/variants.xml tests/test_variants.py
 
-# The one command for a lent GPU machine (README: "Running on a GPU"; scripts/gpu_session.py says what it does):
+# The one command for a lent GPU machine (docs/gpu.md; scripts/gpu_session.py says what it does):
 #   make gpu-session VENV=$$(python3 -c 'import sys; print(sys.prefix)') TORCH=system     on the GPU machine
 #   make gpu-session DRY_RUN=1 [QUICK=1]                                                    rehearsal on a CPU
 # It installs the course itself (offline from .whl/ when there), so it does not depend on $(STAMP).
@@ -184,7 +184,7 @@ grade: $(STAMP)
 report: $(STAMP)
 	$(BIN)/python -m autograder.report --out $(GRADED)
 
-# A class on this machine (README: "Run a class"), as root: accounts from the roster, the shared environment, the
+# A class on this machine (docs/hub.md), as root: accounts from the roster, the shared environment, the
 # proxy and Formgrader's service, then JupyterHub in the foreground (Ctrl-C stops it; running it again keeps
 # everything). Plain python3: the set-up needs only the standard library, and builds the hub's own environment.
 HUB_PREFIX ?= /opt/cs336-hub

@@ -9,7 +9,7 @@ Beside it:
   nbgrader_config_exchange.py   the students' side of the exchange on one machine: each student copies it to
                                 ~/.jupyter/nbgrader_config.py (it stands alone: it does not load this file)
   nbgrader_config_hub.py        the instructor's /etc/jupyter/nbgrader_config.py on a JupyterHub (shared exchange)
-To put the gradebook on a database server (several grading machines, see README.md), set GRADEBOOK_ON_SERVER below
+To put the gradebook on a database server (several grading machines: docs/clusters.md), set GRADEBOOK_ON_SERVER below
 and the environment variable GRADEBOOK_URL (psycopg 3 is installed with the course; autograder/database.py checks
 the database before each run).
 """
@@ -24,7 +24,7 @@ COURSE_ROOT = os.path.dirname(os.path.abspath(__file__))
 c.CourseDirectory.root = COURSE_ROOT
 
 # The gradebook. On one machine: gradebook.db in this folder (nbgrader's default). On a database server, for grading
-# on many machines (README: "Grading on a Slurm cluster", "Grading on Kubernetes"): set GRADEBOOK_ON_SERVER = True
+# on many machines (docs/clusters.md, Slurm and Kubernetes): set GRADEBOOK_ON_SERVER = True
 # and give every command (nbgrader's, the grader's, `make lab`'s Formgrader) the server's URL in the environment variable
 # GRADEBOOK_URL, e.g. export GRADEBOOK_URL='postgresql+psycopg://grader:PASSWORD@db.example.org/cs336?connect_timeout=10'
 # (deploy/k8s/grade-job.yaml sets it from a Secret; the password stays out of this file). A command run without it

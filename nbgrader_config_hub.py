@@ -1,7 +1,7 @@
 """nbgrader configuration for running the course on a JupyterHub with nbgrader's exchange.
 
 Install it as /etc/jupyter/nbgrader_config.py on the hub's single-user image (students and instructor), after
-`pip install -e .` of this repository in the image. See README.md, "Running a class on JupyterHub". The exchange
+`pip install -e .` of this repository in the image. See docs/hub.md, "A hub in containers". The exchange
 is a folder every user can reach (a shared volume); nbgrader sets the permissions so students can only drop
 their own submissions and fetch releases.
 

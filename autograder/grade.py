@@ -33,7 +33,7 @@ a log, with notebooks done of the total, the rate, the time elapsed and left, an
 
 Exit status: 0 when every submission was graded; 2 when the run could not start or stopped (nothing written to the
 gradebook; the message says why); 3 when the grader failed on some submissions (the others are graded; summary.txt
-lists each). What a run costs is measured in bench/ (README, "Benchmarks").
+lists each). What a run costs is measured in bench/ (the figures: docs/benchmarks.md).
 """
 from __future__ import annotations
 

@@ -97,8 +97,8 @@ def refresh_statistics(gradebook) -> None:
 
     A grading run writes a whole class in one transaction. PostgreSQL plans queries from table statistics that its
     autovacuum refreshes only some time after such a write, and until then it plans nbgrader's Formgrader queries
-    for tables it believes small: at 1,000 students the Manual Grading list took 6.7 s to load instead of 3.3 s, its
-    request 5.7 s instead of 2.2 s (bench/formgrader_pages.py; README, "Formgrader at 1,000 students"). A
+    for tables it believes small, which at class size makes Formgrader's Manual Grading list several times slower
+    (measured by bench/formgrader_pages.py: docs/benchmarks.md, "Formgrader at 1,000 students"). A
     database user not allowed to analyze a table gets a warning from the server, not an error; any other failure
     only leaves the statistics as they were, so it never fails a run that has written its grades."""
     from sqlalchemy import text
@@ -252,7 +252,7 @@ def _generate(course: Course, assignment: str) -> None:
         raise GradebookError(f"nbgrader could not record assignment {assignment} in the gradebook: "
                              f"{reason[-1] if reason else 'no reason given'}. If source/{assignment} gained or lost "
                              "graded cells after submissions were graded, nbgrader will not change it; "
-                             "see README.md, 'Changing a graded assignment'.")
+                             "see docs/instructors.md, 'Changing a graded assignment'.")
 
 
 # ---- the roster and deadlines ------------------------------------------------------------------------------
@@ -481,7 +481,7 @@ def rows(course: Course, students: list[str], names: list[str], submitted: set[t
         assignments = {a.name: a for a in gradebook.assignments if a.name in names}
         # Every student's grades point to the same notebooks and cells. SQLAlchemy's session forgets an object as
         # soon as nothing refers to it, and would then load each one again for every student (about 150 queries a
-        # student); holding them here makes those look-ups free (200 students of a class of 1,000: 18.8 s, now 12.1 s).
+        # student); holding them here makes those look-ups free (measured: docs/benchmarks.md, "A class of 1,000").
         shared = [kept for a in assignments.values() for nb in a.notebooks for kept in [nb, *nb.grade_cells]]  # noqa: F841
         for student in students:
             for name in names:

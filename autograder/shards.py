@@ -4,7 +4,7 @@ scheduler's environment.
 A shard takes every N-th student of the sorted class (the roster and the submitters): shard K of N grades
 students K-1, K-1+N, K-1+2N, ... so every student is in exactly one shard whatever N is, and shards stay about
 equal in size (they differ by at most one student). Shards never write the same submission; each writes its
-students into the one gradebook in its own transaction (README: "grading on many machines").
+students into the one gradebook in its own transaction (docs/clusters.md).
 
 `--shard auto` reads the scheduler's environment:
 - Slurm job arrays (deploy/slurm/grade.sbatch): SLURM_ARRAY_TASK_ID. With the number of shards given (GRADER_SHARDS,

@@ -4,8 +4,8 @@
 
 Prints: matmul FLOP/s and MFU for fp32 and bf16 (and fp8 through torch._scaled_mm where the GPU has it) against
 the peak table in utils.hardware, host-to-device bandwidth from pageable and pinned memory and on-device copy
-bandwidth, and bf16 vs fp32 speed and peak memory of one training step. Record the output in the README's
-"Running on a GPU" section and the issue note.
+bandwidth, and bf16 vs fp32 speed and peak memory of one training step. Record the output, with the device and the
+date, in docs/benchmarks.md ("GPU figures on an H100") and the issue note.
 """
 from __future__ import annotations
 

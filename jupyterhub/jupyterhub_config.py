@@ -2,7 +2,7 @@
 with it). Everything class-specific comes from class.json beside it, which `make hub` wrote from the roster.
 
 - Login: the accounts' unix passwords (PAM, JupyterHub's default). For a real class swap in its own login; only
-  the lines marked LOGIN change (README: "Run a class").
+  the lines marked LOGIN change (docs/hub.md, "A real login").
 - Each user's server: JupyterLab as that unix user (LocalProcessSpawner), in their home, from the shared
   environment, with the students' nbgrader configuration (Assignments tab, no Formgrader). A student's server is
   confined first (ClassSpawner, student_jail.py beside this file): their cgroup's memory and task limits, a mount

@@ -102,7 +102,7 @@ class ClassHub:
     hub_port: int = 801              # the hub's internal API (loopback)
     proxy_api_port: int = 802        # the proxy's REST API (loopback)
     service_port: int = 803          # the Formgrader service (loopback)
-    authenticator: str = "pam"       # the unix passwords; README: LTI 1.3 or OAuth for a real class
+    authenticator: str = "pam"       # the unix passwords; docs/hub.md: LTI 1.3 or OAuth for a real class
     limits: dict = field(default_factory=lambda: asdict(jail.Limits()))   # each student's caps (student_jail.Limits)
     created: list[str] = field(default_factory=list)   # accounts this script made (removed at the end of term)
     admin_token: str = field(default_factory=lambda: secrets.token_hex(32))  # the class-admin service's token
@@ -503,7 +503,7 @@ def check_ports(hub: ClassHub) -> None:
     high = [f"{what} {port}" for what, _, port in listeners(hub) if port >= 1024]
     if high:
         raise ClassError(f"{', '.join(high)}: at 1024 or above, any account could take it while the hub is stopped. "
-                         "Choose ports below 1024: --port 443 (README: Run a class) and --internal-ports 801,802,803")
+                         "Choose ports below 1024: --port 443 (docs/hub.md, 'Ports') and --internal-ports 801,802,803")
 
 
 def check_confinement() -> None:
@@ -582,7 +582,7 @@ def preflight(hub: ClassHub) -> None:
                 taken.append(f"{what} {ip}:{port} is taken{holder(port)} ({error.strerror})")
     if taken:
         raise ClassError("the hub was not started:\n  " + "\n  ".join(taken) + "\nstop what holds it, or choose "
-                         "other ports below 1024 (README: Run a class, 'Another port')")
+                         "other ports below 1024 (docs/hub.md, 'Ports')")
 
 
 def listening_failures(hub: ClassHub, grader_uid: int) -> list[str]:
@@ -668,7 +668,7 @@ class HubProcess:
         self.hub, self.log, self.process = hub, Path(log), None
 
     def start(self, timeout: float = 120, command: list[str] | None = None, cwd: Path | None = None) -> "HubProcess":
-        """Start the hub (`command`: another way to start it, such as the README's `make hub ...`) and wait until
+        """Start the hub (`command`: another way to start it, such as the manual's `make hub ...`) and wait until
         it answers."""
         command = command or [sys.executable, str(Path(__file__).resolve()), "start", "--prefix", self.hub.prefix]
         with open(self.log, "ab") as out:

@@ -2,7 +2,7 @@
 
     .venv/bin/python scripts/execute_notebooks.py notebooks/05_flops_mfu.ipynb [...]     (make notebooks)
 
-Some lectures store figures measured on a real GPU (cells tagged `gpu-figure`; README: "Running on a GPU"). Re-running
+Some lectures store figures measured on a real GPU (cells tagged `gpu-figure`; docs/gpu.md). Re-running
 such a lecture on a CPU, after editing its prose or a CPU cell, would replace them with "Skipped: ..." lines.
 `jupyter nbconvert --execute` cannot keep some cells' outputs, so this script runs the notebook with nbclient (the
 same executor) and, where CUDA is missing, puts back the stored outputs of the `gpu-figure` cells, with this run's

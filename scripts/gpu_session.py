@@ -340,7 +340,7 @@ class Session:
         return 1 if failed else 0
 
 
-FOLLOW_UP = """## Follow-up (README: "Running on a GPU")
+FOLLOW_UP = """## Follow-up (docs/gpu.md, "After it")
 
 In the session that gets these files back, on its own machine (CPU):
 1. `tar -xzf notebooks.tar.gz` in the repository root: lectures 2, 5, 7, 8, 9 and 10 as this GPU ran them, whole,
@@ -350,7 +350,8 @@ In the session that gets these files back, on its own machine (CPU):
    tests/test_transfer.py and tests/test_gpu.py (`sum(allocator_bytes(bytes_for(...)))` says the same).
 3. Check on the CPU: `.venv/bin/python -m pytest -q --nbval --sanitize-with tests/nbval_sanitize.cfg` on the six
    lectures, tests/test_notebook_conventions.py, and the utils tests touched in step 2.
-4. Put the device line, the pass counts and bench.gpu_figures' table into README's "Running on a GPU", and commit.
+4. Put the device line, the pass counts and bench.gpu_figures' table into docs/benchmarks.md ("GPU figures on an
+   H100", with the date), and commit.
 """
 
 

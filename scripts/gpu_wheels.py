@@ -2,13 +2,14 @@
 
     python3 scripts/gpu_wheels.py [--dest .whl] [--python-version 3.12]
 
-The GPU machine (README: "Running on a GPU") has its own CUDA torch and many packages, but no network. This resolves
+The GPU machine (docs/gpu.md) has its own CUDA torch and many packages, but no network. This resolves
 the course's pins (pyproject.toml: dependencies and the `test` extra) for that machine's Python and platform with pip,
-drops every package the machine already has (scripts/device_packages.txt), playwright (about 40 MB; the machine
+drops every package the machine already has (scripts/device_packages.txt), playwright (the machine
 has no Chromium, so the browser test is skipped there anyway) and the linters (`make test-gpu` does not lint), and
 downloads the rest, one exact version each, into DEST (git-ignored). setuptools comes along for pip's isolated build of the course itself (`pip install -e .`).
 Two wheels are slimmed (SLIM): nbgrader's copy of its documentation and JupyterLab's UI-test extension (galata) are
-taken out, with their RECORD lines; nothing imports them, and they are 15 MB of the 64 MiB a device call carries.
+taken out, with their RECORD lines; nothing imports them, and the 64 MiB a device call carries is tight (the sizes:
+docs/benchmarks.md).
 
 DEST/manifest.json records what was resolved, carried and left to the machine; `scripts/gpu_session.py` checks it
 (also in its dry run) and installs from DEST with `PIP_NO_INDEX=1 PIP_FIND_LINKS=DEST`.

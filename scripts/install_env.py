@@ -2,16 +2,17 @@
 
     .venv/bin/python scripts/install_env.py [--torch auto|cpu|cuda|system] [--extra test] [--package DIR]
 
-Run it with the environment's own python. `make lab` and `make test` call it (TORCH=... picks the mode). Why not a plain `pip install -e .`: on Linux,
-PyPI's torch wheel is the CUDA build (about 0.9 GB, plus about 3 GB of nvidia-* wheels it pulls in), which a
-laptop without an NVIDIA GPU downloads for nothing. pip has no way to choose a torch build per machine, so this
-script does, then lets pip install everything else from pyproject.toml as usual.
+Run it with the environment's own python. `make lab` and `make test` call it (TORCH=... picks the mode). Why not a
+plain `pip install -e .`: on Linux, PyPI's torch wheel is the CUDA build (plus the nvidia-* wheels it pulls in,
+gigabytes in all), which a laptop without an NVIDIA GPU downloads for nothing (each build's size: docs/install.md).
+pip has no way to choose a torch build per machine, so this script does, then lets pip install everything else from
+pyproject.toml as usual.
 
 Modes (TORCH=):
-- auto (default): Linux without an NVIDIA driver gets PyTorch's CPU wheel (about 190 MB) from
+- auto (default): Linux without an NVIDIA driver gets PyTorch's CPU wheel from
   https://download.pytorch.org/whl/cpu; if that index cannot be reached, it says so and falls back to the default
   index. Linux with an NVIDIA driver gets PyPI's default build (CUDA). macOS and Windows get PyPI's default build
-  (CPU, and MPS on Apple silicon), which is already small (about 80 MB and 110 MB).
+  (CPU, and MPS on Apple silicon), which is already small.
 - cpu / cuda: that build, whatever the machine has (cuda: PyPI's default Linux build; TORCH_INDEX=URL picks
   another index, such as https://download.pytorch.org/whl/cu126).
 - system: an environment that already has a torch you want to keep (your own CUDA build, a cluster module, a

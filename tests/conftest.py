@@ -3,7 +3,7 @@
 `--dist loadfile` keeps each file on one worker (its shared fixtures, such as the graded class, run once), and
 `--no-loadscope-reorder` hands the files out in collection order. The files with a long shared fixture go first, so
 that the many quick files fill in at the end, instead of one long file running alone on one core while the other
-core idles. Longest first, as measured with `--durations` (README: Tests).
+core idles. Longest first, as measured with `--durations` (the figures: docs/benchmarks.md).
 """
 SLOW_FIRST = ["test_class_hub.py", "test_autograde.py", "test_clusters.py", "test_nbgrader_workflow.py", "test_browser.py",
               "test_readme_commands.py", "test_postgres.py", "test_class_report.py", "test_trusted_grading.py", "test_gradebook.py",

@@ -45,6 +45,7 @@ from bench.hub_load import ASSIGNMENT, submit_class
 from scripts.class_hub import (ClassError, ClassHub, HubProcess, account_exists, as_user, grader_env, is_class_account,
                                read_roster, remove_account, student_env)
 from tests import submissions
+from tests.manual import bash_blocks, section
 from scripts import process_group
 from scripts.class_hub import check_clone_private, tcp_listeners
 from tests.lab_server import free_low_port
@@ -57,9 +58,8 @@ LOAD_STUDENTS = 30
 # each student's caps in this test: enough for JupyterLab and a kernel, small enough to exhaust in a second
 LIMITS = "memory=768M,tasks=200,disk=200M,shm=16M"
 RIGHT, HALF = "hubt-ada", "hubt-ben"
-README = (REPO / "README.md").read_text()
-SECTION = README[README.index("### Run a class: JupyterHub on one machine"):README.index("### Running a class on JupyterHub, and")]
-SETUP_BLOCK, GRADER_BLOCK = re.findall(r"^```bash\n(.*?)^```$", SECTION, flags=re.MULTILINE | re.DOTALL)
+SECTION = section("docs/hub.md", "## Run a class on one machine")   # its two bash blocks, run as printed
+SETUP_BLOCK, GRADER_BLOCK = bash_blocks(SECTION)
 HUB_COMMAND = SETUP_BLOCK.splitlines()[-1]                   # make hub ROSTER=students.csv STAFF=... INSTRUCTOR=...
 STAFF = re.search(r"STAFF=([\w,-]+)", HUB_COMMAND).group(1).split(",")
 TA = STAFF[0]
@@ -97,7 +97,7 @@ def running():
                    exchange=str(scratch / "exchange"), ip="127.0.0.1", **ports)
     leftover_class(hub, students)
     mode = REPO.stat().st_mode & 0o777
-    # The README's commands exactly as printed, as root in the repository; only where things go differs, through
+    # The manual's commands exactly as printed, as root in the repository; only where things go differs, through
     # the Makefile's variables: a scratch prefix, homes, exchange and free ports. The roster is students.csv.
     csv = REPO / "students.csv"
     kept = csv.read_bytes() if csv.exists() else None
@@ -178,7 +178,7 @@ def leftover_class(hub: ClassHub, students: list[str]) -> list[str]:
 
 
 def grade(hub: ClassHub, line: str) -> subprocess.CompletedProcess:
-    """One line of the README's grading block, exactly as printed, in a login shell of the grader account in its
+    """One line of the manual's grading block, exactly as printed, in a login shell of the grader account in its
     course (the block's first line is `cd course`)."""
     assert GRADING[0] == "cd course" and line in GRADING[1:], line
     done = subprocess.run(["su", "-", hub.grader, "-c", f"cd course && {line}"], capture_output=True, text=True,
@@ -602,7 +602,7 @@ def test_a_class_submits_at_once_and_nothing_is_lost(running):
 
 
 def squat_then_restart(hub: ClassHub, server: HubProcess) -> None:
-    """The hub stopped (as for the README's restart): a student tries to take each of its listeners, and cannot;
+    """The hub stopped (as for the manual's restart): a student tries to take each of its listeners, and cannot;
     a port taken all the same (by root, here: nobody else can) makes `start` refuse, naming it; then it starts."""
     server.stop()
     squatter = hub.students[6]

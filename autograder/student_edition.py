@@ -30,12 +30,28 @@ class Leak(Exception):
     """A file of the edition contains something students must not get."""
 
 
+TOOLS_NOT_SHIPPED = ("tool.ruff", "tool.mypy")  # the course's own lint settings: they name the grader's files
+
+
 def student_pyproject(text: str) -> str:
-    """The course's pyproject.toml, installing only `utils` (the edition has no `autograder/`)."""
+    """The course's pyproject.toml, installing only `utils` (the edition has no `autograder/`), without the tables of
+    TOOLS_NOT_SHIPPED (each with the comment lines just above its header)."""
     changed, count = re.subn(r"^packages\s*=\s*\[[^\]]*\]", 'packages = ["utils"]', text, flags=re.MULTILINE)
     if count != 1:
         raise ValueError("pyproject.toml: expected one `packages = [...]` line under [tool.setuptools]")
-    return changed
+    lines = changed.splitlines(keepends=True)
+    kept: list[str] = []
+    skipping = False
+    for line in lines:
+        header = re.match(r"^\[\[?([^\]]+)\]", line)
+        if header:
+            skipping = header.group(1).strip().startswith(TOOLS_NOT_SHIPPED)
+            if skipping:
+                while kept and kept[-1].startswith("#"):  # its comment goes with it
+                    kept.pop()
+        if not skipping:
+            kept.append(line)
+    return "".join(kept)
 
 
 def find_leaks(folder: Path) -> list[str]:

@@ -94,6 +94,7 @@ def test_pyproject_installs_utils_only_and_builds(edition, tmp_path):
     course = tomllib.loads((REPO / "pyproject.toml").read_text())
     assert project["tool"]["setuptools"]["packages"] == ["utils"]
     assert project["project"]["dependencies"] == course["project"]["dependencies"]
+    assert {"ruff", "mypy"} <= set(course["tool"]) and not {"ruff", "mypy"} & set(project["tool"])  # the grader's lint
     # What `make install` in the edition does, short of installing: build the package it would install.
     wheel = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--quiet",
                             "--disable-pip-version-check", "-w", str(tmp_path), str(out)],

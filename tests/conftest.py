@@ -5,9 +5,11 @@
 that the many quick files fill in at the end, instead of one long file running alone on one core while the other
 core idles. Longest first, as measured with `--durations` (the figures: docs/benchmarks.md).
 """
-SLOW_FIRST = ["test_class_hub.py", "test_autograde.py", "test_clusters.py", "test_nbgrader_workflow.py", "test_browser.py",
-              "test_readme_commands.py", "test_postgres.py", "test_class_report.py", "test_trusted_grading.py", "test_gradebook.py",
-              "test_variants.py", "test_release.py", "test_progress_check.py", "test_lab.py", "test_student_edition.py"]
+SLOW_FIRST = ["test_class_hub.py", "test_autograde.py", "test_grading_faults.py", "test_trusted_grading.py",
+              "test_browser.py", "test_clusters.py", "test_postgres.py", "test_nbgrader_workflow.py", "test_gradebook.py",
+              "test_readme_commands.py", "test_class_report.py", "test_accounting_reference.py",
+              "test_grader_boundary.py", "test_plain_nbgrader.py", "test_progress_check.py", "test_grader_parts.py",
+              "test_student_edition.py", "test_variants.py", "test_release.py", "test_lab.py"]
 
 
 def pytest_collection_modifyitems(items):

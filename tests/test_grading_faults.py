@@ -8,6 +8,7 @@ cannot be written, a full output disk, a connection lost during the commit, and 
 from __future__ import annotations
 
 import csv
+import errno
 import os
 import signal
 import subprocess
@@ -19,7 +20,7 @@ import nbformat
 import pytest
 
 from autograder.course import Course
-from tests import tiny_course
+from tests import seccomp_fault, tiny_course
 
 A = tiny_course.ASSIGNMENT
 REPO = Path(__file__).resolve().parent.parent
@@ -258,3 +259,42 @@ def test_nothing_a_class_uses_turns_off_the_databases_durability():
     for path in shipped:
         text = path.read_text(errors="replace")
         assert "fsync=off" not in text and "synchronous_commit=off" not in text, path
+
+
+LANDLOCK_CALLS = ("landlock_create_ruleset", "landlock_add_rule", "landlock_restrict_self")
+
+
+@pytest.mark.skipif(not seccomp_fault.supported(), reason="the seccomp fault injection knows x86-64's call numbers only")
+def test_without_user_namespaces_the_grader_refuses_and_grades_nobody(tmp_path):
+    """A kernel where user namespaces are turned off (unshare fails with EPERM, as under
+    kernel.unprivileged_userns_clone=0 or user.max_user_namespaces=0): a notebook would share the machine's /proc and
+    disk, so the run stops before anyone is graded, saying why, and writes no grade."""
+    make_class(tmp_path, {"ada": "return 2 * x"})
+    run = subprocess.run([sys.executable, "-m", "autograder.grade", "--course", str(tmp_path), "--out",
+                          str(tmp_path / "graded")], cwd=REPO, capture_output=True, text=True, timeout=300,
+                         preexec_fn=seccomp_fault.denying({"unshare": errno.EPERM}))
+    assert run.returncode == 2, run.stdout + run.stderr
+    assert "nobody was graded" in run.stderr and "namespace" in run.stderr, run.stderr  # which call failed, and why
+    assert not (tmp_path / "graded" / "grades.csv").exists()
+    assert not (tmp_path / "autograded").exists() or not any((tmp_path / "autograded").rglob("*.ipynb"))
+
+
+@pytest.mark.skipif(not seccomp_fault.supported(), reason="the seccomp fault injection knows x86-64's call numbers only")
+def test_without_landlock_the_grader_refuses_unless_told_and_then_says_so(tmp_path):
+    """A kernel older than Landlock (its calls fail with ENOSYS): a notebook could read every file its uid can, so the
+    run refuses, naming the kernel and the way out; told `require_landlock=false` it grades, and its summary says
+    NO LANDLOCK."""
+    make_class(tmp_path, {"ada": "return 2 * x"})
+    old_kernel = seccomp_fault.denying({name: errno.ENOSYS for name in LANDLOCK_CALLS})
+    command = [sys.executable, "-m", "autograder.grade", "--course", str(tmp_path), "--out", str(tmp_path / "graded")]
+    refused = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=300, preexec_fn=old_kernel)
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert "has no Landlock" in refused.stderr and "require_landlock=false" in refused.stderr, refused.stderr
+    assert not (tmp_path / "graded" / "grades.csv").exists()
+    told = subprocess.run(command + ["--limit", "require_landlock=false"], cwd=REPO, capture_output=True, text=True,
+                          timeout=300, preexec_fn=old_kernel)
+    assert told.returncode == 0, told.stdout + told.stderr
+    assert "NO LANDLOCK" in (tmp_path / "graded" / "summary.txt").read_text()
+    with open(tmp_path / "graded" / "grades.csv") as f:
+        double = next(r for r in csv.DictReader(f) if (r["student"], r["task"]) == ("ada", "test_double"))
+    assert float(double["score"]) == float(double["max_score"]) > 0, double  # graded as ever, only less walled

@@ -69,19 +69,27 @@ def needs(what: str) -> None:
     pytest.skip(message)
 
 
+def chromium_for_playwright(missing=needs) -> str:
+    """The Chromium Playwright will drive; `missing(why)` (skip, or fail where required) when Playwright or Chromium
+    is not here."""
+    try:
+        import playwright.sync_api  # noqa: F401 - only whether it is installed
+    except ImportError:
+        missing("the playwright package is not installed (the `test` extra)")
+    executable = chromium_path()
+    if executable is None:
+        missing("no Chromium found (chromium on PATH, or CHROMIUM=/path)")
+    return executable  # type: ignore[return-value]  # missing() never returns
+
+
 def digest(paths: list[Path]) -> dict[str, str]:
     return {str(p): hashlib.sha256(p.read_bytes()).hexdigest() for p in paths}
 
 
 @pytest.fixture(scope="module")
 def browser_page(tmp_path_factory):
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        needs("the playwright package is not installed")
-    executable = chromium_path()
-    if executable is None:
-        needs("no Chromium found (chromium on PATH, or CHROMIUM=/path)")
+    executable = chromium_for_playwright()
+    from playwright.sync_api import sync_playwright
 
     course = tmp_path_factory.mktemp("course")
     for name in ("index.ipynb", "nbgrader_config.py"):

@@ -49,7 +49,7 @@ from tests.manual import bash_blocks, section
 from scripts import process_group
 from scripts.class_hub import check_clone_private, tcp_listeners
 from tests.lab_server import free_low_port
-from tests.test_browser import CHROMIUM_ARGS, chromium_path
+from tests.test_browser import CHROMIUM_ARGS, chromium_for_playwright
 
 REPO = Path(__file__).resolve().parent.parent
 ARTIFACTS = Path(os.environ.get("PYTEST_ARTIFACTS", REPO / "test-artifacts")) / "class-hub"
@@ -283,13 +283,8 @@ def fetch_submit(page, hub: ClassHub, user: str, notebook: nbformat.NotebookNode
 
 def test_the_whole_cycle_in_a_browser(running):
     hub, server = running
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        required("playwright is not installed (the `test` extra)")
-    executable = chromium_path()
-    if executable is None:
-        required("no Chromium (make test installs it: tests/ensure_chromium.sh)")
+    executable = chromium_for_playwright(missing=required)
+    from playwright.sync_api import sync_playwright
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=executable, headless=True, args=CHROMIUM_ARGS)
         students = {RIGHT: submissions.solved(ASSIGNMENT), HALF: submissions.half_done(ASSIGNMENT)}

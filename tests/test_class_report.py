@@ -154,14 +154,9 @@ def test_histogram_bins_are_honest(top, data):
 def test_the_report_in_chromium_as_an_instructor_reads_it(graded):
     """The page in headless Chromium: the table of names is there, a click on 'student' sorts it by name, the plot
     loads; the screenshot is ARTIFACTS/class_report.png."""
-    from tests.test_browser import CHROMIUM_ARGS, chromium_path, needs
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        needs("the playwright package is not installed")
-    executable = chromium_path()
-    if executable is None:
-        needs("no Chromium found (chromium on PATH, or CHROMIUM=/path)")
+    from tests.test_browser import CHROMIUM_ARGS, chromium_for_playwright
+    executable = chromium_for_playwright()
+    from playwright.sync_api import sync_playwright
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     with sync_playwright() as playwright:

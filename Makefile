@@ -18,7 +18,7 @@ DOWNLOAD ?=
 PROGRESS_ARGS ?=
 EDITION ?= student-edition
 
-.PHONY: help hub hub-test-env install lab lint test test-packages slurm test-gpu gpu-session gpu-wheels test-units test-notebooks test-gpu-notebooks test-all-notebooks test-other-cpu notebooks chromium progress student-edition release grade report lms-import clean
+.PHONY: help hub hub-test-env install lab lint test test-units-after-set-up test-packages slurm test-gpu gpu-session gpu-wheels test-units test-notebooks test-gpu-notebooks test-all-notebooks test-other-cpu notebooks chromium progress student-edition release grade report lms-import clean
 
 help:
 	@echo "make lab      set up (first time) and open JupyterLab on the course, at its landing page index.ipynb"
@@ -63,21 +63,21 @@ lab: $(STAMP)
 	cd "$(LAB_ROOT)" && PATH="$(ABS_BIN):$$PATH" "$(ABS_BIN)/jupyter" lab --ServerApp.root_dir=. \
 		--LabApp.default_url=/lab/tree/index.ipynb $(ROOT_FLAG) $(LAB_ARGS)
 
-# The unit tests and the notebooks run side by side, one part on each of two cores: tests/ (but test_variants.py) on
-# two workers; nbval of the lectures, then the checks as on another CPU (test-other-cpu). Each part's output is
-# printed together when it ends.
-# First what the tests need, side by side (pip is mostly one core): the course's environment, Chromium, and (as
-# root) the class hub's shared environment and proxy, so that tests/test_class_hub.py finds them built when it runs
-# the manual's `make hub` (docs/hub.md). The lint starts there too, as soon as the environment is installed: a
-# finding stops `make test` before the tests run.
+# Two parts side by side, each printed whole when it ends: the notebooks (nbval of the lectures, then the checks as on
+# another CPU: test-other-cpu), which start as soon as the course's environment is installed; and tests/ (but
+# test_variants.py) on two workers, which start when everything they need is there: Chromium and Slurm (apt-get),
+# (as root) the class hub's shared environment and proxy, so that tests/test_class_hub.py finds them built when it
+# runs the manual's `make hub` (docs/hub.md), and a clean lint (a finding stops the tests before they start).
 # At the end it prints its own time and the ten slowest tests (scripts/test_times.py, from each part's JUnit XML).
 TIMINGS ?= test-artifacts/timings
 test:
 	@rm -rf $(TIMINGS) && mkdir -p $(TIMINGS) && date +%s > $(TIMINGS)/started
-	$(MAKE) --no-print-directory -j3 --output-sync=target $(STAMP) test-packages hub-test-env lint
-	@date +%s > $(TIMINGS)/set-up-done
-	@$(MAKE) --no-print-directory -j2 --output-sync=target test-units test-all-notebooks \
+	@$(MAKE) --no-print-directory -j5 --output-sync=target test-units-after-set-up test-all-notebooks \
 		UNIT_ARGS=--ignore=tests/test_variants.py; status=$$?; $(BIN)/python scripts/test_times.py $(TIMINGS); exit $$status
+
+test-units-after-set-up: $(STAMP) test-packages hub-test-env lint
+	@date +%s > $(TIMINGS)/set-up-done
+	@$(MAKE) --no-print-directory test-units
 
 # ruff on every Python file but the notebooks, mypy on autograder/ (both configured in pyproject.toml).
 lint: $(STAMP)
@@ -90,7 +90,7 @@ hub-test-env:
 	else $(PYTHON) scripts/class_hub.py prepare --prefix $(HUB_TEST_PREFIX) || \
 	echo "make: the class hub's environment was not built (tests/test_class_hub.py says why)"; fi
 
-test-all-notebooks:
+test-all-notebooks: $(STAMP)
 	$(MAKE) --no-print-directory test-notebooks
 	$(MAKE) --no-print-directory test-other-cpu
 

@@ -311,8 +311,8 @@ def install_env(prefix: Path) -> None:
         run([python_for_everyone(), "-m", "venv", str(env)])
         python = str(env / "bin" / "python")
         print(f"installing the course and {hub_pin()} into {env} (a few minutes the first time) ...", flush=True)
-        run([python, str(course / "scripts" / "install_env.py"), "--package", str(course), "--torch", "cpu"])
-        run([python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", hub_pin()])
+        run([python, str(course / "scripts" / "install_env.py"), "--package", str(course), "--torch", "cpu",
+             "--also", hub_pin()])
         run([python, "-m", "ipykernel", "install", "--sys-prefix", "--name", "cs336-primitives",
              "--display-name", "Python (cs336 primitives)"])
         (env / ".hub-stamp").write_text(wanted)

@@ -37,6 +37,15 @@ from typing import Callable
 
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 PIP = [sys.executable, "-m", "pip", "install", "--disable-pip-version-check"]
+# The installer: uv's pip interface, itself installed by pip from the same index. It installs the course's ~140
+# packages in about 35 s where pip takes about 115 s, mostly one core unpacking and compiling (docs/benchmarks.md).
+# When uv cannot be installed or fails, pip does the same install (INSTALLER=pip: pip only).
+UV = "uv==0.13.9"
+# pip's settings (pip.conf, PIP_* variables) that uv must honour too, as uv's options; pip reads them itself.
+UV_OPTIONS = {"index-url": "--index-url", "extra-index-url": "--extra-index-url", "find-links": "--find-links",
+              "constraint": "--constraint", "trusted-host": "--allow-insecure-host"}
+UV_ENVIRONMENT = {"cert": "SSL_CERT_FILE", "proxy": "HTTPS_PROXY", "timeout": "UV_HTTP_TIMEOUT",
+                  "default-timeout": "UV_HTTP_TIMEOUT"}
 
 
 def pins(package_dir: Path, extras: list[str]) -> list[str]:
@@ -83,8 +92,53 @@ def run(command: list[str]) -> None:
     subprocess.run(command, check=True)
 
 
-def install(package_dir: Path, mode: str, extras: list[str], without: tuple[str, ...] = ()) -> None:
+def pip_settings(listed: str) -> tuple[list[str], dict[str, str]]:
+    """(uv options, environment variables) for the settings `pip config list` printed (lines `scope.key='value'`,
+    the PIP_* variables among them as `:env:.key`): the package index, extra indexes, find-links, constraints,
+    trusted hosts, certificate, proxy and time-out that pip would use, so that uv installs from the same places."""
+    options: list[str] = []
+    environment: dict[str, str] = {}
+    for line in listed.splitlines():
+        key, _, value = line.partition("=")
+        key, value = key.rpartition(".")[2], value.strip().strip("'\"")
+        if key in UV_OPTIONS:
+            for item in value.split():
+                if (UV_OPTIONS[key], item) not in zip(options, options[1:]):  # pip.conf and PIP_* may say it twice
+                    options += [UV_OPTIONS[key], item]
+        elif key == "no-index" and value.lower() in ("1", "true", "yes", "on"):
+            options.append("--no-index")
+        elif key in UV_ENVIRONMENT:
+            environment[UV_ENVIRONMENT[key]] = value
+    return options, environment
+
+
+def uv_install() -> tuple[list[str], dict[str, str]] | None:
+    """(uv's install command for this environment, its environment) once uv is installed here, or None when it
+    cannot be (no network for it, INSTALLER=pip): then pip installs."""
+    if os.environ.get("INSTALLER") == "pip" or subprocess.run(PIP + ["--quiet", UV]).returncode != 0:
+        return None
+    listed = subprocess.run([sys.executable, "-m", "pip", "config", "list"], capture_output=True, text=True).stdout
+    options, environment = pip_settings(listed)
+    # unsafe-best-match: the best version across every index, as pip chooses (uv's default takes the first index's)
+    return ([sys.executable, "-m", "uv", "pip", "install", "--python", sys.executable, "--compile-bytecode",
+             "--index-strategy", "unsafe-best-match", *options], {**os.environ, **environment})
+
+
+def run_install(command: list[str], uv: tuple[list[str], dict[str, str]] | None) -> None:
+    """Run a pip install command through uv when there is one, and through pip when uv fails."""
+    if uv is not None:
+        with_uv = uv[0] + command[len(PIP):]
+        print("+", " ".join(with_uv), flush=True)
+        if subprocess.run(with_uv, env=uv[1]).returncode == 0:
+            return
+        print("uv failed (above); pip installs the same instead", flush=True)
+    run(command)
+
+
+def install(package_dir: Path, mode: str, extras: list[str], without: tuple[str, ...] = (),
+            also: tuple[str, ...] = ()) -> None:
     requirements = [r for r in pins(package_dir, extras) if re.split(r"[=<>!~\[ ]", r, maxsplit=1)[0] not in without]
+    requirements += list(also)
     build = torch_build(mode, platform.system())
     quiet = ["--quiet"]
     if build == "system":
@@ -106,14 +160,16 @@ def install(package_dir: Path, mode: str, extras: list[str], without: tuple[str,
             if set(failed) & required:
                 sys.exit("the course needs these; install them into this environment and run again")
         return
-    for command in install_commands(package_dir, build, extras, os.environ.get("TORCH_INDEX"), reachable):
-        run(command)
+    uv = uv_install()
+    for command in install_commands(package_dir, build, extras, os.environ.get("TORCH_INDEX"), reachable, also):
+        run_install(command, uv)
 
 
 def install_commands(package_dir: Path, build: str, extras: list[str], torch_index: str | None,
-                     can_reach: Callable[[str], bool] = reachable) -> list[list[str]]:
+                     can_reach: Callable[[str], bool] = reachable, also: tuple[str, ...] = ()) -> list[list[str]]:
     """The pip commands for a 'cpu' or 'default' build: torch from its index first (when one applies and answers),
-    then the course, whose `torch==` pin the installed torch then satisfies (2.13.0+cpu counts as 2.13.0)."""
+    then the course (with the `also` requirements), whose `torch==` pin the installed torch then satisfies
+    (2.13.0+cpu counts as 2.13.0)."""
     torch_pin = next(r for r in pins(package_dir, extras) if r.startswith("torch=="))
     index = torch_index or (CPU_INDEX if build == "cpu" else None)
     commands = []
@@ -123,7 +179,7 @@ def install_commands(package_dir: Path, build: str, extras: list[str], torch_ind
         print(f"{index} cannot be reached; installing {torch_pin} from the default index instead (on Linux that is "
               "the large CUDA build, unless pip finds a local wheel).")
     target = str(package_dir) + (f"[{','.join(extras)}]" if extras else "")
-    commands.append(PIP + ["--quiet", "-e", target])
+    commands.append(PIP + ["--quiet", *also, "-e", target])
     return commands
 
 
@@ -136,8 +192,10 @@ def main(argv: list[str] | None = None) -> None:
                         help="a pinned package not to install (the GPU session: playwright, which it cannot use)")
     parser.add_argument("--package", type=Path, default=Path(__file__).resolve().parent.parent,
                         help="folder holding pyproject.toml (default: this repository)")
+    parser.add_argument("--also", action="append", default=[],
+                        help="a requirement to install with the course (the class hub: its jupyterhub== pin)")
     args = parser.parse_args(argv)
-    install(args.package, args.torch, args.extra, tuple(args.without))
+    install(args.package, args.torch, args.extra, tuple(args.without), tuple(args.also))
 
 
 if __name__ == "__main__":

@@ -43,7 +43,7 @@ def main() -> None:
         print(f"  {seconds:7.1f}  {name}")
     if started is not None:
         total = now - started
-        setup = f", of which set-up {set_up - started:.0f} s" if set_up else ""
+        setup = f"; tests/ started after {set_up - started:.0f} s of set-up" if set_up else ""
         print(f"make test took {int(total // 60)} min {total % 60:.0f} s{setup} (budget: 8 min from a fresh clone on 2 cores)")
 
 

@@ -70,6 +70,37 @@ def test_the_cpu_index_is_used_when_it_answers_and_skipped_with_a_message_when_n
     assert len(env.install_commands(REPO, "default", [], None, lambda url: True)) == 1  # PyPI's own build
 
 
+def test_uv_installs_from_where_pip_would_and_pip_steps_in_when_uv_cannot():
+    env = install_env()
+    listed = ("global.extra-index-url='file:///opt/a/simple https://mirror.example/simple'\n"
+              "global.find-links='/opt/wheels'\n:env:.find-links='/opt/wheels'\n"
+              "global.constraint='/etc/xdg/pip/constraints.txt'\nglobal.index-url='https://pypi.example/simple'\n"
+              "global.cert='/etc/ssl/certs/ca.crt'\n:env:.default-timeout='180'\nglobal.no-index='true'\n"
+              "global.trusted-host='pypi.example'\nglobal.no-cache-dir='1'\n")
+    options, environment = env.pip_settings(listed)
+    assert options == ["--extra-index-url", "file:///opt/a/simple", "--extra-index-url", "https://mirror.example/simple",
+                       "--find-links", "/opt/wheels", "--constraint", "/etc/xdg/pip/constraints.txt",
+                       "--index-url", "https://pypi.example/simple", "--no-index", "--allow-insecure-host", "pypi.example"]
+    assert environment == {"SSL_CERT_FILE": "/etc/ssl/certs/ca.crt", "UV_HTTP_TIMEOUT": "180"}
+    assert env.pip_settings("") == ([], {})
+
+
+def test_a_failed_uv_install_is_done_again_by_pip(monkeypatch, capsys):
+    env = install_env()
+    ran = []
+
+    def fake_run(command, **kwargs):
+        ran.append(command)
+        return subprocess.CompletedProcess(command, 1 if "uv" in command else 0)
+    monkeypatch.setattr(env.subprocess, "run", fake_run)
+    pip_command = env.PIP + ["--quiet", "-e", str(REPO)]
+    env.run_install(pip_command, (["uv", "pip", "install", "--python", "py"], {}))
+    assert ran == [["uv", "pip", "install", "--python", "py", "--quiet", "-e", str(REPO)], pip_command]
+    assert "pip installs the same instead" in capsys.readouterr().out
+    monkeypatch.setenv("INSTALLER", "pip")
+    assert env.uv_install() is None
+
+
 def test_both_makefiles_install_through_the_script():
     for makefile in (REPO / "Makefile", REPO / "autograder" / "student" / "Makefile"):
         text = makefile.read_text()

@@ -18,7 +18,7 @@ DOWNLOAD ?=
 PROGRESS_ARGS ?=
 EDITION ?= student-edition
 
-.PHONY: help hub hub-test-env install lab lint test test-units-after-set-up test-notebooks-then-units test-packages slurm test-gpu gpu-session gpu-wheels test-units test-notebooks test-gpu-notebooks test-all-notebooks test-other-cpu notebooks chromium progress student-edition release grade report lms-import clean
+.PHONY: help hub hub-test-env install lab lint test test-units-after-set-up test-packages slurm test-gpu gpu-session gpu-wheels test-units test-notebooks test-gpu-notebooks test-all-notebooks test-other-cpu notebooks chromium progress student-edition release grade report lms-import clean
 
 help:
 	@echo "make lab      set up (first time) and open JupyterLab on the course, at its landing page index.ipynb"
@@ -69,20 +69,11 @@ lab: $(STAMP)
 # (as root) the class hub's shared environment and proxy, so that tests/test_class_hub.py finds them built when it
 # runs the manual's `make hub` (docs/hub.md), and a clean lint (a finding stops the tests before they start).
 # At the end it prints its own time and the ten slowest tests (scripts/test_times.py, from each part's JUnit XML).
-# The notebooks' part is the shorter, so it ends with AFTER_NOTEBOOKS, test files that need nothing of the set-up
-# but the environment: the third process that keeps both cores busy while tests/ runs on (a third pytest worker
-# from the start was slower: docs/benchmarks.md).
 TIMINGS ?= test-artifacts/timings
-AFTER_NOTEBOOKS := tests/test_trusted_grading.py tests/test_nbgrader_workflow.py tests/test_gradebook.py \
-	tests/test_grader_boundary.py tests/test_plain_nbgrader.py tests/test_progress_check.py tests/test_grader_parts.py
 test:
 	@rm -rf $(TIMINGS) && mkdir -p $(TIMINGS) && date +%s > $(TIMINGS)/started
-	@$(MAKE) --no-print-directory -j5 --output-sync=target test-units-after-set-up test-notebooks-then-units \
-		UNIT_ARGS="--ignore=tests/test_variants.py $(addprefix --ignore=,$(AFTER_NOTEBOOKS))"; status=$$?; \
-		$(BIN)/python scripts/test_times.py $(TIMINGS); exit $$status
-
-test-notebooks-then-units: test-all-notebooks
-	$(BIN)/python -m pytest -q -rs --junitxml=$(TIMINGS)/after-notebooks.xml $(AFTER_NOTEBOOKS)
+	@$(MAKE) --no-print-directory -j5 --output-sync=target test-units-after-set-up test-all-notebooks \
+		UNIT_ARGS=--ignore=tests/test_variants.py; status=$$?; $(BIN)/python scripts/test_times.py $(TIMINGS); exit $$status
 
 test-units-after-set-up: $(STAMP) test-packages hub-test-env lint
 	@date +%s > $(TIMINGS)/set-up-done

@@ -470,6 +470,13 @@ def test_nobody_gets_in_where_they_do_not_belong(running):
             hub=hub)
     mine = Path(hub.homes) / RIGHT / "release" / ASSIGNMENT / "feedback"
     assert not any("see the note on task 4" in p.read_text() for p in mine.rglob("*.html"))
+    # the shared environment every account runs (the grader and Formgrader included): no .pth file planted in it,
+    # no package removed from it with the installer it was built by (uv, beside pip)
+    site = next((hub.env / "lib").glob("python3*/site-packages"))
+    refused(hub, RIGHT, f"echo 'import os' > {q(str(site / 'zz-planted.pth'))}")
+    refused(hub, RIGHT, f"{q(str(hub.env / 'bin' / 'python'))} -m uv pip uninstall --no-cache --python "
+                        f"{q(str(hub.env / 'bin' / 'python'))} einops")
+    assert (site / "einops").is_dir() and not (site / "zz-planted.pth").exists()
     # the instructor's course
     for inside in ("source", "reference", "autograded", "gradebook.db", "submitted"):
         assert "Permission denied" in refused(hub, RIGHT, f"ls {q(str(hub.course / inside))}")

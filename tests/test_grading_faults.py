@@ -80,11 +80,7 @@ def copy_of(graded: Path, root: Path) -> Path:
     """The graded class copied into `root`: its submissions, gradebook, autograded/ and graded/, with its
     nbgrader_config.py pointing at the copy's own gradebook."""
     shutil.copytree(graded, root, symlinks=True, dirs_exist_ok=True)
-    config = root / "nbgrader_config.py"
-    config.write_text(config.read_text().replace(repr(str(graded)), repr(str(root))).replace(
-        repr(f"sqlite:///{graded}/gradebook.db"), repr(f"sqlite:///{root}/gradebook.db")))
-    assert str(graded) not in config.read_text()
-    return root
+    return tiny_course.write_config(root)
 
 
 def descendants(pid: int) -> dict[int, bool]:

@@ -56,6 +56,11 @@ def make_course(root: Path, exchange: Path | None = None, db_url: str | None = N
     """Write the course into `root` (source/00_tiny and nbgrader_config.py); return root."""
     (root / "source" / ASSIGNMENT).mkdir(parents=True, exist_ok=True)
     nbformat.write(source_notebook(), root / "source" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb")
+    return write_config(root, exchange, db_url)
+
+
+def write_config(root: Path, exchange: Path | None = None, db_url: str | None = None) -> Path:
+    """Write the course's nbgrader_config.py: the repository's, with root's folder and gradebook; return root."""
     lines = ["c = get_config()",
              f"load_subconfig({str(REPO / 'nbgrader_config.py')!r})",
              f"c.CourseDirectory.root = {str(root)!r}",

@@ -127,13 +127,19 @@ def test_two_runs_at_once_one_waits_for_nobody_and_the_second_says_who(tmp_path,
 def test_a_killed_run_leaves_nothing_running_and_the_next_run_cleans_up(tmp_path, clean):
     root = tmp_path
     make_class(root, {"ada": "return 2 * x", "bob": SLEEPY, "cy": "while True: pass"})
-    run = grade(root, "--limit", "cell_seconds=600", "--limit", "notebook_seconds=600", "--limit", "cpu_seconds=600",
-                wait=False, start_new_session=True)
+    run = grade(root, "--workers", "2", "--limit", "cell_seconds=600", "--limit", "notebook_seconds=600",
+                "--limit", "cpu_seconds=600", wait=False, start_new_session=True)  # two at once, on any machine
+    # Ada's notebook ends at once; once her result is written, the two notebooks running are Bob's and Cy's, which
+    # never end by themselves. (Counting notebooks before that could count Ada's, gone a moment later.)
+    ada_done = root / "graded" / "results" / "ada" / f"{A}.json"
     deadline = time.monotonic() + 300  # a loaded machine takes its time to start the zygote and the notebooks
-    while sum(descendants(run.pid).values()) < 2 and time.monotonic() < deadline:  # bob's and cy's notebooks
+    below = {}
+    while time.monotonic() < deadline:
+        below = descendants(run.pid)
+        if ada_done.exists() and sum(below.values()) >= 2:
+            break
         time.sleep(0.5)
-    below = descendants(run.pid)
-    assert sum(below.values()) >= 2, f"no notebooks running under the grader: {below}"
+    assert ada_done.exists() and sum(below.values()) >= 2, f"bob's and cy's notebooks are not both running: {below}"
     (root / "graded" / "results" / "bob").mkdir(parents=True, exist_ok=True)
     (root / "graded" / "results" / "bob" / f".{A}.json.12345.tmp").write_text('{"half": ')  # a write cut short
     os.kill(run.pid, signal.SIGKILL)

@@ -61,7 +61,7 @@ def grade(submitted: Path | None, out: Path, names: list[str] | None = None, lim
             found, names, on_roster, finish_sync = find(run, names)
             jobs, todo, extra_rows = plan_jobs(run, found, names, on_roster, fresh)
             if todo:
-                import utils.rules  # noqa: F401 - what each worker needs (the utils package imports torch), imported once
+                import utils.rules  # noqa: F401 - what each worker needs, imported once (without torch)
             else:
                 zygote.close()
                 zygote = None

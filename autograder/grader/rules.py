@@ -10,7 +10,7 @@ from __future__ import annotations
 
 def verdicts(assignment: str, plan) -> dict:
     """{test grade_id: (rule, verdict)} for every test cell of `plan` that has a rule."""
-    from utils.rules import RULES, Code, judge, parse  # the `utils` package imports torch: only when grading
+    from utils.rules import RULES, Code, judge, parse  # imported by the grader before its workers fork
     tests = [c for c in plan.cells if c.kind == "test" and (assignment, c.grade_id) in RULES]
     if not tests:
         return {}

@@ -51,6 +51,9 @@ def preload() -> None:
     torch.save(torch.nn.Parameter(torch.zeros(1)), io.BytesIO())  # first pickling adds caches to torch's classes
     for path in sorted((REPO_ROOT / "utils").glob("*.py")):
         importlib.import_module(f"utils.{path.stem}" if path.stem != "__init__" else "utils")
+    utils = importlib.import_module("utils")
+    for name in utils.__all__:  # the package's names are bound on first use: bind them all before any fork
+        getattr(utils, name)
     importlib.import_module("utils.grading").warm_up()
 
 

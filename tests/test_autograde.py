@@ -4,6 +4,7 @@ Every submission must get exactly the points its real work earns, with a readabl
 graded; nothing a submission does may reach the hidden tests, other students' files or the grades.
 """
 import csv
+import functools
 import hashlib
 import json
 import os
@@ -32,9 +33,19 @@ ASSIGNMENTS = assignments()
 CELL_SECONDS = 30 if torch.cuda.is_available() else 10
 LIMITS = ["--limit", f"cell_seconds={CELL_SECONDS}", "--limit", "memory_mib=1024", "--limit", "notebook_seconds=300"]
 ARTIFACTS = Path(os.environ.get("PYTEST_ARTIFACTS", REPO / "test-artifacts")) / "autograde"
-# A fork loop is only safe to run where the process limit binds: in a user namespace, or as a non-root user.
-FORKS_CONTAINED = "user namespace" in probe(load_limits()) or os.geteuid() != 0
-FAULTS = {k: v for k, v in submissions.FAULTS.items() if k != "forks" or FORKS_CONTAINED}
+FAULTS = submissions.FAULTS
+
+
+@functools.cache
+def forks_contained() -> bool:
+    """Whether a fork loop is safe to run here: where the process limit binds, in a user namespace or as a non-root
+    user. Asked once, when first needed (a probe starts a zygote: about 5 s of CPU, not paid at collection)."""
+    return os.geteuid() != 0 or "user namespace" in probe(load_limits())
+
+
+def faults() -> dict:
+    """The faults this machine can contain (all of them, or all but the fork loop)."""
+    return {k: v for k, v in FAULTS.items() if k != "forks" or forks_contained()}
 # What depends on each exercise's own checks runs on every assignment: the solution, a variant solution, the comparison
 # tricks, a blank and a half-done notebook, a wrong first task. What the grader contains or undoes whatever the
 # exercise (a loop, a memory bomb, an exit, a segfault; deleted, duplicated or edited test cells, changed metadata,
@@ -82,7 +93,7 @@ def graded(tmp_path_factory):
     listener = socket.create_server(("127.0.0.1", 0))
     pwned = Path("/tmp") / f"pwned-{secrets.token_hex(4)}"
     for a in ASSIGNMENTS:
-        structural = {**STRUCTURAL_TRICKS, **STRUCTURAL_HONEST, **FAULTS} if a in FIRST_AND_LAST else {}
+        structural = {**STRUCTURAL_TRICKS, **STRUCTURAL_HONEST, **faults()} if a in FIRST_AND_LAST else {}
         makers = {**PER_EXERCISE_TRICKS, **PER_EXERCISE_HONEST, **structural,
                   "firsterror": submissions.first_task_error, "blank": submissions.release_notebooks,
                   "half": submissions.half_done}
@@ -186,6 +197,8 @@ def test_half_done_scores_its_half(graded, assignment):
 def test_a_fault_costs_only_the_cell_it_is_in(graded, student, assignment):
     """An infinite loop, a memory bomb, a fork loop, os._exit, sys.exit or a segfault in the first answer
     scores exactly like an ordinary error there: the other tasks are still graded."""
+    if student not in faults():
+        pytest.skip("running as root without user namespaces: RLIMIT_NPROC does not bind, so the fork loop is not run")
     yardstick = score(graded, "firsterror", assignment)
     assert yardstick < sum(submissions.task_points(assignment))
     assert score(graded, student, assignment) == yardstick, \
@@ -207,16 +220,16 @@ def test_unknown_assignment_is_reported_not_fatal(graded):
 
 
 def test_fork_loops_are_contained_here():
-    if not FORKS_CONTAINED:
+    if not forks_contained():
         pytest.skip("running as root without user namespaces: RLIMIT_NPROC does not bind, so the fork loop is not run")
-    assert "forks" in FAULTS
+    assert "forks" in faults()
 
 
 def test_fault_reasons_are_readable(graded):
     results = {p.parent.name + "/" + p.stem: json.loads(text) for p, text in graded["results"].items()}
     first = ASSIGNMENTS[0]
     errors = {student: " ".join(c["error"] for nb in results[f"{student}/{first}"]["notebooks"].values()
-                                for c in nb["cells"]) for student in FAULTS}
+                                for c in nb["cells"]) for student in faults()}
     assert f"longer than {CELL_SECONDS} s" in errors["loop"]
     assert "MemoryError" in errors["memory"]
     assert "exited with code 3" in errors["osexit"]

@@ -4,7 +4,8 @@
     | code answer graded by hand (3 points) | task graded by hand (5 points)
 
 so its maximum is 14 points, of which 2 are graded automatically. `make_course(root)` writes it with an
-nbgrader_config.py that loads the repository's and keeps the gradebook (and, when asked, the exchange) inside root.
+nbgrader_config.py that loads the repository's and keeps the gradebook and the exchange inside root (or the
+exchange where asked).
 """
 from __future__ import annotations
 
@@ -60,14 +61,16 @@ def make_course(root: Path, exchange: Path | None = None, db_url: str | None = N
 
 
 def write_config(root: Path, exchange: Path | None = None, db_url: str | None = None) -> Path:
-    """Write the course's nbgrader_config.py: the repository's, with root's folder and gradebook; return root."""
+    """Write the course's nbgrader_config.py: the repository's, with root's folder, gradebook and exchange (by
+    default root/exchange); return root."""
     lines = ["c = get_config()",
              f"load_subconfig({str(REPO / 'nbgrader_config.py')!r})",
              f"c.CourseDirectory.root = {str(root)!r}",
              f"c.CourseDirectory.db_url = {db_url or 'sqlite:///' + str(root / 'gradebook.db')!r}"]
-    if exchange is not None:
-        lines += [f"c.Exchange.root = {str(exchange)!r}", "c.Exchange.path_includes_course = True",
-                  "c.Exchange.timezone = 'UTC'"]
+    exchange = exchange or root / "exchange"  # never the repository's (its nbgrader_config.py's default)
+    exchange.mkdir(parents=True, exist_ok=True)
+    lines += [f"c.Exchange.root = {str(exchange)!r}", "c.Exchange.path_includes_course = True",
+              "c.Exchange.timezone = 'UTC'"]
     (root / "nbgrader_config.py").write_text("\n".join(lines) + "\n")
     return root
 

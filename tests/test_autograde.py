@@ -39,7 +39,7 @@ FAULTS = submissions.FAULTS
 @functools.cache
 def forks_contained() -> bool:
     """Whether a fork loop is safe to run here: where the process limit binds, in a user namespace or as a non-root
-    user. Asked once, when first needed (a probe starts a zygote: about 5 s of CPU, not paid at collection)."""
+    user. Asked once, when first needed, not at collection in every pytest worker (a probe starts a zygote)."""
     return os.geteuid() != 0 or "user namespace" in probe(load_limits())
 
 

@@ -3,6 +3,8 @@ that the code shows breaks them, and a route it does not show is reported for a 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -104,3 +106,28 @@ def test_the_last_definition_wins_and_einops_needs_an_answer():
     assert verdict(einops, "def merge_heads(x):\n    return x").broken  # answered without einops
     assert not verdict(einops, "def merge_heads(x):\n    raise NotImplementedError('replace this line')").broken
     assert not verdict(einops, "def merge_heads(x):\n    return einops.einsum(x, 'a -> a')", context="import einops").broken
+
+
+def test_the_grader_reads_the_rules_without_importing_torch():
+    """`utils` binds its names on first use, so the grader's `import utils.rules` costs no torch; every name the
+    package offers is still there, and is the object its module defines."""
+    script = textwrap.dedent("""
+        import sys
+        import utils, utils.rules
+        assert "torch" not in sys.modules, "importing utils.rules imported torch"
+        from utils import describe_device
+        import utils.device, utils.units
+        assert describe_device is utils.device.describe_device and utils.format_bytes is utils.units.format_bytes
+        assert set(utils.__all__) <= set(dir(utils))
+        for name in utils.__all__:
+            getattr(utils, name)
+        try:
+            utils.no_such_name
+        except AttributeError as error:
+            assert "no_such_name" in str(error)
+        else:
+            raise AssertionError("utils.no_such_name did not raise AttributeError")
+        print("ok")
+    """)
+    done = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stdout + done.stderr

@@ -4,7 +4,7 @@ Notebooks and tests import from here; nothing in here is copied into a notebook.
 
 `import utils` itself imports nothing heavy: each name below (and each module, `utils.floats`) is imported the
 first time it is used (PEP 562's module `__getattr__`). So the grader can import the torch-free `utils.rules`
-without paying for torch (about 3 s of CPU per grading run) when nothing it grades needs torch.
+without importing torch (docs/benchmarks.md says what that saves each grading run).
 """
 from __future__ import annotations
 

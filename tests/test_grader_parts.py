@@ -1,5 +1,8 @@
 """The grader's parts, without running notebooks: limits, plans, the sandbox probe, merging shards."""
 import csv
+import subprocess
+import sys
+import textwrap
 
 import pytest
 
@@ -195,3 +198,26 @@ def test_the_runs_helpers_end_at_once_when_it_is_done():
     assert zygote.process.poll() is not None
     with pytest.raises(ChildProcessError):
         os.waitpid(checker.process.pid, os.WNOHANG)  # reaped: gone
+
+
+def test_a_student_cannot_turn_utils_lazy_names_against_the_tests():
+    """`utils` binds its names on first use; in a notebook process every name is bound before the fork (the zygote's
+    preload), so nothing of `utils` resolves inside the sandbox. A student who deletes a name and poisons the table
+    it would be resolved from, or replaces the package's `__getattr__`, is undone by the guard before a test runs."""
+    script = textwrap.dedent("""
+        from autograder.sandboxed import executor, zygote
+        zygote.preload()
+        import utils, utils.units
+        unbound = [name for name in utils.__all__ if name not in vars(utils)]
+        assert not unbound, f"bound only on first use, inside the sandbox: {unbound}"
+        guard = executor.Guard({})
+        del utils.format_bytes                                   # the student's cell
+        utils._HOME_OF["format_bytes"] = "rules"
+        utils.__getattr__ = lambda name: (lambda *args, **kwargs: "full marks")
+        changed = guard.differences(fix=True)                    # before the next test cell
+        assert "utils.format_bytes" in changed and "utils.__getattr__" in changed, changed
+        assert utils.format_bytes is utils.units.format_bytes
+        print("ok")
+    """)
+    done = subprocess.run([sys.executable, "-c", script], cwd=REPO_ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and done.stdout.strip().endswith("ok"), done.stdout + done.stderr

@@ -33,7 +33,15 @@ ASSIGNMENTS = assignments()
 CELL_SECONDS = 30 if torch.cuda.is_available() else 10
 LIMITS = ["--limit", f"cell_seconds={CELL_SECONDS}", "--limit", "memory_mib=1024", "--limit", "notebook_seconds=300"]
 ARTIFACTS = Path(os.environ.get("PYTEST_ARTIFACTS", REPO / "test-artifacts")) / "autograde"
-FAULTS = submissions.FAULTS
+# What depends on each exercise's own checks runs on every assignment: the solution, a variant solution, the comparison
+# tricks, a blank and a half-done notebook, a wrong first task. What the grader contains or undoes whatever the
+# exercise (a loop, a memory bomb, an exit, a segfault; deleted, duplicated or edited test cells, changed metadata,
+# noise, floods of output, snooping) runs on two: the first assignment, and the last (the heaviest hidden tests).
+FIRST_AND_LAST = [ASSIGNMENTS[0], ASSIGNMENTS[-1]]
+PER_EXERCISE_TRICKS = {k: v for k, v in submissions.TRICKS.items() if k != "testsedited"}
+STRUCTURAL_TRICKS = {"testsedited": submissions.TRICKS["testsedited"]}
+PER_EXERCISE_HONEST = {k: submissions.HONEST_EDITS[k] for k in ("solved", "variant")}
+STRUCTURAL_HONEST = {k: v for k, v in submissions.HONEST_EDITS.items() if k not in PER_EXERCISE_HONEST}
 
 
 @functools.cache
@@ -45,16 +53,7 @@ def forks_contained() -> bool:
 
 def faults() -> dict:
     """The faults this machine can contain (all of them, or all but the fork loop)."""
-    return {k: v for k, v in FAULTS.items() if k != "forks" or forks_contained()}
-# What depends on each exercise's own checks runs on every assignment: the solution, a variant solution, the comparison
-# tricks, a blank and a half-done notebook, a wrong first task. What the grader contains or undoes whatever the
-# exercise (a loop, a memory bomb, an exit, a segfault; deleted, duplicated or edited test cells, changed metadata,
-# noise, floods of output, snooping) runs on two: the first assignment, and the last (the heaviest hidden tests).
-FIRST_AND_LAST = [ASSIGNMENTS[0], ASSIGNMENTS[-1]]
-PER_EXERCISE_TRICKS = {k: v for k, v in submissions.TRICKS.items() if k != "testsedited"}
-STRUCTURAL_TRICKS = {"testsedited": submissions.TRICKS["testsedited"]}
-PER_EXERCISE_HONEST = {k: submissions.HONEST_EDITS[k] for k in ("solved", "variant")}
-STRUCTURAL_HONEST = {k: v for k, v in submissions.HONEST_EDITS.items() if k not in PER_EXERCISE_HONEST}
+    return {k: v for k, v in submissions.FAULTS.items() if k != "forks" or forks_contained()}
 
 
 def digest(folder: Path) -> dict[str, str]:
@@ -192,7 +191,7 @@ def test_half_done_scores_its_half(graded, assignment):
     assert 0 < score(graded, "half", assignment) < sum(points), lost(graded, "half", assignment)
 
 
-@pytest.mark.parametrize("student", sorted(FAULTS))
+@pytest.mark.parametrize("student", sorted(submissions.FAULTS))
 @pytest.mark.parametrize("assignment", FIRST_AND_LAST)
 def test_a_fault_costs_only_the_cell_it_is_in(graded, student, assignment):
     """An infinite loop, a memory bomb, a fork loop, os._exit, sys.exit or a segfault in the first answer

@@ -69,8 +69,7 @@ def write_config(root: Path, exchange: Path | None = None, db_url: str | None = 
              f"c.CourseDirectory.db_url = {db_url or 'sqlite:///' + str(root / 'gradebook.db')!r}"]
     exchange = exchange or root / "exchange"  # never the repository's (its nbgrader_config.py's default)
     exchange.mkdir(parents=True, exist_ok=True)
-    lines += [f"c.Exchange.root = {str(exchange)!r}", "c.Exchange.path_includes_course = True",
-              "c.Exchange.timezone = 'UTC'"]
+    lines.append(f"c.Exchange.root = {str(exchange)!r}")  # the rest of the exchange's settings: the repository's
     (root / "nbgrader_config.py").write_text("\n".join(lines) + "\n")
     return root
 

@@ -497,13 +497,26 @@ def check_clone_private(clone: Path) -> None:
                              f"    chmod 700 {clone}\n(or clone the course under /root, which is 0700)")
 
 
+# The ports browsers refuse to open (Chromium: ERR_UNSAFE_PORT): the Fetch standard's "bad port" list
+# (https://fetch.spec.whatwg.org/#port-blocking). A hub on one of them starts, and no student can reach it.
+BROWSER_BLOCKED_PORTS = frozenset({
+    1, 7, 9, 11, 13, 15, 17, 19, 20, 21, 22, 23, 25, 37, 42, 43, 53, 69, 77, 79, 87, 95, 101, 102, 103, 104, 109,
+    110, 111, 113, 115, 117, 119, 123, 135, 137, 139, 143, 161, 179, 389, 427, 465, 512, 513, 514, 515, 526, 530,
+    531, 532, 540, 548, 554, 556, 563, 587, 601, 636, 989, 990, 993, 995, 1719, 1720, 1723, 2049, 3659, 4045, 4190,
+    5060, 5061, 6000, 6566, 6665, 6666, 6667, 6668, 6669, 6697, 10080})
+
+
 def check_ports(hub: ClassHub) -> None:
     """Refuse a port any account could bind (1024 and above): a student's process would stand in for the hub
-    while it is stopped, and receive the passwords and tokens sent to it."""
+    while it is stopped, and receive the passwords and tokens sent to it. Refuse a public port browsers will not
+    open, too: the hub would start and no student could reach it."""
     high = [f"{what} {port}" for what, _, port in listeners(hub) if port >= 1024]
     if high:
         raise ClassError(f"{', '.join(high)}: at 1024 or above, any account could take it while the hub is stopped. "
                          "Choose ports below 1024: --port 443 (docs/hub.md, 'Ports') and --internal-ports 801,802,803")
+    if hub.port in BROWSER_BLOCKED_PORTS:
+        raise ClassError(f"the hub's public port {hub.port} is one browsers refuse to open (ERR_UNSAFE_PORT in "
+                         "Chromium). Choose another below 1024, such as --port 443 (docs/hub.md, 'Ports')")
 
 
 def check_confinement() -> None:

@@ -76,6 +76,10 @@ def test_ports_a_student_could_bind_and_a_readable_clone_are_refused(tmp_path):
     hub = ClassHub(prefix=str(tmp_path), students=[], staff=[], instructor="prof", port=8000)
     with pytest.raises(ClassError, match="the hub's public port 8000: at 1024 or above"):
         check_ports(hub)
+    for port in (601, 636):    # below 1024, but Chromium answers ERR_UNSAFE_PORT: no student could log in
+        with pytest.raises(ClassError, match=f"public port {port} is one browsers refuse"):
+            check_ports(ClassHub(prefix=str(tmp_path), students=[], staff=[], instructor="prof", port=port))
+    check_ports(ClassHub(prefix=str(tmp_path), students=[], staff=[], instructor="prof", port=443))
     clone = Path(tempfile.mkdtemp(dir="/var/tmp"))   # /var/tmp: every account may pass (pytest's tmp_path is 0700)
     try:
         (clone / "source").mkdir()

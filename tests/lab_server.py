@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from scripts import process_group
+from scripts.class_hub import BROWSER_BLOCKED_PORTS
 
 REPO = Path(__file__).resolve().parent.parent
 TOKEN = "course-test-token"
@@ -22,20 +23,18 @@ TOKEN = "course-test-token"
 
 def free_port() -> int:
     """A free loopback TCP port the kernel picks, one a browser will open."""
-    from scripts.class_hub import BROWSER_BLOCKED_PORTS
     while True:
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
-            if s.getsockname()[1] not in BROWSER_BLOCKED_PORTS:
-                return s.getsockname()[1]
+            port = s.getsockname()[1]
+        if port not in BROWSER_BLOCKED_PORTS:
+            return port
 
 
 def free_low_port(taken: set[int] = frozenset()) -> int:
     """A free loopback TCP port below 1024 (only root can bind one), not in `taken`: a random one of 600-999,
     where nothing of ours listens by default, leaving out those browsers refuse to open (601, 636, ...)."""
     import random
-
-    from scripts.class_hub import BROWSER_BLOCKED_PORTS
     for port in random.sample(range(600, 1000), 400):
         if port in taken or port in BROWSER_BLOCKED_PORTS:
             continue

@@ -107,22 +107,27 @@ HIDDEN_SOURCE = {"cells": [
 ]}
 
 
+@pytest.fixture(scope="module")
+def zygote(tmp_path_factory):
+    """One zygote for the feedback cases: each case's notebook process is a fork of it, as in a grading run (starting
+    a zygote costs about 5 s of CPU, its preload)."""
+    from autograder.grader.notebooks import Zygote
+    started = Zygote([REPO_ROOT, tmp_path_factory.mktemp("walled")])
+    yield started
+    started.close()
+
+
 @pytest.mark.parametrize("answer, failed_where", [("def f(x):\n    return 2 * abs(x)", "hidden"),
                                                    ("def f(x):\n    return 3 * x", "visible"),
                                                    ("def f(x):\n    return 2 * x if x > 0 else int('no')", "hidden")])
-def test_feedback_gives_a_failed_hidden_check_only_its_hint(tmp_path, answer, failed_where):
+def test_feedback_gives_a_failed_hidden_check_only_its_hint(zygote, answer, failed_where):
     """With feedback = "hints" (the default), a student reads that a hidden check failed and its hint, never the
     hidden case's input or expected value; a failed visible check shows everything; "full" shows everything."""
     from autograder.feedback import for_students
-    from autograder.grader.notebooks import Zygote, run_plan
+    from autograder.grader.notebooks import run_plan
     plan = make_plan("nb", HIDDEN_SOURCE, submitted(
         ("", {"grade_id": "setup"}), (answer, {"grade_id": "f", "solution": True}), ("", {"grade_id": "test_f"})))
-    limits = load_limits()
-    zygote = Zygote([REPO_ROOT, tmp_path])
-    try:
-        results = run_plan(plan, limits, zygote, 0)
-    finally:
-        zygote.close()
+    results = run_plan(plan, load_limits(), zygote, 0)
     test, result = plan.cells[-1], results[-1]
     assert not result["ok"]
     shown = for_students(test, result, "hints")

@@ -109,8 +109,8 @@ HIDDEN_SOURCE = {"cells": [
 
 @pytest.fixture(scope="module")
 def zygote(tmp_path_factory):
-    """One zygote for the feedback cases: each case's notebook process is a fork of it, as in a grading run (starting
-    a zygote costs about 5 s of CPU, its preload)."""
+    """One zygote for the feedback cases: each case's notebook process is a fork of it, as in a grading run (a zygote's
+    start, its preload of torch and the rest, is the costly part)."""
     from autograder.grader.notebooks import Zygote
     started = Zygote([REPO_ROOT, tmp_path_factory.mktemp("walled")])
     yield started

@@ -42,9 +42,9 @@ def main() -> None:
     for seconds, name in slowest(folder):
         print(f"  {seconds:7.1f}  {name}")
     if started is not None:
-        total = now - started
+        minutes, seconds = divmod(round(now - started), 60)  # 959.6 s is 16 min 0 s, not 15 min 60 s
         setup = f"; tests/ started after {set_up - started:.0f} s of set-up" if set_up else ""
-        print(f"make test took {int(total // 60)} min {total % 60:.0f} s{setup} (budget: 8 min from a fresh clone on 2 cores)")
+        print(f"make test took {minutes} min {seconds} s{setup} (budget: 8 min from a fresh clone on 2 cores)")
 
 
 if __name__ == "__main__":

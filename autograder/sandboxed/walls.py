@@ -9,6 +9,7 @@
 - a disk cap: the working folder is a tmpfs of `disk_mib` in the notebook's own mount namespace (the grader never
   reads it back; it vanishes with the process);
 - resource limits (setrlimit): memory, CPU seconds, processes, file size, no core dumps;
+- on a machine with an NVIDIA GPU, CUDA initialised before Landlock (`open_gpu` says why);
 - Landlock (Linux 5.13+): read only Python, system libraries and the course's `utils/`; write only the working
   folder; no TCP (6.7+); no signals outside (6.12+).
 
@@ -160,6 +161,20 @@ def private_mounts(work: Path, disk_mib: int) -> None:
 def gpu_device_files() -> list[Path]:
     """NVIDIA device files a notebook needs to use the GPU (empty on a machine without one)."""
     return sorted(Path("/dev").glob("nvidia*"))
+
+
+def open_gpu() -> str:
+    """On a machine with NVIDIA device files, before Landlock: initialise CUDA in this process (its context on the
+    current GPU) and say what came of it. Under the notebook's Landlock ruleset CUDA's initialisation fails with
+    error 304 ("OS call failed"), even with all of /dev writable and / readable (seen on an H100: driver 580, Linux
+    6.18, Landlock ABI 7; docs/gpu.md); done first, it works, and the ruleset then holds for everything else. A GPU
+    that cannot be initialised leaves the notebook on the CPU, as on a machine without one."""
+    import torch
+    try:
+        torch.zeros(1, device="cuda")
+    except Exception as error:  # noqa: BLE001 - the notebook runs on the CPU; the walls say why
+        return f"no CUDA ({type(error).__name__}: {str(error)[:120]})"
+    return f"CUDA on {torch.cuda.get_device_name()} (initialised before Landlock)"
 
 
 # ---- resource limits ------------------------------------------------------------------------------------------

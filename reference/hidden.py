@@ -57,10 +57,26 @@ def cases(key: str) -> object:
 
 
 def expected(key: str) -> object:
-    """What a correct solution gives on `cases(key)`."""
+    """What a correct solution gives on `cases(key)`, with every tensor on the CPU: hand-ins are decoded onto the CPU
+    (utils.handin.decode), and the grader's trusted checker compares in children it forks, where a CUDA tensor made
+    before the fork cannot be used (CUDA does not survive a fork)."""
     if key not in _expected:
-        _expected[key] = hidden_test(key).expected(cases(key))
+        _expected[key] = _on_cpu(hidden_test(key).expected(cases(key)))
     return _expected[key]
+
+
+def _on_cpu(value: object) -> object:
+    """`value` with each tensor in it (in lists, tuples and dicts, however nested) moved to the CPU."""
+    import torch
+    if isinstance(value, torch.Tensor):
+        return value.cpu()
+    if isinstance(value, tuple) and hasattr(value, "_fields"):  # a named tuple
+        return type(value)(*(_on_cpu(v) for v in value))
+    if isinstance(value, (list, tuple)):
+        return type(value)(_on_cpu(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _on_cpu(v) for k, v in value.items()}
+    return value
 
 
 def results_list(results: object, count: int, task: str) -> list:

@@ -177,8 +177,7 @@ def _scaled_check(cases, expected, results) -> None:
             check_type(g_flag, bool, f"return value, {what}", hint="return a Python bool: True when the step was taken.")
             check_int(int(g_flag), int(w_flag), f"stepped?, {what}",
                       hint="skip the step when any unscaled gradient holds an inf or a nan.")
-            # want[1] stays on the case's device; what was handed in was decoded onto the CPU (utils.handin.decode)
-            check_tensor(got[1][step], want[1][step].cpu(), f"master weights, {what}", rtol=1e-6, atol=1e-12,
+            check_tensor(got[1][step], want[1][step], f"master weights, {what}", rtol=1e-6, atol=1e-12,
                          hint="unscale in fp32: divide param.grad.float() by scale.")
             check_tensor(got[2][step], got[1][step].to(torch.float16), f"fp16 model = master rounded, {what}")
             check_int(int(got[3][step] is True), 1, f"all gradients set to None, {what}")

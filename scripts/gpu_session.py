@@ -346,14 +346,11 @@ class Session:
 FOLLOW_UP = """## Follow-up (docs/gpu.md, "After it")
 
 In the session that gets these files back, on its own machine (CPU):
-1. `tar -xzf notebooks.tar.gz` in the repository root: lectures 2, 5, 7, 8, 9 and 10 as this GPU ran them, whole,
-   with the retired imports gone and lecture 10 a GPU lecture (its note and `gpu_figures` metadata).
-2. Delete `utils/retired.py` and the stand-ins that use it (the `retired(...)` lines in utils/flops.py, optimizers.py,
-   training.py, mixed_precision.py), and `utils.transfer.predicted_allocated_bytes` with its uses in
-   tests/test_transfer.py and tests/test_gpu.py (`sum(allocator_bytes(bytes_for(...)))` says the same).
-3. Check on the CPU: `.venv/bin/python -m pytest -q --nbval --sanitize-with tests/nbval_sanitize.cfg` on the six
-   lectures, tests/test_notebook_conventions.py, and the utils tests touched in step 2.
-4. Put the device line, the pass counts and bench.gpu_figures' table into docs/benchmarks.md ("GPU figures on an
+1. `tar -xzf notebooks.tar.gz` in the repository root: lectures 2, 5, 7, 8, 9 and 10 as this GPU ran them, whole.
+2. Check on the CPU: `.venv/bin/python -m pytest -q -n 2 --dist loadfile --nbval --sanitize-with
+   tests/nbval_sanitize.cfg` on the six lectures (and again under ATEN_CPU_CAPABILITY=default
+   ONEDNN_MAX_CPU_ISA=AVX2), tests/test_notebook_conventions.py and tests/test_notebook_provenance.py.
+3. Put the device line, the pass counts and bench.gpu_figures' table into docs/benchmarks.md ("GPU figures on an
    H100", with the date), and commit.
 """
 

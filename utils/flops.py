@@ -14,7 +14,6 @@ from typing import Callable
 
 from torch.utils.flop_counter import FlopCounterMode
 
-from utils.retired import retired
 
 SECONDS_PER_DAY = 24 * 60 * 60
 
@@ -72,14 +71,6 @@ def bound(intensity: float, peak_flops_per_second: float, bytes_per_second: floa
         return "compute-bound"
     return "memory-bound"
 
-
-# Names lecture 5's first cell still imports (utils/retired.py explains why); the lecture writes these sums out.
-forward_flops = retired("forward_flops", "exercise 5, task 2 (linear_model_flops)")
-training_flops = retired("training_flops", "exercise 5, tasks 2 and 3")
-mfu = retired("mfu", "exercise 5, task 4 (matmul_mfu)")
-flops_per_day = retired("flops_per_day", "exercise 5, task 3 (training_days)")
-training_days = retired("training_days", "exercise 5, task 3")
-attainable_flops_per_second = retired("attainable_flops_per_second", "exercise 5, task 6 (roofline_seconds)")
 
 
 def linear_model_matmul_shapes(batch_shape: tuple[int, ...], widths: list[int]) -> list[tuple[tuple[int, ...], tuple[int, ...]]]:

@@ -16,7 +16,6 @@ from jaxtyping import Float, Shaped
 from torch import Tensor, nn
 
 from utils.models import Linear
-from utils.retired import retired
 
 
 # ---------------------------------------------------------------- fp32 master weights
@@ -114,9 +113,3 @@ def autocast_output_dtype(op: str, input_dtype: torch.dtype, device_type: str = 
     with torch.autocast(device_type=device_type, dtype=autocast_dtype):
         return AUTOCAST_PROBES[op](x).dtype
 
-
-# Names lecture 9's first cell still imports (utils/retired.py explains why); the lecture uses autocast and GradScaler.
-master_weight_step = retired("master_weight_step", "exercise 9, task 1")
-loss_scaled_step = retired("loss_scaled_step", "exercise 9, task 2")
-next_loss_scale = retired("next_loss_scale", "exercise 9, task 3")
-mlp_activation_bytes = retired("mlp_activation_bytes", "exercise 9, task 4")

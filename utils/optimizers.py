@@ -21,7 +21,6 @@ from jaxtyping import Float
 from torch import Tensor, nn
 from torch.optim import Optimizer
 
-from utils.retired import retired
 
 Params = Iterable[nn.Parameter] | Iterable[dict]
 
@@ -156,10 +155,3 @@ def state_summary(optimizer: Optimizer, params: list[nn.Parameter]) -> list[dict
                         if torch.is_tensor(value) and value.dim() > 0})
     return summary
 
-
-# Names lecture 7's first cell still imports (utils/retired.py explains why); the lecture runs torch.optim's classes.
-Momentum = retired("Momentum", "exercise 7, task 1 (MomentumSGD)")
-AdaGrad = retired("AdaGrad", "exercise 7, task 2")
-Adam = retired("Adam", "exercise 7, task 3 (as AdamW)")
-AdamW = retired("AdamW", "exercise 7, task 3")
-adam_update = retired("adam_update", "exercise 7, task 3 (AdamW)")

@@ -20,7 +20,6 @@ from jaxtyping import Int
 from torch import Tensor, nn
 
 from utils.progress import progress
-from utils.retired import retired
 
 TOKEN_DTYPE = np.uint16  # 2 bytes a token: ids up to 65,535 (GPT-2 has 50,257 tokens, LLaMA 1 and 2 have 32,000)
 
@@ -137,9 +136,6 @@ def load_checkpoint(path: str | Path, model: nn.Module, optimizer: torch.optim.O
     restore_rng_state(checkpoint["rng"], generator)
     return checkpoint["step"]
 
-
-# A name lecture 8's first cell still imports (utils/retired.py explains why); the lecture seeds each generator itself.
-seed_everything = retired("seed_everything", "exercise 8, task 2")
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ from torch import Tensor
 
 from utils.grading import check_bool  # noqa: F401 (the exercise imports it from here)
 from utils.timing import time_it
-from utils.units import GB, bytes_for
+from utils.units import GB
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -37,12 +37,6 @@ def allocator_bytes(nbytes: int, block: int = ALLOCATOR_BLOCK_BYTES) -> int:
         raise ValueError(f"a tensor cannot need {nbytes} bytes")
     blocks = -(-nbytes // block)  # ceiling division
     return blocks * block
-
-
-def predicted_allocated_bytes(tensors: Sequence[TensorSpec]) -> int:
-    """Growth of `torch.cuda.memory_allocated()`, in bytes, when each (shape, dtype) becomes its own CUDA tensor
-    (the lecture compares it with `measured_allocated_bytes` on a GPU)."""
-    return sum(allocator_bytes(bytes_for(tuple(shape), dtype)) for shape, dtype in tensors)
 
 
 def measured_allocated_bytes(tensors: Sequence[TensorSpec], device: torch.device | str = "cuda") -> int:

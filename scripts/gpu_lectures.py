@@ -5,14 +5,10 @@
 `scripts/gpu_session.py` calls it; it is a script of its own because it needs the course's environment (nbformat,
 nbclient, torch, utils) where the session's driver needs only Python. For each lecture of LECTURES it
 
-1. reads notebooks/NAME.ipynb and applies the prepared edits, each checked to apply (or to be applied already):
-   - the first cell stops importing the names that `utils/retired.py` stands in for (found by importing each name
-     and asking whether it is a stand-in), and lecture 2 stops using `utils.transfer.predicted_allocated_bytes`
-     (TEXT_EDITS: `sum(allocated)`, the column it adds up, in its place); a dropped name still used in the lecture
-     stops the edit;
-   - lecture 10 becomes a GPU lecture like 2, 5, 7, 8 and 9 (PROMOTE): its device line and its GPU cell are tagged
-     `gpu-figure` and `nbval-ignore-output`, and the "Stored figures" note and the cell naming the machine's CPU go
-     under the device line;
+1. reads notebooks/NAME.ipynb and applies the prepared edits (TEXT_EDITS, empty since the run of 2026-11-26 applied
+   the last ones), each checked to apply (or to be applied already); a lecture of PROMOTE becomes a GPU lecture: its
+   device line and its GPU cells are tagged `gpu-figure` and `nbval-ignore-output`, and the "Stored figures" note and
+   the cell naming the machine's CPU go under the device line (lecture 10 became one that way);
 2. with --execute, runs the whole notebook in one kernel (nbclient, the course's kernel), so that no stored output
    is spliced from two runs; without CUDA only with --dry-run (a rehearsal: its outputs are not for committing);
 3. stamps the run: the notebook's `gpu_figures` metadata and its note get this GPU, torch, CUDA and date; after a
@@ -29,9 +25,7 @@ from __future__ import annotations
 import argparse
 import ast
 import datetime
-import importlib
 import json
-import re
 import sys
 import time
 from pathlib import Path
@@ -65,43 +59,9 @@ HOST_CELL = ('import datetime\n\nfrom utils.device import describe_host\n\n'
 HOST_ID = "this-run"
 NOTE_ID = "stored-gpu-figures"
 NOTE_IDS = ("gpu-figures-note", NOTE_ID)  # the note's id in lectures 2, 5, 7, 8 and 9, and in a promoted lecture
-# Names to drop besides the utils.retired stand-ins: (module, name) -> what the lecture uses instead (TEXT_EDITS).
-ALSO_RETIRED = {("utils.transfer", "predicted_allocated_bytes")}
-# (lecture, cell type, old text, new text): each must be found, or be done already (old gone, new there).
-TEXT_EDITS = [
-    ("02_tensors_on_gpu", "code", "predicted_allocated_bytes(examples)", "sum(allocated)"),
-    ("02_tensors_on_gpu", "markdown", "and `predicted_allocated_bytes` adds up the column above",
-     "and `sum(allocated)` adds up the column above"),
-    # #25 B11: lecture 7 prints the cuBLAS workspaces' bytes itself, instead of its prose doing the stored run's sums.
-    ("07_models_optimizers", "code",
-     '    print(f"after a step:  measured {steady:,} bytes; predicted params + grads + state + batch "\n'
-     '          f"{predicted.total - predicted.activations + batch_bytes:,}")',
-     '    predicted_steady = predicted.total - predicted.activations + batch_bytes\n'
-     '    print(f"after a step:  measured {steady:,} bytes; predicted params + grads + state + batch "\n'
-     '          f"{predicted_steady:,}; the difference, {steady - predicted_steady:,} bytes, is "\n'
-     '          f"{(steady - predicted_steady) / 2**20:g} MiB (the cuBLAS and cuBLASLt workspaces)")'),
-    # #25 B7: 2**24 fp32 values are 64 MiB (67.1 MB); the cell is a GPU figure, so its comment changes on the GPU run.
-    ("05_flops_mfu", "code", "# 64 MB of fp32 per tensor", "# 64 MiB of fp32 per tensor"),
-    # #25 D5: lecture 9 prints fp8's matmul rate against bf16's, so that the gap to the peaks' 2x is seen, not implied.
-    ("09_mixed_precision", "code",
-     """        print(f"fp8: {n}x{n} matmul in {seconds['fp8'] * 1e3:.3f} ms = {2 * n**3 / seconds['fp8'] / 1e12:.0f} TFLOP/s")""",
-     """        print(f"fp8: {n}x{n} matmul in {seconds['fp8'] * 1e3:.3f} ms = {2 * n**3 / seconds['fp8'] / 1e12:.0f} TFLOP/s, "\n"""
-     """              f"{seconds['bf16'] / seconds['fp8']:.1f}x the bf16 rate above (the dense peaks' ratio is 2x)")"""),
-    ("09_mixed_precision", "markdown", "fp8 has even less range (E4M3:",
-     "At this size fp8 falls short of the 2x of the peaks (compare its rate with bf16's above); larger matmuls get\n"
-     "closer: on an H100, 8192 x 8192 fp8 matmuls ran at 1.7 to 1.8x the bf16 rate.\n\nfp8 also has even less range "
-     "(E4M3:"),
-    # #25 D13: lecture 5's log-x axes label each measured size once (the default minor labels overlapped).
-    ("05_flops_mfu", "code", 'axes[0, 0].set_xlabel("matrix size n (an n x n @ n x n matmul)")',
-     'axes[0, 0].set_xlabel("matrix size n (an n x n @ n x n matmul, one tick per size)")\n'
-     'for ax in axes[0]:\n'
-     '    ax.set_xticks(sizes, [str(size) for size in sizes])\n'
-     '    ax.xaxis.set_minor_locator(plt.NullLocator())'),
-    ("07_models_optimizers", "markdown", "In the stored H100 output\nbelow, measured minus predicted after a step is "
-     "71,409,664 − 4,300,800 = 67,108,864 bytes: exactly 2 × 32 MiB.",
-     "The cell below\nprints measured minus predicted after a step: on Hopper, 2 × 32 MiB."),
-]
-
+# (lecture, cell type, old text, new text): edits to make on the next GPU run (a GPU figure's code changes only there,
+# so that its stored output stays its code's); each must be found, or be done already (old gone, new there).
+TEXT_EDITS: list[tuple[str, str, str, str]] = []
 
 def tags(cell) -> list[str]:
     return cell.setdefault("metadata", {}).setdefault("tags", [])
@@ -109,56 +69,6 @@ def tags(cell) -> list[str]:
 
 def first_code_cell(notebook):
     return next(cell for cell in notebook.cells if cell.cell_type == "code")
-
-
-def is_retired(module: str, name: str) -> bool:
-    if (module, name) in ALSO_RETIRED:
-        return True
-    value = getattr(importlib.import_module(module), name, None)
-    return getattr(value, "__module__", None) == "utils.retired"
-
-
-def format_import(module: str, names: list[str], width: int = 120) -> str:
-    """`from module import a, b`, wrapped in parentheses under the first name when longer than `width`."""
-    line = f"from {module} import {', '.join(names)}"
-    if len(line) <= width:
-        return line
-    head = f"from {module} import ("
-    lines, current = [], head
-    for i, name in enumerate(names):
-        piece = name + (")" if i == len(names) - 1 else ",")
-        if current not in (head, " " * len(head)) and len(current) + 1 + len(piece) > width:
-            lines.append(current)
-            current = " " * len(head)
-        current += ("" if current in (head, " " * len(head)) else " ") + piece
-    return "\n".join(lines + [current])
-
-
-def names_used(source: str) -> set[str]:
-    """Every bare name the code reads or binds (`AdamW` in `AdamW(...)`, not in `torch.optim.AdamW`)."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:  # an IPython magic: count every word
-        return set(re.findall(r"\b\w+\b", source))
-    return {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
-
-
-def drop_retired_imports(source: str) -> tuple[str, list[str]]:
-    """The cell's source without the retired names in its `from utils... import` lines; and the names dropped."""
-    lines = source.split("\n")
-    dropped = []
-    for node in sorted(ast.parse(source).body, key=lambda n: -n.lineno):  # bottom up: line numbers stay valid
-        if not (isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("utils")):
-            continue
-        names = [alias.name for alias in node.names]
-        gone = [name for name in names if is_retired(node.module, name)]
-        if not gone or any(alias.asname for alias in node.names):
-            continue
-        dropped += gone
-        kept = [name for name in names if name not in gone]
-        new = format_import(node.module, kept).split("\n") if kept else []
-        lines[node.lineno - 1:node.end_lineno] = new
-    return "\n".join(lines), sorted(dropped)
 
 
 def apply_edits(name: str, notebook) -> tuple[list[str], list[str]]:
@@ -176,15 +86,6 @@ def apply_edits(name: str, notebook) -> tuple[list[str], list[str]]:
         elif not any(new in c.source for c in cells):
             problems.append(f"edit no longer applies (the cell changed; edit it by hand): {old!r} -> {new!r}")
     first = first_code_cell(notebook)
-    source, dropped = drop_retired_imports(first.source)
-    if dropped:
-        rest = [c.source for c in notebook.cells if c.cell_type == "code" and c is not first] + [source]
-        used = sorted(set(dropped) & set().union(*map(names_used, rest)))
-        if used:
-            problems.append(f"retired names still used in the lecture, not dropped: {', '.join(used)}")
-        else:
-            first.source = source
-            done.append(f"first cell {first.id}: no longer imports {', '.join(dropped)}")
     if name in PROMOTE and "gpu_figures" not in notebook.metadata:
         gpu_cells = [c for c in notebook.cells if c.cell_type == "code" and "skip_unless_cuda(" in c.source]
         for cell in [first] + gpu_cells:
@@ -258,12 +159,6 @@ def check(notebook, run: dict, executed_on_gpu: bool) -> list[str]:
             problems.append("the device line does not name the GPU")
         from tests.test_notebook_provenance import provenance_problems   # what that test will check (#25 B5)
         problems += provenance_problems(json.loads(nbformat.writes(notebook)))
-    source = "\n".join(c.source for c in notebook.cells if c.cell_type == "code")
-    for module, name in ALSO_RETIRED:
-        if re.search(rf"\b{name}\b", source):
-            problems.append(f"still uses {module}.{name}")
-    if "utils.retired" in source:
-        problems.append("still imports utils.retired")
     return problems
 
 

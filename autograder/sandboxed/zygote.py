@@ -201,10 +201,11 @@ def become_notebook(limits: Limits, uid: int | None, readable: list, entered: li
         torch.set_num_threads(limits.torch_threads)
         walls.apply_rlimits(limits)
         built.append("rlimits")
-        if walls.gpu_device_files():
+        gpu_files = walls.gpu_device_files()
+        if gpu_files:
             built.append(walls.open_gpu())
         built += [f"landlock {w}" for w in walls.restrict_filesystem(
-            readable, [work, Path(os.devnull)] + walls.gpu_device_files(), limits.network)]
+            readable, [work, Path(os.devnull)] + gpu_files, limits.network)]
         sys.path.append(str(work))  # the assignment's own modules, after everything else (as a kernel's cwd)
         shell = executor.make_shell()
     except BaseException:  # noqa: BLE001

@@ -15,6 +15,8 @@ from utils.memory import deep_linear_activation_bytes, training_memory
 from utils.models import DeepLinear
 from utils.transfer import default_caching_allocator, measured_allocated_bytes
 
+REPO = Path(__file__).resolve().parent.parent
+
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (run `make test-gpu` on one)")
 
 SPECS = [((32, 32), torch.float32), ((32, 32), torch.float32), ((1,), torch.float32), ((129,), torch.float32),
@@ -60,11 +62,11 @@ def test_peak_memory_of_a_training_step_is_within_5_percent_of_the_prediction():
         f"peak {peak:,} vs predicted {predicted:,} ({memory}, input {input_bytes:,}, workspace {workspace:,})"
 
 
-def test_the_graders_sandbox_gives_notebooks_the_gpu():
-    """As in `python -m autograder.grade`: notebook processes are forks of the zygote, a fresh interpreter that never
-    initialises CUDA (a fork of a process that has cannot use it), so each notebook initialises its own."""
+def in_sandbox(code: str) -> dict:
+    """The reply of a cell run as `python -m autograder.grade` runs one: in a notebook process forked from the zygote,
+    a fresh interpreter that never initialises CUDA (a fork of a process that has cannot use it)."""
     probe = textwrap.dedent("""
-        import json, torch
+        import json, sys
         from autograder.course import REPO_ROOT
         from autograder.grader.notebooks import NotebookProcess, Zygote
         from autograder.limits import load_limits
@@ -72,17 +74,44 @@ def test_the_graders_sandbox_gives_notebooks_the_gpu():
         try:
             process = NotebookProcess(zygote, 0, load_limits())
             try:
-                reply = process.run("setup", "import torch\\nassert torch.cuda.is_available()\\n"
-                                             "print((torch.ones(4, device='cuda') * 2).sum().item())", 120)
+                reply = process.run("setup", sys.argv[1], 120)
             finally:
                 process.kill()
         finally:
             zygote.close()
         print(json.dumps(reply))
     """)
-    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=300,
-                            cwd=Path(__file__).resolve().parent.parent)
+    result = subprocess.run([sys.executable, "-c", probe, code], capture_output=True, text=True, timeout=300,
+                            cwd=REPO)
     assert result.returncode == 0, result.stdout + result.stderr
-    reply = json.loads(result.stdout.strip().splitlines()[-1])
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def test_the_graders_sandbox_gives_notebooks_the_gpu():
+    """Each notebook initialises CUDA in its own process (before Landlock: walls.open_gpu)."""
+    reply = in_sandbox("import torch\nassert torch.cuda.is_available()\n"
+                       "print((torch.ones(4, device='cuda') * 2).sum().item())")
     assert reply["ok"], reply["error"]
     assert reply["output"].strip() == "8.0"
+
+
+def test_with_cuda_started_the_walls_still_hold():
+    """From a student's side on a GPU machine: CUDA starts before Landlock, and after it the notebook still cannot read
+    the instructor's references or write into the course."""
+    reply = in_sandbox(textwrap.dedent(f"""
+        import torch
+        assert (torch.ones(4, device="cuda") * 2).sum().item() == 8.0
+        reached = []
+        for what, path, mode in (("read", {str(REPO / "reference" / "hidden.py")!r}, "r"),
+                                 ("write", {str(REPO / "leaked.txt")!r}, "w")):
+            try:
+                with open(path, mode) as f:
+                    f.read() if mode == "r" else f.write("x")
+                reached.append(what + " " + path)
+            except OSError:
+                pass
+        print("reached:", reached)
+    """))
+    assert reply["ok"], reply["error"]
+    assert reply["output"].strip() == "reached: []"
+    assert not (REPO / "leaked.txt").exists()

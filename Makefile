@@ -68,10 +68,11 @@ lab: $(STAMP)
 # test_variants.py) on two workers, which start when everything they need is there: Chromium and Slurm (apt-get),
 # (as root) the class hub's shared environment and proxy, so that tests/test_class_hub.py finds them built when it
 # runs the manual's `make hub` (docs/hub.md), and a clean lint (a finding stops the tests before they start).
-# At the end it prints its own time and the ten slowest tests (scripts/test_times.py, from each part's JUnit XML).
+# At the end it prints its own time, the ten slowest tests and the ten test files that cost the most CPU, with how busy
+# the machine was (scripts/test_times.py, from each part's JUnit XML and tests/cpu_cost.py's logs).
 TIMINGS ?= test-artifacts/timings
 test:
-	@rm -rf $(TIMINGS) && mkdir -p $(TIMINGS) && date +%s > $(TIMINGS)/started
+	@rm -rf $(TIMINGS) && $(PYTHON) scripts/test_times.py --start $(TIMINGS)
 	@$(MAKE) --no-print-directory -j5 --output-sync=target test-units-after-set-up test-all-notebooks \
 		UNIT_ARGS=--ignore=tests/test_variants.py; status=$$?; $(BIN)/python scripts/test_times.py $(TIMINGS); exit $$status
 
@@ -132,14 +133,16 @@ UNIT_ARGS ?=
 UNIT_WORKERS ?= 2
 test-units:
 	$(BIN)/python -m pytest -q -rs -n $(UNIT_WORKERS) --dist loadfile --no-loadscope-reorder --durations=15 \
-		--junitxml=$(TIMINGS)/units.xml $(UNIT_ARGS) tests
+		--junitxml=$(TIMINGS)/units.xml $(call CPU_LOG,units) $(UNIT_ARGS) tests
 
 NBVAL := $(BIN)/python -m pytest -q --nbval --sanitize-with tests/nbval_sanitize.cfg
+# Each test file's CPU, for the report at the end of `make test` (tests/cpu_cost.py).
+CPU_LOG = -p tests.cpu_cost --cpu-log $(TIMINGS)/$(1)
 # The lectures and the landing page against their stored outputs. On a CPU the exercise sources are not run by nbval:
 # the grader runs them, hidden tests included, where every solution must earn every point (tests/test_autograde.py
 # under this CPU's dispatch, tests/test_variants.py under the second one); a second run here would only repeat that.
 test-notebooks:
-	$(NBVAL) --junitxml=$(TIMINGS)/notebooks.xml notebooks index.ipynb
+	$(NBVAL) --junitxml=$(TIMINGS)/notebooks.xml $(call CPU_LOG,notebooks) notebooks index.ipynb
 
 # On the GPU runner nbval also runs the exercise sources: their solutions under CUDA, against their stored outputs,
 # NB_WORKERS notebooks at a time (one worker keeps a notebook's cells together); NB_ARGS adds pytest options.
@@ -154,8 +157,8 @@ test-gpu-notebooks:
 # under the same settings (it sets them for the grader itself; `make test` runs it here, not among the unit tests).
 OTHER_CPU := ATEN_CPU_CAPABILITY=default ONEDNN_MAX_CPU_ISA=AVX2
 test-other-cpu:
-	$(OTHER_CPU) $(NBVAL) --junitxml=$(TIMINGS)/notebooks-other-cpu.xml notebooks index.ipynb
-	$(BIN)/python -m pytest -q --junitxml=$(TIMINGS)/variants.xml tests/test_variants.py
+	$(OTHER_CPU) $(NBVAL) --junitxml=$(TIMINGS)/notebooks-other-cpu.xml $(call CPU_LOG,notebooks-other-cpu) notebooks index.ipynb
+	$(BIN)/python -m pytest -q --junitxml=$(TIMINGS)/variants.xml $(call CPU_LOG,variants) tests/test_variants.py
 
 # The one command for a lent GPU machine (docs/gpu.md; scripts/gpu_session.py says what it does):
 #   make gpu-session VENV=$$(python3 -c 'import sys; print(sys.prefix)') TORCH=system     on the GPU machine

@@ -50,6 +50,8 @@ def source_notebook() -> nbformat.NotebookNode:
         cells.new_markdown_cell("## Task 4: the whole notebook reads well (5 points)",
                                 metadata=_meta("style", task=True, points=5)),
     ]
+    for cell in nb.cells:  # the same notebook every time (nbformat draws random ids), so that a self-check the
+        cell.id = cell.metadata.nbgrader.grade_id  # grader passed on it counts for every test that grades it alike
     return nb
 
 

@@ -59,10 +59,20 @@ def stamp(folder: Path, name: str) -> float | None:
         return None
 
 
+def machine_busy() -> float | None:
+    """The machine's busy CPU seconds since boot, or None where there is no /proc/stat (macOS, say)."""
+    try:
+        return busy_seconds()
+    except (OSError, ValueError):
+        return None
+
+
 def start(folder: Path) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "started").write_text(f"{time.time()}\n")
-    (folder / "busy-started").write_text(f"{busy_seconds()}\n")
+    busy = machine_busy()
+    if busy is not None:
+        (folder / "busy-started").write_text(f"{busy}\n")
 
 
 def report(folder: Path) -> None:
@@ -80,8 +90,9 @@ def report(folder: Path) -> None:
         minutes, seconds = divmod(round(now - started), 60)  # 959.6 s is 16 min 0 s, not 15 min 60 s
         setup = f"; tests/ started after {set_up - started:.0f} s of set-up" if set_up else ""
         print(f"make test took {minutes} min {seconds} s{setup} (budget: 8 min from a fresh clone on 2 cores)")
-    if started is not None and busy is not None:
-        machine, cores = busy_seconds() - busy, os.cpu_count() or 1
+    busy_now = machine_busy()
+    if started is not None and busy is not None and busy_now is not None:
+        machine, cores = busy_now - busy, os.cpu_count() or 1
         parts = collections.Counter()
         for name, seconds in costs.items():
             parts[name.split(":", 1)[0]] += seconds

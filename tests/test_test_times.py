@@ -11,6 +11,13 @@ REPO = Path(__file__).resolve().parent.parent
 BURN = "import time\nend = time.process_time() + {seconds}\nwhile time.process_time() < end:\n    pass\n"
 
 
+def load_test_times():
+    spec = importlib.util.spec_from_file_location("test_times", REPO / "scripts" / "test_times.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def test_each_file_is_charged_its_own_cpu_and_its_childrens(tmp_path):
     """One file burns a second of CPU in a child process, another half a second in the test itself, a third sleeps:
     the report charges each its own, not its wall time."""
@@ -26,9 +33,7 @@ def test_each_file_is_charged_its_own_cpu_and_its_childrens(tmp_path):
                           "--cpu-log", str(timings / "units"), "--rootdir", str(tmp_path), str(tmp_path)],
                          cwd=REPO, capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stdout + run.stderr
-    spec = importlib.util.spec_from_file_location("test_times", REPO / "scripts" / "test_times.py")
-    test_times = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(test_times)
+    test_times = load_test_times()
     costs = {name.split(": ", 1)[1].rsplit("/", 1)[-1]: seconds for name, seconds in test_times.cpu_by_file(timings).items()}
     assert all(name.startswith("units: ") for name in test_times.cpu_by_file(timings)), costs
     assert set(costs) == {"test_child.py", "test_self.py", "test_sleep.py"}, costs
@@ -39,3 +44,16 @@ def test_each_file_is_charged_its_own_cpu_and_its_childrens(tmp_path):
                             text=True, check=True).stdout
     assert "the ten test files that cost the most CPU" in report and "test_child.py" in report, report
     assert "the machine was busy" in report and "counted by test file" in report, report
+
+
+def test_without_proc_stat_the_report_leaves_out_the_machine_line(tmp_path, monkeypatch, capsys):
+    """On a machine without /proc/stat (macOS) `make test` still starts and reports, without the machine's CPU."""
+    test_times = load_test_times()
+
+    def no_proc():
+        raise FileNotFoundError("/proc/stat")
+    monkeypatch.setattr(test_times, "busy_seconds", no_proc)
+    test_times.start(tmp_path)
+    test_times.report(tmp_path)
+    printed = capsys.readouterr().out
+    assert "make test took" in printed and "the machine was busy" not in printed, printed

@@ -47,6 +47,9 @@ class FileCost:
         self.file, self.started = file, now
 
 
+_COST = pytest.StashKey[FileCost]()
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_protocol(item, nextitem):
     cost = item.config.stash.get(_COST, None)
@@ -66,5 +69,3 @@ def pytest_sessionfinish(session):
     if cost is not None:
         cost.switch(None)
 
-
-_COST = pytest.StashKey[FileCost]()

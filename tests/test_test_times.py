@@ -2,20 +2,14 @@
 (tests/cpu_cost.py): in the test's own process and in the processes it started and waited for."""
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 from pathlib import Path
 
+from scripts import test_times
+
 REPO = Path(__file__).resolve().parent.parent
 BURN = "import time\nend = time.process_time() + {seconds}\nwhile time.process_time() < end:\n    pass\n"
-
-
-def load_test_times():
-    spec = importlib.util.spec_from_file_location("test_times", REPO / "scripts" / "test_times.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_each_file_is_charged_its_own_cpu_and_its_childrens(tmp_path):
@@ -33,9 +27,9 @@ def test_each_file_is_charged_its_own_cpu_and_its_childrens(tmp_path):
                           "--cpu-log", str(timings / "units"), "--rootdir", str(tmp_path), str(tmp_path)],
                          cwd=REPO, capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stdout + run.stderr
-    test_times = load_test_times()
-    costs = {name.split(": ", 1)[1].rsplit("/", 1)[-1]: seconds for name, seconds in test_times.cpu_by_file(timings).items()}
-    assert all(name.startswith("units: ") for name in test_times.cpu_by_file(timings)), costs
+    by_file = test_times.cpu_by_file(timings)
+    assert all(name.startswith("units: ") for name in by_file), by_file
+    costs = {name.split(": ", 1)[1].rsplit("/", 1)[-1]: seconds for name, seconds in by_file.items()}
     assert set(costs) == {"test_child.py", "test_self.py", "test_sleep.py"}, costs
     assert 1.0 <= costs["test_child.py"] < 3.0, costs  # the child's second (and its interpreter's start)
     assert 0.5 <= costs["test_self.py"] < 1.5, costs
@@ -48,7 +42,6 @@ def test_each_file_is_charged_its_own_cpu_and_its_childrens(tmp_path):
 
 def test_without_proc_stat_the_report_leaves_out_the_machine_line(tmp_path, monkeypatch, capsys):
     """On a machine without /proc/stat (macOS) `make test` still starts and reports, without the machine's CPU."""
-    test_times = load_test_times()
 
     def no_proc():
         raise FileNotFoundError("/proc/stat")

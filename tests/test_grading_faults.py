@@ -59,7 +59,8 @@ def totals(out: Path) -> dict[str, str]:
 def graded_class(tmp_path_factory):
     """The class of ada, bob and cy (due the day after they submitted), graded by a clean run on one worker: the
     truth every fault must end in, and the starting point of the faults that strike a class already graded (each on
-    a copy: `copy_of`). One run for all of them; a grading run costs about 10 s of CPU whatever the class."""
+    a copy: `copy_of`). One run for all of them: a grading run has a fixed cost whatever the class (the zygote's
+    preload; docs/benchmarks.md)."""
     root = tmp_path_factory.mktemp("clean")
     course = make_class(root, {"ada": "return 2 * x", "bob": "return 3 * x", "cy": "return x + x"})
     from nbgrader.api import Gradebook

@@ -35,7 +35,7 @@ from tests.lab_server import free_port, get
 
 REPO = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
-A = "10_accounting_a_training_run"  # the quickest assignment to grade (about 0.5 s a notebook)
+A = "10_accounting_a_training_run"  # among the quickest assignments to grade (docs/benchmarks.md)
 COURSE_ID = "cs336-primitives"
 DUE = "2026-01-06 12:00:00 UTC"
 ON_TIME, LATE = "2026-01-05 12:00:00.000000 UTC", "2026-01-07 09:00:00.000000 UTC"  # late: one started day

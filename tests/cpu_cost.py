@@ -35,13 +35,13 @@ class FileCost:
 
     def __init__(self, prefix: str):
         self.path = f"{prefix}.{os.getpid()}.cpu"
+        os.makedirs(os.path.dirname(self.path) or ".", exist_ok=True)
         self.file: str | None = None
         self.started = 0.0
 
     def switch(self, file: str | None) -> None:
         now = cpu_seconds()
         if self.file is not None:
-            os.makedirs(os.path.dirname(self.path) or ".", exist_ok=True)
             with open(self.path, "a") as log:
                 log.write(f"{now - self.started:.2f}\t{self.file}\n")
         self.file, self.started = file, now
@@ -68,4 +68,3 @@ def pytest_sessionfinish(session):
     cost = session.config.stash.get(_COST, None)
     if cost is not None:
         cost.switch(None)
-

@@ -61,7 +61,8 @@ install: $(STAMP)
 ABS_BIN := $(abspath $(BIN))
 lab: $(STAMP)
 	cd "$(LAB_ROOT)" && PATH="$(ABS_BIN):$$PATH" "$(ABS_BIN)/jupyter" lab --ServerApp.root_dir=. \
-		--LabApp.default_url=/lab/tree/index.ipynb $(ROOT_FLAG) $(LAB_ARGS)
+		--LabApp.default_url=/lab/tree/index.ipynb --ServerApp.jpserver_extensions=autograder.staff_pages=True \
+		$(ROOT_FLAG) $(LAB_ARGS)
 
 # Two parts side by side, each printed whole when it ends: the notebooks (nbval of the lectures, then the checks as on
 # another CPU: test-other-cpu), which start as soon as the course's environment is installed; and tests/ (but

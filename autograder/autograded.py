@@ -17,6 +17,7 @@ Every text a student reads has ANSI colour codes removed.
 """
 from __future__ import annotations
 
+import html
 import re
 
 from autograder.grader.plan import Plan, nbgrader_meta, text_of
@@ -169,7 +170,8 @@ def record(source: dict, submitted: dict, plan: Plan, results: list[dict], stubs
     cells: list[dict] = []
     if problem:
         cells.append({"cell_type": "markdown", "id": ids("grader-note", "grader-note"), "metadata": {},
-                      "source": f"**This notebook could not be graded as submitted:** {problem}"})
+                      # file names are the student's: text, never markup (issue #46)
+                      "source": f"**This notebook could not be graded as submitted:** {html.escape(problem)}"})
 
     def code(text: str, result: dict, meta: dict, wanted_id: object, fallback: str) -> dict:
         nonlocal count

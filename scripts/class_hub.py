@@ -352,13 +352,14 @@ def write_configs(hub: ClassHub) -> None:
         {"disabledExtensions": {name: True for name in DISABLED_FOR_USERS["lab"]}}, indent=1))
     grader = Path(hub.prefix) / "grader-config"
     grader.mkdir(parents=True, exist_ok=True)
-    # JupyterHub 4.1+ sends `frame-ancestors 'none'`, which blanks Formgrader's tab (an iframe of the same server):
-    # jupyter/nbgrader#1870. Only this service, which only the instructor and TAs can reach, lets its own pages
-    # frame it; students' servers keep JupyterHub's default. Its Autograde button runs the course's sandboxed
-    # grader (autograder/formgrader_autograde.py), never a student's code in Formgrader's own process.
+    # Formgrader's pages show students' work to staff: autograder/staff_pages.py sanitises it and puts a strict
+    # Content-Security-Policy on every page (its `frame-ancestors 'self'` lets Formgrader's tab, an iframe of the
+    # same server, show: JupyterHub 4.1+ sends 'none', jupyter/nbgrader#1870; students' servers keep that). Its
+    # Autograde button runs the course's sandboxed grader (autograder/formgrader_autograde.py), never a student's
+    # code in Formgrader's own process; its file API is read-only (autograder.staff_pages.ReadOnlyContents).
     (grader / "jupyter_server_config.json").write_text(json.dumps(
-        {"ServerApp": {"tornado_settings": {"headers": {"Content-Security-Policy": "frame-ancestors 'self'"}},
-                       "jpserver_extensions": {"autograder.formgrader_autograde": True}}}, indent=1))
+        {"ServerApp": {"jpserver_extensions": {"autograder.formgrader_autograde": True, "autograder.staff_pages": True},
+                       "contents_manager_class": "autograder.staff_pages.ReadOnlyContents"}}, indent=1))
     # the grader's nbgrader (its shell and Formgrader): collect takes a submission from the account that made it
     shutil.copy2(here / "nbgrader_config_grader.py", grader / "nbgrader_config.py")
     for folder in (users, grader):

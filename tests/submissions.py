@@ -5,6 +5,7 @@ the corpus grows with every assignment added to `source/`.
 """
 from __future__ import annotations
 
+import base64
 import copy
 import importlib
 import re
@@ -618,3 +619,54 @@ def rule_breaker(assignment: str) -> dict[str, nbformat.NotebookNode]:
     """Solved, with the task of RULE_BREAKERS for this assignment answered by a forbidden route."""
     return _fill(assignment, lambda i, g, solution: RULE_BREAKERS[(assignment, g)].strip("\n") + "\n"
                  if (assignment, g) in RULE_BREAKERS else solution)
+
+
+# Markup a student may put where staff will look (issue #46): each payload, if it ran in a staff page, would set
+# window.__pwned and fetch /canary/<what>; tests/test_staff_pages.py opens the graded submission in Formgrader.
+def _pwn(what: str) -> str:
+    return f"window.__pwned='{what}';fetch('/canary/{what}')"
+
+
+STAFF_PAGE_MARKDOWN = [
+    f"<script>{_pwn('md-script')}</script>",
+    f'<img src="x" onerror="{_pwn("md-img")}">',
+    f'<svg onload="{_pwn("md-svg")}"><circle r="1"/></svg>',
+    f'<iframe src="javascript:{_pwn("md-iframe")}"></iframe> <iframe srcdoc="<script>parent.{_pwn("md-srcdoc")}</script>"></iframe>',
+    f"[a link](javascript:{_pwn('md-link')}) and <a href=\"javascript:{_pwn('md-a')}\">another</a>",
+    f'<details open ontoggle="{_pwn("md-toggle")}"><summary>x</summary></details>',
+    f'<object data="data:text/html,<script>{_pwn("md-object")}</script>"></object>',
+    f"<style>@import url('/canary/md-css');</style><math><mi xlink:href=\"javascript:{_pwn('md-math')}\">x</mi></math>",
+    "![evil](attachment:evil.svg)",
+]
+_SVG = '<svg xmlns="http://www.w3.org/2000/svg" onload="{}"/>'
+STAFF_PAGE_OUTPUTS = "\n".join([
+    "from IPython.display import display, HTML, Javascript, Markdown",
+    f"display(HTML({'<script>' + _pwn('out-html-script') + '</script>'!r}))",
+    f"display(HTML({'<img src=x onerror=' + repr(_pwn('out-html-img')) + '>'!r}))",
+    f"display(Javascript({_pwn('out-js')!r}))",
+    f"display({{'image/svg+xml': {_SVG.format(_pwn('out-svg'))!r}, 'text/plain': 'svg'}}, raw=True)",
+    f"display(Markdown({'<img src=x onerror=' + repr(_pwn('out-md')) + '>'!r}))",
+    f"display({{'image/png': {'x' + chr(34) + ' onerror=' + repr(_pwn('out-png')) + ' x=' + chr(34)!r}, 'text/plain': 'png'}}, raw=True)",
+    f"display({{'application/vnd.jupyter.widget-view+json': {{'model_id': {'</script><script>' + _pwn('out-widget') + '</script>'!r}}}, 'text/plain': 'w'}}, raw=True)",
+    f"print({'<script>' + _pwn('out-print') + '</script>'!r})",
+])
+
+
+def staff_page_payloads(assignment: str) -> dict[str, nbformat.NotebookNode]:
+    """The release with every payload class of issue #46 added: markdown cells (script, event handlers, SVG, iframes,
+    javascript: links, objects, an SVG attachment), a code cell whose outputs carry HTML, JavaScript, SVG, markdown,
+    a forged image and a widget, markup in cell tags and in the notebook's widget state."""
+    notebooks = release_notebooks(assignment)
+    svg = _SVG.format(_pwn("attachment"))
+    for nb in notebooks.values():
+        for text in STAFF_PAGE_MARKDOWN:
+            cell = nbformat.v4.new_markdown_cell(text)
+            if "attachment:" in text:
+                cell.attachments = {"evil.svg": {"image/svg+xml": base64.b64encode(svg.encode()).decode()}}
+            nb.cells.append(cell)
+        code = nbformat.v4.new_code_cell(STAFF_PAGE_OUTPUTS)
+        code.metadata["tags"] = [f'x"><img src=x onerror="{_pwn("tag")}">']
+        nb.cells.append(code)
+        nb.metadata["widgets"] = {"application/vnd.jupyter.widget-state+json": {
+            "state": {}, "version_major": 2, "version_minor": 0, "x": f"</script><script>{_pwn('nb-widgets')}</script>"}}
+    return notebooks

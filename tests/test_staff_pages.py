@@ -1,0 +1,182 @@
+"""Staff pages no student can script (issue #46), from the student's side and in a real browser.
+
+A small class is graded by ours into a scratch course: mallory's submission carries every payload class of the
+issue (tests/submissions.py `staff_page_payloads`: markdown script, event handlers, SVG, iframes, `javascript:`
+links, objects, an SVG attachment, markup in file names), and her autograded notebook is then given the rich outputs
+nbgrader's own Autograde would keep (HTML, JavaScript, SVG, markdown, a forged image, a widget, markup in tags and
+in the notebook's widget state); eve handed in only a file whose name is markup; mallory's name in the gradebook is
+markup. `make lab` serves the course, and headless Chromium opens, as the instructor would, each Formgrader page
+that shows them. Each payload, if it ran, would set `window.__pwned` and fetch `/canary/<what>`.
+
+The class hub's Formgrader runs the same extension (autograder/staff_pages.py); tests/test_class_hub.py checks the
+hub's side (its read-only files, the grader's code out of every web session's reach).
+"""
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import jinja2
+import nbformat
+import pytest
+
+from autograder import staff_pages
+from tests import submissions
+from tests.lab_server import REPO, start_lab, stop
+from tests.test_browser import CHROMIUM_ARGS, chromium_for_playwright
+
+PWNED_NAME = '<img src=x onerror="window.__pwned=\'name\';fetch(\'/canary/name\')">'
+EVE_FILE = '<img src=x onerror="window.__pwned=\'filename\'">.txt'
+
+
+def rich_outputs() -> nbformat.NotebookNode:
+    """A code cell with the outputs nbgrader's own Autograde keeps (ours keeps text only), and markup in its tags."""
+    pwn = submissions._pwn
+    cell = nbformat.v4.new_code_cell("print('rich')")
+    cell.metadata["tags"] = [f'x"><img src=x onerror="{pwn("tag")}">']
+    data = [
+        {"text/html": f"<script>{pwn('out-html-script')}</script><img src=x onerror=\"{pwn('out-html-img')}\">"},
+        {"application/javascript": pwn("out-js")},
+        {"image/svg+xml": submissions._SVG.format(pwn("out-svg"))},
+        {"text/markdown": f"<img src=x onerror=\"{pwn('out-md')}\">"},
+        {"image/png": f'x" onerror="{pwn("out-png")}" x="'},
+        {"application/vnd.jupyter.widget-view+json": {"model_id": f"</script><script>{pwn('out-widget')}</script>"}},
+        {"text/latex": f"<img src=x onerror=\"{pwn('out-latex')}\">"},
+    ]
+    cell.outputs = [nbformat.v4.new_output("display_data", data={**d, "text/plain": "x"}) for d in data]
+    return cell
+
+
+@pytest.fixture(scope="module")
+def hostile_class(tmp_path_factory):
+    course = tmp_path_factory.mktemp("course")
+    for name in ("index.ipynb", "nbgrader_config.py"):
+        shutil.copy2(REPO / name, course / name)
+    for folder in ("release", "source"):
+        shutil.copytree(REPO / folder, course / folder, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
+    submissions.write_submission(course / "submitted", "mallory", "01_floats",
+                                 submissions.staff_page_payloads("01_floats"))
+    eve = course / "submitted" / "eve" / "01_floats"
+    eve.mkdir(parents=True)
+    (eve / EVE_FILE).write_text("no notebook here")
+    (eve / "timestamp.txt").write_text("2026-01-05 12:00:00.000000 UTC")
+    graded = subprocess.run([sys.executable, "-m", "autograder.grade", "--assignment", "01_floats", "--limit",
+                             "cell_seconds=30"], cwd=course, capture_output=True, text=True, timeout=300)
+    assert graded.returncode == 0, graded.stdout + graded.stderr
+    autograded = course / "autograded" / "mallory" / "01_floats" / "01_floats.ipynb"
+    nb = nbformat.read(autograded, as_version=4)
+    nb.cells.append(rich_outputs())
+    nb.metadata["widgets"] = {"application/vnd.jupyter.widget-state+json": {
+        "state": {}, "version_major": 2, "version_minor": 0,
+        "x": f"</script><script>{submissions._pwn('nb-widgets')}</script>"}}
+    nbformat.write(nb, autograded)
+    from nbgrader.api import Gradebook
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
+        gradebook.update_or_create_student("mallory", first_name="Mal", last_name=PWNED_NAME)
+        ids = {student: gradebook.find_submission_notebook("01_floats", "01_floats", student).id
+               for student in ("mallory", "eve")}
+    return course, ids
+
+
+def digest(root: Path) -> dict[str, str]:
+    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(root.rglob("*")) if p.is_file() and ".nbgrader.log" not in p.name}
+
+
+def test_no_student_markup_runs_in_formgrader(hostile_class, tmp_path):
+    course, ids = hostile_class
+    executable = chromium_for_playwright()
+    from playwright.sync_api import sync_playwright
+
+    before = digest(course)
+    lab = start_lab(tmp_path, root=course)
+    pages = [f"/formgrader/submissions/{ids['mallory']}/", f"/formgrader/submissions/{ids['eve']}/",
+             "/formgrader/manage_students", "/formgrader/manage_students/mallory",
+             "/formgrader/gradebook/01_floats/01_floats", "/formgrader/manage_submissions/01_floats"]
+    requests: list[str] = []
+    failed: dict[str, str] = {}
+    try:
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=executable, headless=True, args=CHROMIUM_ARGS)
+            page = browser.new_page()
+            page.on("request", lambda request: requests.append(request.url))
+            page.on("requestfailed", lambda request: failed.setdefault(request.url, request.failure or ""))
+            for path in pages:
+                response = page.goto(lab.url(path))
+                page.wait_for_load_state("networkidle")
+                page.wait_for_timeout(300)
+                assert response.status == 200, path
+                policy = response.headers.get("content-security-policy", "")
+                assert "script-src 'self' 'nonce-" in policy and "unsafe-inline" not in policy.split("style-src")[0], \
+                    (path, policy)
+                assert page.evaluate("typeof window.__pwned") == "undefined", (path, page.evaluate("window.__pwned"))
+                assert page.locator("a[href^='javascript:' i], iframe[src^='javascript:' i], [onerror], [onload]"
+                                    ).count() == 0, path
+                if "submissions/" in path:   # the page really shows the student's work, as text
+                    assert ("window.__pwned='md-script'" in page.inner_text("body")
+                            if path.endswith(f"{ids['mallory']}/") else "onerror" in page.inner_text("body")), path
+                if path.endswith("manage_students"):
+                    page.wait_for_selector("text=onerror", timeout=30_000)   # her name, shown as text
+            browser.close()
+    finally:
+        stop(lab.process)
+    origin = lab.url("/").split("/", 3)[:3]
+    assert [url for url in requests if "/canary/" in url] == []
+    # nothing leaves the page: a request to another origin (nbconvert's MathJax from a CDN) is refused by the policy
+    # before it is sent (this machine has no network, so a request that was sent would fail otherwise)
+    elsewhere = [url for url in requests if url.split("/", 3)[:3] != origin and not url.startswith("data:")]
+    assert {url: failed.get(url) for url in elsewhere} == {url: "csp" for url in elsewhere}
+    after = digest(course)
+    assert {k: v for k, v in after.items() if k != "gradebook.db"} == \
+           {k: v for k, v in before.items() if k != "gradebook.db"}
+    from nbgrader.api import Gradebook
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
+        scores = [g.score for g in gradebook.find_submission_notebook("01_floats", "01_floats", "mallory").grades]
+    assert sum(scores) == 0   # what the grader gave her: nothing on the page changed it
+
+
+def test_the_placeholder_goes_only_into_the_templates_own_scripts():
+    loader = staff_pages.NoncedScripts(jinja2.DictLoader({"page": "<script>var a = 1;</script>{{ body }}"}))
+    html = jinja2.Environment(loader=loader).get_template("page").render(body="<script>evil()</script>")
+    assert html == f'<script nonce="{staff_pages.PLACEHOLDER}">var a = 1;</script><script>evil()</script>'
+
+
+def test_every_response_gets_a_fresh_nonce_and_fails_closed_before_hardening(monkeypatch):
+    page = f'<script nonce="{staff_pages.PLACEHOLDER}">x</script>'.encode()
+
+    def respond(hardened: bool):
+        monkeypatch.setitem(staff_pages._state, "hardened", hardened)
+        transform = staff_pages.StrictPolicy(request=None)
+        headers = {"Content-Type": "text/html; charset=UTF-8", "Content-Length": str(len(page))}
+        return transform.transform_first_chunk(200, headers, page, True)
+
+    (status, headers, body), (_, _, second) = respond(True), respond(True)
+    nonce = body.split(b'nonce="')[1].split(b'"')[0].decode()
+    assert status == 200 and len(body) == len(page) and staff_pages.PLACEHOLDER.encode() not in body
+    assert f"'nonce-{nonce}'" in headers["Content-Security-Policy"] and second != body
+    status, headers, body = respond(False)
+    assert (status, body) == (503, b"")
+
+
+def test_the_hubs_formgrader_files_are_read_only(tmp_path):
+    (tmp_path / "nbgrader_config.py").write_text("c = get_config()\n")
+    contents = staff_pages.ReadOnlyContents(root_dir=str(tmp_path))
+    model = asyncio.run(contents.get("nbgrader_config.py"))
+    assert "get_config" in model["content"]   # staff read the course
+    from tornado.web import HTTPError
+    attempts = [contents.save({"type": "file", "format": "text", "content": "import os"}, "nbgrader_config.py"),
+                contents.save({"type": "file", "format": "text", "content": "x"}, "json.py"),
+                contents.rename("nbgrader_config.py", "old.py"), contents.delete("nbgrader_config.py"),
+                contents.new_untitled(type="file"), contents.copy("nbgrader_config.py", "")]
+    for attempt in attempts:
+        with pytest.raises(HTTPError) as refused:
+            asyncio.run(attempt)
+        assert refused.value.status_code == 403
+    with pytest.raises(HTTPError):
+        contents.trust_notebook("nbgrader_config.py")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["nbgrader_config.py"]
+    assert (tmp_path / "nbgrader_config.py").read_text() == "c = get_config()\n"

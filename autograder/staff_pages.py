@@ -24,8 +24,11 @@ per-response nonce. tests/test_staff_pages.py opens a submission carrying each p
 """
 from __future__ import annotations
 
+import base64
+import hashlib
 import re
 import secrets
+from pathlib import Path
 
 import jinja2
 import markupsafe
@@ -33,7 +36,6 @@ from jupyter_server.services.contents.largefilemanager import AsyncLargeFileMana
 from nbconvert.exporters import HTMLExporter
 from nbconvert.filters import clean_html
 from nbconvert.filters.markdown_mistune import InvalidNotebook
-from tornado.ioloop import IOLoop
 from tornado.web import HTTPError, OutputTransform
 
 # Stands in the templates' sources for the per-response nonce; random per process, so a student cannot write it.
@@ -43,7 +45,21 @@ TEMPLATE_SCRIPT = re.compile(r"<script\b", re.IGNORECASE)
 # A template's own script that loads from another site (nbconvert's MathJax from a CDN, its URL a template variable):
 # with the nonce it would run whatever that site serves, so it loses the nonce and the policy refuses it.
 OFF_SITE = re.compile(rb'<script nonce="' + PLACEHOLDER.encode() + rb'"(?=[^>]*\bsrc=["\']?(?:https?:)?//)')
-_state = {"hardened": False}
+_state: dict = {"hardened": False}   # and "settings": the server's, once this extension has loaded
+
+
+def template_handlers() -> list[str]:
+    """The code of every inline event handler in nbgrader's own page templates (the add-assignment and add-student
+    links, the show/hide-names eyes), read from the installed templates: the policy allows exactly these, by hash.
+    The same code written by a student would do no more than nbgrader's link does."""
+    from nbgrader.server_extensions.formgrader import handlers
+    attribute = re.compile(r"""\bon[a-z]+=(["'])(.*?)\1""", re.IGNORECASE)
+    return sorted({match.group(2) for path in Path(handlers.template_path).rglob("*") if path.is_file()
+                   for match in attribute.finditer(path.read_text())})
+
+
+HANDLER_HASHES = " ".join("'sha256-{}'".format(base64.b64encode(hashlib.sha256(code.encode()).digest()).decode())
+                          for code in template_handlers())
 
 
 def policy(nonce: str) -> str:
@@ -51,7 +67,7 @@ def policy(nonce: str) -> str:
     return "; ".join([
         "default-src 'self'",
         # JupyterLab compiles its settings' JSON schemas with `new Function` (ajv): eval, not inline script
-        f"script-src 'self' 'nonce-{nonce}' 'unsafe-eval'",
+        f"script-src 'self' 'nonce-{nonce}' 'unsafe-eval' 'unsafe-hashes' {HANDLER_HASHES}",
         "style-src 'self' 'unsafe-inline'",      # JupyterLab and nbconvert style elements inline; no script
         "img-src 'self' data: blob:",
         "font-src 'self' data:",
@@ -107,8 +123,13 @@ class StaffExporter(HTMLExporter):
 
 
 class StrictPolicy(OutputTransform):
-    """Sets the policy with a fresh nonce on every response and swaps the placeholder for it (layer 3). Until the
-    server's templates are hardened it answers every page with 503: fail closed, never a page without the layers."""
+    """Sets the policy with a fresh nonce on every response and swaps the placeholder for it (layer 3). Should the
+    server's templates not be hardened it answers every page with 503: fail closed, never a page without them."""
+
+    def __init__(self, request):
+        super().__init__(request)
+        if not _state["hardened"] and "settings" in _state:
+            harden(_state["settings"])   # at the first request: every extension has loaded by then
 
     def transform_first_chunk(self, status_code, headers, chunk, finishing):
         self.nonce = secrets.token_urlsafe(16).encode()
@@ -128,8 +149,9 @@ class StrictPolicy(OutputTransform):
 
 
 def harden(settings: dict) -> None:
-    """Layers 1 and 2, and the nonce in every template environment of the server: run once every extension has
-    set up its own (nbgrader's exporter and Jinja environment are made when its extension loads, after this one)."""
+    """Layers 1 and 2, and the nonce in every template environment of the server: run at the first request, once
+    every extension has set up its own (nbgrader's exporter and Jinja environment are made when its extension
+    loads, after this one)."""
     for key, value in list(settings.items()):
         if key.endswith("jinja2_env") and isinstance(value, jinja2.Environment) and value.loader is not None:
             value.loader = NoncedScripts(value.loader)
@@ -188,5 +210,5 @@ def _jupyter_server_extension_points():
 def _load_jupyter_server_extension(serverapp):
     web_app = serverapp.web_app
     web_app.transforms.insert(0, StrictPolicy)     # before compression, so it sees the page itself
-    IOLoop.current().add_callback(harden, web_app.settings)
+    _state["settings"] = web_app.settings
     serverapp.log.info("staff pages: sanitised submissions, escaped templates, a strict CSP (autograder/staff_pages.py)")

@@ -406,6 +406,27 @@ def install_grader_course(hub: ClassHub, roster: Path) -> None:
         shutil.rmtree(readable)
 
 
+GRADER_DATA = ("source", "release", "submitted", "autograded", "feedback", "graded")  # the grader's to write
+
+
+def lock_grader_code(hub: ClassHub) -> None:
+    """What runs as the grader (the course's code, configuration, references, Makefile) becomes root's and read-only
+    for the grader account, so nothing the grader account runs, Formgrader and any web session in it included, can
+    rewrite what grades. The course folder is root's, group the grader's, sticky (1770): the grader still makes
+    its own new entries there (the gradebook, autograded/, graded/, its log) but can neither change, rename nor
+    remove root's. Its data folders (GRADER_DATA) and the gradebook stay its own. Run at every setup, so an
+    existing course is locked too."""
+    grader = pwd.getpwnam(hub.grader)
+    course = hub.course
+    for entry in course.iterdir():
+        owned = entry.name in GRADER_DATA or entry.name.startswith(("gradebook.db", ".nbgrader"))
+        run(["chown", "-R", f"{hub.grader}:{hub.grader}" if owned else "root:root", str(entry)])
+        if not owned:
+            run(["chmod", "-R", "u+rwX,go+rX,go-w", str(entry)])
+    os.chown(course, 0, grader.pw_gid)
+    course.chmod(0o1770)
+
+
 def grader_env(hub: ClassHub) -> dict[str, str]:
     """The environment of the grader account's commands: the hub's Python first, the shared exchange, the grader's
     nbgrader configuration (collect by owner, from the students' own inbound folders)."""
@@ -480,6 +501,7 @@ def setup(hub: ClassHub, roster: Path, passwords: dict[str, str] | None = None) 
         create_disk(hub, student, limits, grader_gid)
     write_configs(hub)
     install_grader_course(hub, roster)
+    lock_grader_code(hub)
     print(f"accounts and the grader's course ready in {time.monotonic() - started:.1f} s in all", flush=True)
     return hub
 

@@ -312,13 +312,16 @@ def test_the_whole_cycle_in_a_browser(running):
                 raise
 
         ta = login(browser, hub, TA)
+        blocked: list[str] = []   # what the strict policy of Formgrader's pages refused: nothing of their own
+        ta.on("console", lambda m: blocked.append(f"{m.location}: {m.text[:60]}") if "Content Security Policy" in m.text else None)
         try:
             wait_for_lab(ta, TA)
             ta.goto(f"{hub.url}/services/cs336-primitives/lab?formgrader=true")
             frame = ta.frame_locator("#formgrader-iframe iframe")
             frame.locator("text=Manage Assignments").first.wait_for(timeout=120_000)
-            frame.locator(f"text={ASSIGNMENT}").first.wait_for()
+            frame.locator(f"text={ASSIGNMENT}").first.wait_for(timeout=60_000)
             shot(ta, "5-ta-formgrader-in-jupyterlab.png")
+            assert blocked == [], blocked
             # the grader's JupyterLab runs no code: no kernel to start, no terminal to open
             specs = api(ta, "GET", f"{hub.url}/services/cs336-primitives/api/kernelspecs")
             assert specs.status == 200 and not specs.json()["kernelspecs"], specs.text()
@@ -327,6 +330,7 @@ def test_the_whole_cycle_in_a_browser(running):
             assert api(ta, "POST", f"{hub.url}/services/cs336-primitives/api/terminals").status >= 400
         except BaseException:
             shot(ta, "failure-ta.png")
+            print("refused by the policy:", blocked)
             raise
 
         env = grader_env(hub)
@@ -490,6 +494,41 @@ def test_nobody_gets_in_where_they_do_not_belong(running):
         status, body = hub_request(hub, path, token)
         assert status in (403, 404), f"{RIGHT} reached {path}: {status} {body[:200]}"
         assert status == 403 or "services" not in path, (path, status)
+
+
+def test_staff_sessions_cannot_rewrite_what_grades(running):
+    """Issue #46: through Formgrader's file API a TA's session (and the instructor's) reads the course but writes
+    nothing: not the configuration nbgrader runs, not the grader's code, no module planted on its Python path. The
+    grader account itself cannot change them either (they are root's), so no later nbgrader command or Autograde
+    runs anything a web session wrote. Every Formgrader page carries the strict policy (autograder/staff_pages.py)."""
+    hub, server = running
+    guarded = {name: (hub.course / name).read_bytes() for name in ("nbgrader_config.py", "autograder/__init__.py",
+                                                                   "Makefile", "autograder/limits.toml")}
+    contents = "/services/cs336-primitives/api/contents"
+    for who in (STAFF[0], PROF):
+        token = token_of(hub, who)
+        status, body = hub_request(hub, f"{contents}/nbgrader_config.py", token)
+        assert status == 200 and "get_config" in body, (who, status, body[:200])   # staff may read the course
+        file = {"type": "file", "format": "text", "content": "import os; os.system('id > /tmp/pwned')\n"}
+        for method, path, data in [("PUT", "nbgrader_config.py", file), ("PUT", "autograder/__init__.py", file),
+                                   ("PUT", "json.py", file), ("PATCH", "Makefile", {"path": "Makefile.old"}),
+                                   ("DELETE", "autograder/limits.toml", None), ("POST", "", {"type": "file"})]:
+            status, body = hub_request(hub, f"{contents}/{path}", token, method, data)
+            assert status == 403, f"{who}: {method} {path}: {status} {body[:200]}"
+        request = urllib.request.Request(hub.url + "/services/cs336-primitives/formgrader/manage_students",
+                                         headers={"Authorization": f"token {token}"})
+        with urllib.request.urlopen(request, timeout=60) as answer:
+            policy = answer.headers["Content-Security-Policy"]
+        assert "script-src 'self' 'nonce-" in policy and "'unsafe-inline'" not in policy.split("style-src")[0], policy
+    q = shlex.quote
+    for shell in (f"echo 'import os' >> {q(str(hub.course / 'nbgrader_config.py'))}",
+                  f"echo 'import os' > {q(str(hub.course / 'autograder' / '__init__.py'))}",
+                  f"mv {q(str(hub.course / 'autograder'))} {q(str(hub.course / 'moved'))}",
+                  f"rm -f {q(str(hub.course / 'Makefile'))}"):
+        done = as_user(hub.grader, ["sh", "-c", shell], grader_env(hub), check=False)
+        assert done.returncode != 0, f"the grader account could: {shell}"
+    assert {name: (hub.course / name).read_bytes() for name in guarded} == guarded
+    assert not (hub.course / "json.py").exists() and not Path("/tmp/pwned").exists()
 
 
 def test_the_exchange_takes_a_submission_only_from_the_account_that_made_it(running):

@@ -37,6 +37,16 @@ import student_jail  # noqa: E402  (copied beside this file by scripts/class_hub
 
 # --- the hub, the proxy, the state that survives a restart
 c.JupyterHub.bind_url = f"http://{CLASS['ip']}:{CLASS['port']}"
+# Each user's server and Formgrader on an origin of its own (<name>.<domain>, cs336-primitives--service.<domain>):
+# "a user must never be able to write arbitrary HTML and serve it to another user on the Hub's domain" (JupyterHub's
+# security overview). Behind TLS (SCHEME = "https", docs/hub.md), cookies are `__Host-` ones, which a sibling
+# subdomain cannot set (no cookie tossing, GHSA-7r3h-4ph8-w38g); browsers take them only over https (Chromium keeps
+# no Secure cookie from http://<name>.localhost), so the one-machine http mode keeps host-only cookies, and JupyterHub
+# ties each XSRF token to its session, which a tossed cookie does not know (tests/test_class_hub.py tries).
+SCHEME = "http"
+DOMAIN = CLASS.get("domain", "localhost")
+c.JupyterHub.subdomain_host = f"{SCHEME}://{DOMAIN}" + ("" if CLASS["port"] in (80, 443) else f":{CLASS['port']}")
+c.JupyterHub.cookie_host_prefix_enabled = SCHEME == "https"
 c.JupyterHub.hub_ip = "127.0.0.1"
 c.JupyterHub.hub_port = CLASS["hub_port"]
 c.JupyterHub.db_url = f"sqlite:///{os.path.join(HERE, 'jupyterhub.sqlite')}"
@@ -142,6 +152,7 @@ c.JupyterHub.services = [
             "JUPYTER_CONFIG_PATH": os.path.join(PREFIX, "grader-config"),
             "CLASS_INBOXES": os.path.join(PREFIX, "disks", "*", "inbound"),
             "PYTHONPATH": f"{CLASS['homes']}/{GRADER}/course",   # the Autograde extension: autograder/
+            "JUPYTERHUB_COOKIE_HOST_PREFIX_ENABLED": str(int(SCHEME == "https")),   # as the spawner tells users' servers
         },
         "oauth_no_confirm": True,
     },

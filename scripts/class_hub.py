@@ -95,6 +95,11 @@ class ClassHub:
     homes: str = "/home"
     exchange: str = "/srv/nbgrader/exchange"
     ip: str = "0.0.0.0"
+    # Each user's server and Formgrader on an origin of its own (JupyterHub's subdomain_host): the hub at
+    # <domain>, a user's server at <name>.<domain>, Formgrader at cs336-primitives--service.<domain>, so that no page
+    # a student serves shares an origin with the hub, Formgrader or a classmate. `localhost` works on one machine
+    # (browsers resolve *.localhost to loopback); a real class needs wildcard DNS and TLS (docs/hub.md).
+    domain: str = "localhost"
     # Every listener is on a port below 1024, which only root can bind (Formgrader, run by the grader account, is
     # given that one right, CAP_NET_BIND_SERVICE), so nobody stands in for the hub while it is stopped, and `start`
     # refuses to run when one of them is taken or failed. (JupyterHub's services must be http(s): no unix socket.)
@@ -126,8 +131,26 @@ class ClassHub:
 
     @property
     def url(self) -> str:
+        """Where the hub listens on this machine (for checks from this machine, whatever the names say)."""
         host = "127.0.0.1" if self.ip in ("0.0.0.0", "") else self.ip
         return f"http://{host}:{self.port}"
+
+    @property
+    def public_url(self) -> str:
+        """The hub's origin, as browsers reach it: http://<domain>[:port]."""
+        return f"http://{self.domain}" + ("" if self.port == 80 else f":{self.port}")
+
+    def origin(self, path: str) -> str:
+        """The origin that serves `path`: /user/<name>/... on <name>.<domain>, /services/<name>/... on
+        <name>--service.<domain>, the rest on the hub's (JupyterHub's default subdomain hook, for names that are
+        DNS labels already, as roster ids and the course id are unless they hold '_' or '--')."""
+        parts = path.strip("/").split("/")
+        label = {"user": "{}", "services": "{}--service"}.get(parts[0]) if len(parts) > 1 else None
+        if label is None:
+            return self.public_url
+        if not re.fullmatch(r"[a-z0-9]([a-z0-9-]*[a-z0-9])?", parts[1]) or "--" in parts[1]:
+            raise ClassError(f"{parts[1]!r} is no DNS label: JupyterHub encodes it (jupyterhub.utils.subdomain_hook_idna)")
+        return self.public_url.replace("://", f"://{label.format(parts[1])}.", 1)
 
     @property
     def inbound(self) -> Path:
@@ -825,6 +848,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--exchange", default="/srv/nbgrader/exchange")
     parser.add_argument("--ip", help="the address the hub listens on (default: all, 0.0.0.0)")
     parser.add_argument("--port", type=int, help="the hub's public port, below 1024 (default 80)")
+    parser.add_argument("--domain", help="the hub's name; each user's server is on <name>.<domain>, Formgrader on "
+                                         "cs336-primitives--service.<domain> (default localhost: this machine only; "
+                                         "a real class needs wildcard DNS and TLS, docs/hub.md)")
     parser.add_argument("--internal-ports", help="loopback ports of the hub's API, the proxy's API and Formgrader, "
                                                  "below 1024 (default 801,802,803)")
     parser.add_argument("--limits", help="each student's caps, e.g. memory=2G,tasks=512,disk=1G,shm=64M (the defaults)")
@@ -855,7 +881,8 @@ def main(argv: list[str] | None = None) -> int:
             prepare(args.prefix)
         elif args.command == "start":
             hub = ClassHub.load(args.prefix)
-            print(f"JupyterHub for {COURSE_ID} at {hub.url} (Formgrader: {hub.url}/services/{COURSE_ID}/)", flush=True)
+            formgrader = f"{hub.origin(f'/services/{COURSE_ID}/')}/services/{COURSE_ID}/"
+            print(f"JupyterHub for {COURSE_ID} at {hub.public_url} (Formgrader: {formgrader})", flush=True)
             return start(hub, timeout=args.timeout)
         else:
             path, files, removed = end_term(ClassHub.load(args.prefix), args.archive)
@@ -868,9 +895,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def apply_listening_options(hub: ClassHub, args: argparse.Namespace) -> None:
-    """--ip, --port and --internal-ports, when given, replace the saved ones (with a line saying so); when not,
+    """--ip, --port, --domain and --internal-ports, when given, replace the saved ones (with a line saying so); when not,
     a class set up before keeps its own."""
-    given = {"ip": args.ip, "port": args.port}
+    given = {"ip": args.ip, "port": args.port, "domain": args.domain}
     if args.internal_ports:
         given["hub_port"], given["proxy_api_port"], given["service_port"] = map(int, args.internal_ports.split(","))
     for name, value in given.items():

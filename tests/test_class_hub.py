@@ -36,6 +36,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
@@ -217,7 +218,7 @@ def login(browser, hub: ClassHub, user: str):
     context.hub_homes = hub.homes
     page = context.new_page()
     page.set_default_timeout(120_000)
-    page.goto(f"{hub.url}/hub/login")
+    page.goto(f"{hub.public_url}/hub/login")
     page.fill("#username_input", user)
     page.fill("#password_input", password(hub, user))
     page.click("#login_submit")
@@ -233,12 +234,33 @@ def shot(page, name: str) -> None:
     page.screenshot(path=str(ARTIFACTS / name))
 
 
-def api(page, method: str, path: str, data=None):
-    """A request from the page's own session (its cookies and the server's XSRF token), as the UI makes them."""
-    xsrf = next((c["value"] for c in page.context.cookies() if c["name"] == "_xsrf"), "")
-    return page.request.fetch(path if path.startswith("http") else page.url.split("/user/")[0] + path, method=method,
-                              headers={"X-XSRFToken": xsrf, "Content-Type": "application/json"},
-                              data=json.dumps(data) if data is not None else None)
+@dataclass
+class Answer:
+    status: int
+    body: str
+
+    def text(self) -> str:
+        return self.body
+
+    def json(self):
+        return json.loads(self.body)
+
+
+def api(page, method: str, path: str, data=None) -> Answer:
+    """A request from the page itself, with its session (its cookies and the server's XSRF token), as the UI makes
+    them; `path` on the page's own origin (each server has its own, JupyterHub's subdomains)."""
+    answer = page.evaluate("""async ([method, path, body]) => {
+        const xsrf = (document.cookie.match(/(?:^|; )(?:__Host-)?_xsrf=([^;]*)/) || [])[1] || "";
+        const response = await fetch(path, {method, body, headers: {"X-XSRFToken": decodeURIComponent(xsrf),
+                                                                  "Content-Type": "application/json"}});
+        return [response.status, await response.text()];
+    }""", [method, path, json.dumps(data) if data is not None else None])
+    return Answer(*answer)
+
+
+def at(hub: ClassHub, path: str) -> str:
+    """The URL of `path` on the origin that serves it (the hub's, a user's server's, Formgrader's)."""
+    return hub.origin(path) + path
 
 
 def open_assignments(page) -> None:
@@ -316,18 +338,19 @@ def test_the_whole_cycle_in_a_browser(running):
         ta.on("console", lambda m: blocked.append(f"{m.location}: {m.text[:60]}") if "Content Security Policy" in m.text else None)
         try:
             wait_for_lab(ta, TA)
-            ta.goto(f"{hub.url}/services/cs336-primitives/lab?formgrader=true")
+            ta.goto(at(hub, "/services/cs336-primitives/lab?formgrader=true"))
             frame = ta.frame_locator("#formgrader-iframe iframe")
             frame.locator("text=Manage Assignments").first.wait_for(timeout=120_000)
             frame.locator(f"text={ASSIGNMENT}").first.wait_for(timeout=60_000)
             shot(ta, "5-ta-formgrader-in-jupyterlab.png")
             assert blocked == [], blocked
             # the grader's JupyterLab runs no code: no kernel to start, no terminal to open
-            specs = api(ta, "GET", f"{hub.url}/services/cs336-primitives/api/kernelspecs")
+            specs = api(ta, "GET", "/services/cs336-primitives/api/kernelspecs")
             assert specs.status == 200 and not specs.json()["kernelspecs"], specs.text()
-            started = api(ta, "POST", f"{hub.url}/services/cs336-primitives/api/kernels", {"name": "cs336-primitives"})
-            assert started.status >= 400, started.text()
-            assert api(ta, "POST", f"{hub.url}/services/cs336-primitives/api/terminals").status >= 400
+            started = api(ta, "POST", "/services/cs336-primitives/api/kernels", {"name": "cs336-primitives"})
+            assert started.status >= 400 and "xsrf" not in started.text().lower(), started.text()
+            terminal = api(ta, "POST", "/services/cs336-primitives/api/terminals")
+            assert terminal.status >= 400 and "xsrf" not in terminal.text().lower(), terminal.text()
         except BaseException:
             shot(ta, "failure-ta.png")
             print("refused by the policy:", blocked)
@@ -347,7 +370,7 @@ def test_the_whole_cycle_in_a_browser(running):
             f"    print(gb.find_submission_notebook('{ASSIGNMENT}', '{ASSIGNMENT}', '{HALF}').id)")],
             env, cwd=hub.course).stdout.strip()
         try:
-            ta.goto(f"{hub.url}/services/cs336-primitives/formgrader/submissions/{submission}/")
+            ta.goto(at(hub, f"/services/cs336-primitives/formgrader/submissions/{submission}/"))
             ta.wait_for_load_state("networkidle")   # its grades and comments loaded: the boxes save what is typed
             box = ta.locator("textarea.comment").first
             box.fill(comment)
@@ -403,7 +426,7 @@ def autograde_in_formgrader(ta, hub: ClassHub, student: str) -> None:
     """The TA clicks Autograde on the student's row in Formgrader's Manage Submissions: the course's sandboxed
     grader grades it (its log says so), and the attack in it wrote nothing and copied nothing."""
     try:
-        ta.goto(f"{hub.url}/services/cs336-primitives/formgrader/manage_submissions/{ASSIGNMENT}")
+        ta.goto(at(hub, f"/services/cs336-primitives/formgrader/manage_submissions/{ASSIGNMENT}"))
         row = ta.locator("tr", has=ta.locator("td.student-id", has_text=re.compile(f"^{student}$")))
         row.locator("td.autograde a").click()
         modal = ta.locator("#success-modal, #error-modal")
@@ -423,7 +446,9 @@ def autograde_in_formgrader(ta, hub: ClassHub, student: str) -> None:
 # --- 2. nobody gets in where they don't belong ---------------------------------------------------------------------
 
 def hub_request(hub: ClassHub, path: str, token: str, method: str = "GET", body: dict | None = None) -> tuple[int, str]:
-    request = urllib.request.Request(hub.url + path, method=method, headers={"Authorization": f"token {token}"},
+    # to the hub's listener, named as the origin that serves `path` (this machine resolves no *.localhost)
+    request = urllib.request.Request(hub.url + path, method=method, headers={
+                                         "Authorization": f"token {token}", "Host": hub.origin(path).split("://")[1]},
                                      data=json.dumps(body).encode() if body is not None else None)
     try:
         with urllib.request.urlopen(request, timeout=60) as answer:
@@ -515,8 +540,9 @@ def test_staff_sessions_cannot_rewrite_what_grades(running):
                                    ("DELETE", "autograder/limits.toml", None), ("POST", "", {"type": "file"})]:
             status, body = hub_request(hub, f"{contents}/{path}", token, method, data)
             assert status == 403, f"{who}: {method} {path}: {status} {body[:200]}"
-        request = urllib.request.Request(hub.url + "/services/cs336-primitives/formgrader/manage_students",
-                                         headers={"Authorization": f"token {token}"})
+        page = "/services/cs336-primitives/formgrader/manage_students"
+        request = urllib.request.Request(hub.url + page, headers={"Authorization": f"token {token}",
+                                                                  "Host": hub.origin(page).split("://")[1]})
         with urllib.request.urlopen(request, timeout=60) as answer:
             policy = answer.headers["Content-Security-Policy"]
         assert "script-src 'self' 'nonce-" in policy and "'unsafe-inline'" not in policy.split("style-src")[0], policy
@@ -529,6 +555,101 @@ def test_staff_sessions_cannot_rewrite_what_grades(running):
         assert done.returncode != 0, f"the grader account could: {shell}"
     assert {name: (hub.course / name).read_bytes() for name in guarded} == guarded
     assert not (hub.course / "json.py").exists() and not Path("/tmp/pwned").exists()
+
+
+STUDENT_PAGE = """<!doctype html><title>homework help</title><script>
+const done = {{}};
+const put = (url, body, extra) => fetch(url, {{method: "PUT", credentials: "include", body: JSON.stringify(body),
+    headers: {{"Content-Type": "application/json", ...(extra || {{}})}}}}).then(r => r.status, e => String(e));
+window.attack = (async () => {{
+  // cookie tossing: an _xsrf cookie for every sibling origin, and the same value as the header
+  document.cookie = "_xsrf=tossed; domain={domain}; path=/";
+  const tossed = {{"X-XSRFToken": "tossed"}};
+  done.admin = await fetch("{hub}/hub/api/users/{me}", {{method: "PATCH", credentials: "include",
+      body: JSON.stringify({{admin: true}}), headers: {{"Content-Type": "application/json", ...tossed}}}})
+      .then(r => r.status, e => String(e));
+  done.grade = await fetch("{formgrader}/services/cs336-primitives/formgrader/api/student/{me}", {{method: "PUT",
+      credentials: "include", body: JSON.stringify({{first_name: "pwned", last_name: "x", email: null}}),
+      headers: tossed}}).then(r => r.status, e => String(e));
+  done.read_formgrader = await fetch("{formgrader}/services/cs336-primitives/api/contents/source",
+      {{credentials: "include"}}).then(r => r.text(), e => String(e));
+  done.read_classmate = await fetch("{classmate}/user/{other}/api/contents/release", {{credentials: "include"}})
+      .then(r => r.text(), e => String(e));
+  done.write_classmate = await put("{classmate}/user/{other}/api/contents/pwned.txt",
+      {{type: "file", format: "text", content: "pwned"}}, tossed);
+  done.terminal = await fetch("{classmate}/user/{other}/api/terminals", {{method: "POST", credentials: "include",
+      headers: tossed}}).then(r => r.status, e => String(e));
+  // a "simple" request, sent with the visitor's cookies and no preflight: only the XSRF check stands in its way,
+  // and the tossed cookie's value is in the form (the server's terminals, checked below, say whether it got in)
+  await fetch("{classmate}/user/{other}/api/terminals", {{method: "POST", credentials: "include", mode: "no-cors",
+      headers: {{"Content-Type": "application/x-www-form-urlencoded"}}, body: "_xsrf=tossed"}}).catch(e => e);
+  const frame = document.createElement("iframe");
+  frame.src = "{formgrader}/services/cs336-primitives/formgrader/manage_students";
+  document.body.appendChild(frame);
+  await new Promise(resolve => setTimeout(resolve, 3000));
+  try {{ done.framed = frame.contentDocument ? frame.contentDocument.body.innerText : "no document"; }}
+  catch (e) {{ done.framed = String(e); }}
+  return done;
+}})();
+</script>"""
+
+
+def test_a_page_a_student_serves_reaches_no_one(running):
+    """Issue #46: a student serves her own HTML from her server (extra_static_paths in her ~/.jupyter, no login
+    needed to see it) and gets a TA, then a classmate, to open it. Her page is on her server's own origin, so it
+    can neither read Formgrader, the hub or the classmate's server, nor write through them with the visitor's
+    session, a tossed XSRF cookie included, nor frame Formgrader."""
+    hub, server = running
+    executable = chromium_for_playwright(missing=required)
+    from playwright.sync_api import sync_playwright
+    home = Path(hub.homes) / RIGHT
+    page_html = STUDENT_PAGE.format(domain=hub.domain, hub=hub.public_url, me=RIGHT, other=HALF,
+                                    formgrader=hub.origin("/services/cs336-primitives/"),
+                                    classmate=hub.origin(f"/user/{HALF}/"))
+    script = (f"mkdir -p {home}/.jupyter {home}/www && cat > {home}/www/help.html && echo "
+              f"\"c.ServerApp.extra_static_paths = ['{home}/www']\" > {home}/.jupyter/jupyter_server_config.py")
+    as_user(RIGHT, ["sh", "-c", script], student_env(hub), hub=hub, input=page_html)
+    for method in ("DELETE", "POST"):   # her server again, with her configuration
+        status, body = hub_request(hub, f"/hub/api/users/{RIGHT}/server", hub.admin_token, method)
+        assert status in (201, 202, 204), (method, status, body)
+        for _ in range(120):
+            ready = hub_request(hub, f"/hub/api/users/{RIGHT}", hub.admin_token)[1]
+            if ('"pending": null' in ready or '"pending":null' in ready) and \
+                    (method == "DELETE") != ('"ready": true' in ready or '"ready":true' in ready):
+                break
+            time.sleep(1)
+    url = at(hub, f"/user/{RIGHT}/static/help.html")
+    names_before = hub_request(hub, "/hub/api/users?limit=500", hub.admin_token)[1]
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=executable, headless=True, args=CHROMIUM_ARGS)
+        for visitor in (TA, HALF):
+            page = login(browser, hub, visitor)
+            wait_for_lab(page, visitor)
+            if visitor == TA:   # a live Formgrader session in this browser
+                page.goto(at(hub, "/services/cs336-primitives/formgrader/manage_students"))
+                page.locator(f"text={RIGHT}").first.wait_for()
+            page.goto(url)
+            done = page.evaluate("window.attack")
+            print(f"\n{visitor} opened {url}: {done}")
+            for write in ("admin", "grade", "write_classmate", "terminal"):   # refused, or never sent (CORS)
+                assert done[write] == "TypeError: Failed to fetch" or done[write] >= 400, (write, done[write])
+            for read in ("read_formgrader", "read_classmate", "framed"):
+                assert "Failed to fetch" in done[read] or "Blocked a frame" in done[read] or \
+                    "no document" in done[read] or "403" in done[read], (read, done[read][:300])
+            page.context.close()
+        browser.close()
+    user = json.loads(hub_request(hub, f"/hub/api/users/{RIGHT}", hub.admin_token)[1])
+    assert user["admin"] is False and user["roles"] == ["user"], user
+    assert hub_request(hub, "/hub/api/users?limit=500", hub.admin_token)[1].count('"admin": true') == \
+        names_before.count('"admin": true')
+    assert not (Path(hub.homes) / HALF / "pwned.txt").exists()
+    terminals = hub_request(hub, f"/user/{HALF}/api/terminals", token_of(hub, HALF))
+    assert terminals == (200, "[]"), terminals
+    first = as_user(hub.grader, ["python", "-c", (
+        "from nbgrader.api import Gradebook\n"
+        f"with Gradebook('sqlite:///gradebook.db') as gb: print(gb.find_student('{RIGHT}').first_name)")],
+        grader_env(hub), cwd=hub.course).stdout.strip()
+    assert first != "pwned", first
 
 
 def test_the_exchange_takes_a_submission_only_from_the_account_that_made_it(running):

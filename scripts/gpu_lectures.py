@@ -5,10 +5,11 @@
 `scripts/gpu_session.py` calls it; it is a script of its own because it needs the course's environment (nbformat,
 nbclient, torch, utils) where the session's driver needs only Python. For each lecture of LECTURES it
 
-1. reads notebooks/NAME.ipynb and applies the prepared edits (TEXT_EDITS, empty since the run of 2026-11-26 applied
-   the last ones), each checked to apply (or to be applied already); a lecture of PROMOTE becomes a GPU lecture: its
-   device line and its GPU cells are tagged `gpu-figure` and `nbval-ignore-output`, and the "Stored figures" note and
-   the cell naming the machine's CPU go under the device line (lecture 10 became one that way);
+1. reads notebooks/NAME.ipynb and applies the prepared edits (TEXT_EDITS: what issue #50 queued for lectures 5, 7, 9
+   and 10 after the run of 2026-11-26 applied the earlier ones), each checked to apply (or to be applied already); a
+   lecture of PROMOTE becomes a GPU lecture: its device line and its GPU cells are tagged `gpu-figure` and
+   `nbval-ignore-output`, and the "Stored figures" note and the cell naming the machine's CPU go under the device line
+   (lecture 10 became one that way);
 2. with --execute, runs the whole notebook in one kernel (nbclient, the course's kernel), so that no stored output
    is spliced from two runs; without CUDA only with --dry-run (a rehearsal: its outputs are not for committing);
 3. stamps the run: the notebook's `gpu_figures` metadata and its note get this GPU, torch, CUDA and date; after a
@@ -60,8 +61,84 @@ HOST_ID = "this-run"
 NOTE_ID = "stored-gpu-figures"
 NOTE_IDS = ("gpu-figures-note", NOTE_ID)  # the note's id in lectures 2, 5, 7, 8 and 9, and in a promoted lecture
 # (lecture, cell type, old text, new text): edits to make on the next GPU run (a GPU figure's code changes only there,
-# so that its stored output stays its code's); each must be found, or be done already (old gone, new there).
-TEXT_EDITS: list[tuple[str, str, str, str]] = []
+# so that its stored output stays its code's, and so does prose that describes that output); each must be found, or
+# be done already (old gone, new there). Queued by issue #50 (the TA review of 2026-11-28):
+TEXT_EDITS: list[tuple[str, str, str, str]] = [
+    # #50 T3: lecture 10's sections 5 to 7 run on the CPU (one thread) even on the GPU machine: their times say so, and the
+    # peak printed beside the achieved rate is the CPU's (none), not the GPU's that CUDA's presence named.
+    ('10_accounting_a_training_run', 'code',
+     'print(f"matmul rate: {matmul_rate / 1e9:.1f} GFLOP/s -> predicted step {predicted_step * 1e3:.2f} ms (matmuls only)")\n'
+     'print(f"measured step: {step_seconds * 1e3:.2f} ms; the matmuls at that rate explain {predicted_step / step_seconds:.0%}")',
+     'print(f"matmul rate (CPU, 1 thread): {matmul_rate / 1e9:.1f} GFLOP/s -> predicted step {predicted_step * 1e3:.2f} ms "\n'
+     '      "(matmuls only)")\n'
+     'print(f"measured step (CPU, 1 thread): {step_seconds * 1e3:.2f} ms; the matmuls at that rate explain "\n'
+     '      f"{predicted_step / step_seconds:.0%}")'),
+    ('10_accounting_a_training_run', 'code',
+     'print(f"achieved: {predicted_flops / step_seconds / 1e9:.1f} GFLOP/s.", explain_peak(current_device_name(), torch.float32))',
+     "# The step ran on the CPU whatever GPU the machine has: the peak that applies is the CPU's, and the table has none.\n"
+     'print(f"achieved (CPU, 1 thread): {predicted_flops / step_seconds / 1e9:.1f} GFLOP/s.", explain_peak("cpu", torch.float32))'),
+    ('10_accounting_a_training_run', 'markdown',
+     'On a machine with a GPU the line after "achieved" above names the GPU\'s fp32 peak anyway (the\n'
+     "stored output names the H100's): that is not the peak of the CPU thread that ran this step, so do not divide\n"
+     'by it. Section 8',
+     'The line after "achieved" above says so, on any machine: the step ran on\n'
+     'the CPU, whatever GPU the machine has. Section 8'),
+    ('10_accounting_a_training_run', 'code',
+     '    "step time (s)": (predicted_step, step_seconds),\n'
+     '    "run time (s), from the timed step": (STEPS * step_seconds, run_seconds),',
+     '    "step time (s), CPU, 1 thread": (predicted_step, step_seconds),\n'
+     '    "run time (s), CPU, from the timed step": (STEPS * step_seconds, run_seconds),'),
+    ('10_accounting_a_training_run', 'code',
+     '    print(f"{name:36s} predicted {shown(predicted)}',
+     '    print(f"{name:38s} predicted {shown(predicted)}'),
+    # #50 D4: timings printed to the digits that carry information, as lectures 3 and 8 print theirs.
+    ('05_flops_mfu', 'code',
+     'print(f"first call {first_call * 1e3:.3f} ms, warm median {warm * 1e3:.3f} ms, ratio {first_call / warm:.1f}x")',
+     'def two_digits(x):                               # 2 significant digits: the rest is noise\n'
+     '    return f"{float(f\'{x:.2g}\'):,g}"\n'
+     '\n'
+     'print(f"first call {two_digits(first_call * 1e3)} ms, warm median {two_digits(warm * 1e3)} ms, "\n'
+     '      f"ratio {two_digits(first_call / warm)}x")'),
+    ('05_flops_mfu', 'code',
+     '        cells.append(f"{rate / 1e9:10.1f} GFLOP/s" + (f" MFU {rate / peaks[dtype]:.2f}" if peaks[dtype] else " " * 9))',
+     '        cells.append(f"{three_digits(rate / 1e9):>10} GFLOP/s" + (f" MFU {rate / peaks[dtype]:.2f}" if peaks[dtype] else " " * 9))'),
+    ('05_flops_mfu', 'code',
+     'peaks = {dtype: peak_flops(current_device_name(), dtype) for dtype in dtypes}\n'
+     'print(f"{\'n\':>6} "',
+     'peaks = {dtype: peak_flops(current_device_name(), dtype) for dtype in dtypes}\n'
+     '\n'
+     '\n'
+     'def three_digits(x):                             # 3 significant digits: the rest is noise\n'
+     '    rounded = float(f"{x:.3g}")\n'
+     '    return f"{rounded:,.0f}" if rounded >= 100 else f"{rounded:g}"\n'
+     '\n'
+     '\n'
+     'print(f"{\'n\':>6} "'),
+    ('09_mixed_precision', 'code',
+     '    print(f"{name}: {n}x{n} matmul in {s * 1e3:8.3f} ms = {2 * n**3 / s / 1e9:8.1f} GFLOP/s")\n'
+     'print(f"bf16 speedup on {current_device_name()}: {seconds[\'fp32\'] / seconds[\'bf16\']:.2f}x")',
+     '    print(f"{name}: {n}x{n} matmul in {three_digits(s * 1e3):>7} ms = {three_digits(2 * n**3 / s / 1e9):>9} GFLOP/s")\n'
+     'print(f"bf16 speedup on {current_device_name()}: {seconds[\'fp32\'] / seconds[\'bf16\']:.2g}x")'),
+    ('09_mixed_precision', 'code',
+     'seconds = {}\n'
+     'for dtype in (torch.float32, torch.bfloat16):',
+     'seconds = {}\n'
+     '\n'
+     '\n'
+     'def three_digits(x):                             # 3 significant digits: the rest is noise\n'
+     '    rounded = float(f"{x:.3g}")\n'
+     '    return f"{rounded:,.0f}" if rounded >= 100 else f"{rounded:g}"\n'
+     '\n'
+     '\n'
+     'for dtype in (torch.float32, torch.bfloat16):'),
+    # #50 T11: lecture 7's eight-card column assumes the 16 bytes sharded; its header says so.
+    ('07_models_optimizers', 'code',
+     '{\'params on 1 H100\':>17} {\'on 8 H100s\':>11}")',
+     '{\'params on 1 H100\':>17} {\'on 8 H100s, sharded\':>20}")'),
+    ('07_models_optimizers', 'code',
+     '{one / 1e9:16.1f}B {eight / 1e9:10.1f}B")',
+     '{one / 1e9:16.1f}B {eight / 1e9:19.1f}B")'),
+]
 
 def tags(cell) -> list[str]:
     return cell.setdefault("metadata", {}).setdefault("tags", [])

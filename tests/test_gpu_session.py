@@ -65,3 +65,34 @@ def test_after_a_whole_gpu_run_the_note_says_one_machine_and_the_labels_go():
     note = next(c for c in notebook.cells if c.get("id") in gpu_lectures.NOTE_IDS)
     assert note.source == gpu_lectures.NOTE.format(**run) and notebook.metadata["gpu_figures"]["whole_run"] is True
     assert provenance_problems(json.loads(nbformat.writes(notebook))) == []
+
+
+def test_the_prepared_edits_apply_once_and_leave_python():
+    """Each edit queued for the next GPU run (scripts/gpu_lectures.py TEXT_EDITS, issue #50) finds its text in exactly
+    one cell of its kind in today's lecture, does not find it again once applied (its new text does not contain the
+    old), and leaves every code cell valid Python; an edit whose text has gone is reported, not skipped."""
+    import ast
+
+    import nbformat
+    sys.path.insert(0, str(REPO / "scripts"))
+    import gpu_lectures
+    assert gpu_lectures.TEXT_EDITS, "issue #50 queued edits for lectures 5, 7, 9 and 10"
+    for lecture, cell_type, old, new in gpu_lectures.TEXT_EDITS:
+        assert lecture in gpu_lectures.LECTURES and old not in new, (lecture, old)
+        notebook = nbformat.read(REPO / "notebooks" / f"{lecture}.ipynb", as_version=4)
+        hits = [c for c in notebook.cells if c.cell_type == cell_type and old in c.source]
+        assert len(hits) == 1 and hits[0].source.count(old) == 1, (lecture, old)
+    for lecture in {edit[0] for edit in gpu_lectures.TEXT_EDITS}:
+        notebook = nbformat.read(REPO / "notebooks" / f"{lecture}.ipynb", as_version=4)
+        done, problems = gpu_lectures.apply_edits(lecture, notebook)
+        assert done and problems == [], (lecture, problems)
+        for cell in notebook.cells:
+            if cell.cell_type == "code":
+                ast.parse(cell.source)
+        assert gpu_lectures.apply_edits(lecture, notebook) == ([], [])  # applied already: nothing to do, no problem
+    first = gpu_lectures.TEXT_EDITS[0]
+    notebook = nbformat.read(REPO / "notebooks" / f"{first[0]}.ipynb", as_version=4)
+    for cell in notebook.cells:
+        cell.source = cell.source.replace(first[2], "# changed by hand")
+    _, problems = gpu_lectures.apply_edits(first[0], notebook)
+    assert any("no longer applies" in p for p in problems), problems

@@ -75,6 +75,9 @@ from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor  # noqa: E402
 from nbgrader.preprocessors import ClearHiddenTests, GetGrades  # noqa: E402
 
 c.GenerateFeedback.preprocessors = [GetGrades, ClearHiddenTests, CSSHTMLHeaderPreprocessor]
+# Feedback shows the student's notebook: its markup sanitised as on Formgrader's pages (nbgrader's feedback template
+# renders markdown cells as they are; autograder/staff_pages.py), so opening it runs none of it.
+c.GenerateFeedback.exporter_class = "autograder.staff_pages.SanitisingExporter"
 
 # Late submissions: a submission's time is its timestamp.txt (written by `nbgrader submit`, kept by `collect`);
 # the due date is the assignment's (`nbgrader db assignment add NAME --duedate=...`) plus the student's extension

@@ -95,8 +95,9 @@ class NoncedScripts(jinja2.BaseLoader):
         return self.inner.list_templates()
 
 
-class StaffExporter(HTMLExporter):
-    """nbgrader's Formgrader exporter with the student's content sanitised (layer 1)."""
+class SanitisingExporter(HTMLExporter):
+    """nbconvert's HTML exporter with a student's content sanitised (layer 1): Formgrader's pages, and the feedback
+    `nbgrader generate_feedback` writes (the course's nbgrader_config.py: `GenerateFeedback.exporter_class`)."""
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
@@ -111,15 +112,19 @@ class StaffExporter(HTMLExporter):
         except InvalidNotebook as error:
             return f"<pre>{markupsafe.escape(source)}</pre><p><em>{markupsafe.escape(error)}</em></p>"
 
-    def _create_environment(self):
-        environment = super()._create_environment()
-        environment.loader = NoncedScripts(environment.loader)
-        return environment
-
     def from_notebook_node(self, nb, resources=None, **kw):
         resources = {key: markupsafe.escape(value) if isinstance(value, str) else value
                      for key, value in (resources or {}).items()}
         return super().from_notebook_node(nb, resources, **kw)
+
+
+class StaffExporter(SanitisingExporter):
+    """Formgrader's exporter: sanitised content, and the nonce placeholder in its templates' own scripts."""
+
+    def _create_environment(self):
+        environment = super()._create_environment()
+        environment.loader = NoncedScripts(environment.loader)
+        return environment
 
 
 class StrictPolicy(OutputTransform):

@@ -362,6 +362,18 @@ def test_the_whole_cycle_in_a_browser(running):
         graded = grade(hub, "make grade")
         (ARTIFACTS / "make-grade.log").write_text(graded.stdout + graded.stderr)
         autograde_in_formgrader(ta, hub, HOSTILE)
+        hostile = as_user(hub.grader, ["python", "-c", (
+            "from nbgrader.api import Gradebook\n"
+            "with Gradebook('sqlite:///gradebook.db') as gb:\n"
+            f"    print(gb.find_submission_notebook('{ASSIGNMENT}', '{ASSIGNMENT}', '{HOSTILE}').id)")],
+            env, cwd=hub.course).stdout.strip()
+        users = who_may_do_what(hub)
+        prof = login(browser, hub, PROF)
+        wait_for_lab(prof, PROF)
+        for staff in (ta, prof):   # the TA and the instructor open the hostile submission for manual grading
+            opened_safely(staff, at(hub, f"/services/cs336-primitives/formgrader/submissions/{hostile}/"))
+        prof.context.close()
+        assert who_may_do_what(hub) == users, "the hub's users or their roles changed"
 
         comment = "Good work on the optimizer state; see the note on task 4."
         submission = as_user(hub.grader, ["python", "-c", (
@@ -412,10 +424,36 @@ except Exception as error:
 """
 
 
+def who_may_do_what(hub: ClassHub) -> dict[str, tuple]:
+    """Each user of the hub: admin or not, roles, groups."""
+    users = json.loads(hub_request(hub, "/hub/api/users?limit=500", hub.admin_token)[1])
+    return {u["name"]: (u["admin"], sorted(u["roles"]), sorted(u["groups"])) for u in users}
+
+
+def opened_safely(page, url: str) -> None:
+    """Open `url` (a submission carrying staff_page_payloads): the payloads are on the page as text, none ran, none
+    fetched its canary."""
+    sent: list[str] = []
+    page.on("request", lambda request: sent.append(request.url))
+    try:
+        page.goto(url)
+        page.wait_for_load_state("networkidle")
+        page.wait_for_timeout(500)
+        assert "window.__pwned='md-script'" in page.inner_text("body"), "the submission's markdown is on the page"
+        assert page.evaluate("typeof window.__pwned") == "undefined", page.evaluate("window.__pwned")
+        assert [u for u in sent if "/canary/" in u] == []
+    except BaseException:
+        shot(page, "failure-hostile-submission.png")
+        raise
+
+
 def submit_hostile(hub: ClassHub, student: str) -> None:
     """The student submits exercise 7 solved, its first answer cell starting with ATTACK (write into the course
-    and /tmp as whoever runs it, copy source/ out)."""
+    and /tmp as whoever runs it, copy source/ out), and every payload class of tests/submissions.py's
+    `staff_page_payloads` added for whoever opens it in Formgrader."""
     notebook = submissions._first_task_only(ASSIGNMENT, ATTACK.format(course=str(hub.course)))[ASSIGNMENT]
+    payloads = submissions.staff_page_payloads(ASSIGNMENT)[ASSIGNMENT]   # and markup for staff to open (issue #46)
+    notebook.cells += payloads.cells[len(notebook.cells):]
     folder = f"release/{ASSIGNMENT}"
     as_user(student, ["sh", "-c", f"mkdir -p {folder} && cat > {folder}/{ASSIGNMENT}.ipynb"], student_env(hub),
             input=nbformat.writes(notebook), hub=hub)
@@ -619,7 +657,7 @@ def test_a_page_a_student_serves_reaches_no_one(running):
                 break
             time.sleep(1)
     url = at(hub, f"/user/{RIGHT}/static/help.html")
-    names_before = hub_request(hub, "/hub/api/users?limit=500", hub.admin_token)[1]
+    before = who_may_do_what(hub)
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=executable, headless=True, args=CHROMIUM_ARGS)
         for visitor in (TA, HALF):
@@ -640,8 +678,7 @@ def test_a_page_a_student_serves_reaches_no_one(running):
         browser.close()
     user = json.loads(hub_request(hub, f"/hub/api/users/{RIGHT}", hub.admin_token)[1])
     assert user["admin"] is False and user["roles"] == ["user"], user
-    assert hub_request(hub, "/hub/api/users?limit=500", hub.admin_token)[1].count('"admin": true') == \
-        names_before.count('"admin": true')
+    assert who_may_do_what(hub) == before
     assert not (Path(hub.homes) / HALF / "pwned.txt").exists()
     terminals = hub_request(hub, f"/user/{HALF}/api/terminals", token_of(hub, HALF))
     assert terminals == (200, "[]"), terminals

@@ -18,6 +18,7 @@ import hashlib
 import shutil
 import subprocess
 import sys
+from html.parser import HTMLParser
 from pathlib import Path
 
 import jinja2
@@ -137,6 +138,45 @@ def test_no_student_markup_runs_in_formgrader(hostile_class, tmp_path):
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
         scores = [g.score for g in gradebook.find_submission_notebook("01_floats", "01_floats", "mallory").grades]
     assert sum(scores) == 0   # what the grader gave her: nothing on the page changed it
+
+
+def test_feedback_carries_none_of_the_markup(hostile_class):
+    """`nbgrader generate_feedback` (the course's nbgrader_config.py) writes mallory's feedback with her markup as
+    text: no script but the template's own, no event handler, no `javascript:` link."""
+    course, _ = hostile_class
+    done = subprocess.run([sys.executable, "-m", "nbgrader", "generate_feedback", "01_floats", "--student", "mallory",
+                           "--force"], cwd=course, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    page = (course / "feedback" / "mallory" / "01_floats" / "01_floats.html").read_text()
+    assert "window.__pwned=&#39;md-script&#39;" in page or "window.__pwned='md-script'" in page   # shown, as text
+    found = Markup()
+    found.feed(page)
+    assert found.scripts and not [body for body in found.scripts if "__pwned" in body]
+    assert found.live == []
+
+
+class Markup(HTMLParser):
+    """What a browser would act on: script bodies, and attributes that run code (event handlers, javascript: URLs)."""
+
+    def __init__(self):
+        super().__init__()
+        self.scripts: list[str] = []
+        self.live: list[tuple[str, str, str]] = []
+        self._in_script = False
+
+    def handle_starttag(self, tag, attrs):
+        self._in_script = tag == "script"
+        if self._in_script:
+            self.scripts.append("")
+        self.live += [(tag, name, value or "") for name, value in attrs
+                      if name.startswith("on") or (value or "").strip().lower().startswith("javascript:")]
+
+    def handle_data(self, data):
+        if self._in_script:
+            self.scripts[-1] += data
+
+    def handle_endtag(self, tag):
+        self._in_script = False
 
 
 def test_the_placeholder_goes_only_into_the_templates_own_scripts():

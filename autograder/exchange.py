@@ -23,6 +23,7 @@ nbgrader has no hook for any of this (its `check_owner` only warns, and then cop
 """
 from __future__ import annotations
 
+import datetime
 import fnmatch
 import glob
 import os
@@ -44,6 +45,7 @@ ENTRY = re.compile(r"^(?P<student>[^+/]+)\+(?P<assignment>[^+/]+)\+(?P<time>[^+/
 CHUNK = 1 << 20          # bytes read at a time while copying
 MAX_DEPTH = 16           # folders inside a submission
 MAX_FILES = 2_000        # files and folders in one submission
+CLAIM_TOLERANCE = 120    # seconds a student's timestamp.txt may differ from the time of arrival without a flag
 
 
 class ReleaseFeedback(ExchangeReleaseFeedback):
@@ -188,8 +190,23 @@ def _copy_file(folder: int, name: str, dest: Path, uid: int, max_file: int, budg
         os.close(fd)
 
 
+def arrival_time(path: str) -> datetime.datetime:
+    """When the submission at `path` last changed, by the kernel's clock: the latest status-change time (ctime) of
+    its folder and everything in it, links not followed. Nobody but root can set a ctime, and any change makes it
+    now, so the student can make this later (by changing the submission), never earlier."""
+    latest = os.lstat(path).st_ctime
+    for folder, folders, files in os.walk(path):
+        for name in folders + files:
+            latest = max(latest, os.lstat(os.path.join(folder, name)).st_ctime)
+    return datetime.datetime.fromtimestamp(latest, datetime.timezone.utc)
+
+
 class OwnedCollect(ExchangeCollect):
-    """nbgrader's collect, taking a submission only from the account it names (see the module's docstring)."""
+    """nbgrader's collect, taking a submission only from the account it names (see the module's docstring). The
+    submission's time is the exchange's, not the student's: its `timestamp.txt` is written from `arrival_time`, and a
+    `timestamp.txt` the student wrote that says otherwise (by more than `CLAIM_TOLERANCE`) is kept beside it as
+    `timestamp-claimed.txt` and named in the log. Late penalties read `timestamp.txt`, so they use the time of
+    arrival (docs/hub.md)."""
 
     inboxes = Unicode("", help="A glob of further inbound folders, one per student (the class hub's "
                                "<prefix>/disks/*/inbound, where each student's submissions land); '' for none").tag(config=True)
@@ -249,6 +266,11 @@ class OwnedCollect(ExchangeCollect):
 
     def do_copy(self, src: str, dest: str, log=None) -> None:
         record = self._by_path[src]
+        try:
+            arrived = arrival_time(src)
+        except OSError as why:
+            self.log.warning("Skipped %s of %s: %s", os.path.basename(src), record["username"], why)
+            return
         max_file = self.coursedir.max_file_size * 1000
         max_total = self.coursedir.max_dir_size * 1000
         try:
@@ -260,3 +282,20 @@ class OwnedCollect(ExchangeCollect):
             return
         for line in left_out:
             self.log.warning("Left out of %s's submission: %s", record["username"], line)
+        self._stamp(Path(dest), arrived, record["username"])
+
+    def _stamp(self, dest: Path, arrived: datetime.datetime, student: str) -> None:
+        """timestamp.txt from the time of arrival; the student's own, when it disagrees, kept as
+        timestamp-claimed.txt with a line in the log."""
+        stamp = dest / "timestamp.txt"
+        claimed = stamp.read_text(errors="replace").strip() if stamp.is_file() else ""
+        stamp.write_text(arrived.strftime("%Y-%m-%d %H:%M:%S.%f UTC"))
+        try:
+            off = abs((parse_utc(claimed) - arrived.replace(tzinfo=None)).total_seconds()) if claimed else None
+        except Exception:   # nbgrader's parser raises whatever dateutil raises
+            off = float("inf")
+        if off is not None and off > CLAIM_TOLERANCE:
+            (dest / "timestamp-claimed.txt").write_text(claimed[:200])
+            self.log.warning("%s's timestamp.txt says %r, but the submission reached the exchange at %s UTC: graded "
+                             "with the time of arrival (the claim is kept as timestamp-claimed.txt)",
+                             student, claimed[:60], arrived.strftime("%Y-%m-%d %H:%M:%S"))

@@ -45,7 +45,7 @@ c.JupyterHub.bind_url = f"http://{CLASS['ip']}:{CLASS['port']}"
 # ties each XSRF token to its session, which a tossed cookie does not know (tests/test_class_hub.py tries).
 SCHEME = "http"
 DOMAIN = CLASS.get("domain", "localhost")
-c.JupyterHub.subdomain_host = f"{SCHEME}://{DOMAIN}" + ("" if CLASS["port"] in (80, 443) else f":{CLASS['port']}")
+c.JupyterHub.subdomain_host = f"{SCHEME}://{DOMAIN}" + ("" if CLASS["port"] == 80 else f":{CLASS['port']}")
 c.JupyterHub.cookie_host_prefix_enabled = SCHEME == "https"
 c.JupyterHub.hub_ip = "127.0.0.1"
 c.JupyterHub.hub_port = CLASS["hub_port"]
@@ -64,11 +64,39 @@ c.JupyterHub.cleanup_servers = False   # a restart of the hub leaves students' s
 # --- who may log in (LOGIN: a real class replaces the authenticator here, keeping allowed_users and admin_users)
 c.JupyterHub.authenticator_class = CLASS["authenticator"]
 c.Authenticator.allowed_users = set(CLASS["students"]) | set(STAFF)
+# the roster decides who logs in: a name dropped from it is refused though JupyterHub's database still knows it
+# (JupyterHub lets such users in by default); scripts/class_hub.py also deletes it there, with its tokens and servers
+c.Authenticator.allow_existing_users = False
+
+
+def forget_the_dropped(db_file: str, people: set[str]) -> None:
+    """Delete from JupyterHub's database, before the hub serves anything, every user not in the class: with them go
+    their tokens and their servers' records, so a token or cookie of a dropped student stops working at this start,
+    not after it. (JupyterHub keeps users it once knew and has no setting to forget them; `make hub` has already
+    killed what ran in their cgroups, and the hub drops proxy routes it no longer knows.)"""
+    if not os.path.exists(db_file):   # a first start: JupyterHub makes and stamps its database itself
+        return
+    from jupyterhub import orm
+    session = orm.new_session_factory(f"sqlite:///{db_file}")()
+    try:
+        gone = [user for user in session.query(orm.User).all() if user.name not in people]
+        for user in gone:
+            session.delete(user)
+        session.commit()
+    finally:
+        session.close()
+    if gone:
+        print(f"class hub: not in the class any more, logins, tokens and servers gone (homes and disks kept): "
+              f"{', '.join(sorted(u.name for u in gone))}", flush=True)
+
+
+forget_the_dropped(os.path.join(HERE, "jupyterhub.sqlite"), set(CLASS["students"]) | set(STAFF))
 c.Authenticator.admin_users = {CLASS["instructor"]}
 c.PAMAuthenticator.open_sessions = False   # no login session per spawn: nothing in PAM's session stack is needed
 
 # --- each user's server
 from jupyterhub.spawner import LocalProcessSpawner  # noqa: E402
+from tornado import web  # noqa: E402
 
 
 class ClassSpawner(LocalProcessSpawner):
@@ -81,6 +109,13 @@ class ClassSpawner(LocalProcessSpawner):
         disk = student_jail.Disk(Path(PREFIX) / "disks", name, Path(CLASS["homes"]) / name)
         group = f"{COURSE}-{os.path.basename(PREFIX.rstrip('/'))}"
         return student_jail.Cgroup(group, name), disk, student_jail.Limits(**CLASS["limits"])
+
+    async def start(self):
+        # fail closed: a name on neither the roster nor the staff (a dropped student JupyterHub still knows) gets no
+        # server at all, confined or not
+        if self.user.name not in CLASS["students"] and self.user.name not in STAFF:
+            raise web.HTTPError(403, f"{self.user.name} is not in this class's roster: no server")
+        return await super().start()
 
     def make_preexec_fn(self, name):
         become = super().make_preexec_fn(name)
@@ -95,7 +130,7 @@ class ClassSpawner(LocalProcessSpawner):
         return confine_then_become
 
     async def stop(self, now=False):
-        if self.user.name in CLASS["students"]:
+        if self.user.name not in STAFF:   # a student's, or a dropped student's from before the roster changed
             # everything the student runs, kernels included, killed while tini is there to reap it; then tini
             cgroup = self._parts()[0]
             await asyncio.get_running_loop().run_in_executor(None, lambda: cgroup.kill(keep_tops=True))
@@ -129,6 +164,8 @@ c.JupyterHub.load_roles = [
     # the class's own admin token (scripts/class_hub.py, the tests): create users' tokens, list servers
     {"name": "class-admin", "services": ["class-admin"], "scopes": ["admin:users", "admin:servers", "tokens",
                                                                     "admin:groups", "list:services", "read:services"]},
+    {"name": "idle-culler", "services": ["idle-culler"],
+     "scopes": ["list:users", "read:users:activity", "read:servers", "delete:servers"]},
 ]
 c.JupyterHub.services = [
     {
@@ -157,4 +194,10 @@ c.JupyterHub.services = [
         "oauth_no_confirm": True,
     },
     {"name": "class-admin", "api_token": CLASS["admin_token"]},
+    # servers idle for idle_timeout seconds stop (JupyterHub's own culler); with shutdown_on_logout below, nothing of
+    # a student runs on unattended
+    {"name": "idle-culler", "command": [os.path.join(ENV_BIN, "python"), "-m", "jupyterhub_idle_culler",
+                                        f"--timeout={CLASS.get('idle_timeout', 3600)}",
+                                        f"--cull-every={max(10, min(300, CLASS.get('idle_timeout', 3600) // 4))}"]},
 ]
+c.JupyterHub.shutdown_on_logout = True

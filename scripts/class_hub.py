@@ -100,6 +100,9 @@ class ClassHub:
     # a student serves shares an origin with the hub, Formgrader or a classmate. `localhost` works on one machine
     # (browsers resolve *.localhost to loopback); a real class needs wildcard DNS and TLS (docs/hub.md).
     domain: str = "localhost"
+    # A server idle this long (no kernel busy, no browser tab talking to it) is stopped by jupyterhub-idle-culler, and
+    # every server stops when its user logs out: nothing of a student runs on unattended.
+    idle_timeout: int = 3600         # seconds
     # Every listener is on a port below 1024, which only root can bind (Formgrader, run by the grader account, is
     # given that one right, CAP_NET_BIND_SERVICE), so nobody stands in for the hub while it is stopped, and `start`
     # refuses to run when one of them is taken or failed. (JupyterHub's services must be http(s): no unix socket.)
@@ -284,6 +287,9 @@ def remove_account(name: str) -> None:
         if subprocess.run(["pkill", "-KILL", "-u", name], capture_output=True).returncode == 1:
             break         # none left
         time.sleep(0.1)
+    # SysV IPC objects it made outside a jail (a student's server has an IPC namespace of its own, gone with it):
+    # removed, so that no later account given the same numeric id finds them
+    subprocess.run(["runuser", "-u", name, "--", "ipcrm", "--all"], capture_output=True)
     run(["userdel", "--remove", "--force", name])
 
 
@@ -302,10 +308,10 @@ def python_for_everyone() -> str:
                      "on Debian/Ubuntu: apt-get install -y python3 python3-venv")
 
 
-def hub_pin() -> str:
-    """JupyterHub's pin, from pyproject.toml's `hub` extra (one place for every version the course uses)."""
-    extras = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]
-    return next(r for r in extras["hub"] if r.startswith("jupyterhub=="))
+def hub_pins() -> list[str]:
+    """JupyterHub's pin and its idle culler's, from pyproject.toml's `hub` extra (one place for every version the
+    course uses)."""
+    return tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]["hub"]
 
 
 def install_course(prefix: Path) -> None:
@@ -326,16 +332,17 @@ def install_env(prefix: Path) -> None:
     (editable, from the read-only course), the course kernel and JupyterHub. Rebuilt only when what it was built
     from changes (its stamp holds the edition's pyproject.toml and JupyterHub's pin)."""
     course, env = prefix / "course", prefix / "env"
-    wanted = (course / "pyproject.toml").read_text() + hub_pin()
+    wanted = (course / "pyproject.toml").read_text() + " ".join(hub_pins())
     stamp = env / ".installed"
     if not (stamp.exists() and (env / ".hub-stamp").exists() and (env / ".hub-stamp").read_text() == wanted):
         if env.exists():
             shutil.rmtree(env)
         run([python_for_everyone(), "-m", "venv", str(env)])
         python = str(env / "bin" / "python")
-        print(f"installing the course and {hub_pin()} into {env} (a few minutes the first time) ...", flush=True)
+        print(f"installing the course and {', '.join(hub_pins())} into {env} (a few minutes the first time) ...",
+              flush=True)
         run([python, str(course / "scripts" / "install_env.py"), "--package", str(course), "--torch", "cpu",
-             "--also", hub_pin()])
+             *[arg for pin in hub_pins() for arg in ("--also", pin)]])
         run([python, "-m", "ipykernel", "install", "--sys-prefix", "--name", "cs336-primitives",
              "--display-name", "Python (cs336 primitives)"])
         (env / ".hub-stamp").write_text(wanted)
@@ -427,6 +434,12 @@ def install_grader_course(hub: ClassHub, roster: Path) -> None:
                 grader_env(hub), cwd=hub.course)
     finally:
         shutil.rmtree(readable)
+
+
+def dropped(hub: ClassHub) -> list[str]:
+    """Accounts this script made for people no longer in the class (a student off the roster, a former TA)."""
+    people = set(hub.students + hub.staff + [hub.instructor, hub.grader])
+    return [name for name in hub.created if name not in people and account_exists(name)]
 
 
 GRADER_DATA = ("source", "release", "submitted", "autograded", "feedback", "graded")  # the grader's to write
@@ -525,6 +538,12 @@ def setup(hub: ClassHub, roster: Path, passwords: dict[str, str] | None = None) 
     write_configs(hub)
     install_grader_course(hub, roster)
     lock_grader_code(hub)
+    for name in dropped(hub):   # off the roster: no login, nothing running; their work stays for the instructor
+        run(["usermod", "--lock", "--expiredate", "1", name])
+        hub.cgroup(name).kill()
+    for name in people:         # back on it: their account as it was
+        if name in hub.created and account_exists(name):
+            run(["usermod", "--unlock", "--expiredate", "", name])
     print(f"accounts and the grader's course ready in {time.monotonic() - started:.1f} s in all", flush=True)
     return hub
 
@@ -771,7 +790,7 @@ def remove_accounts(hub: ClassHub) -> list[str]:
     removed, failed = [], []
     for name in hub.created:
         try:
-            if name in hub.students:
+            if name not in hub.staff + [hub.instructor, hub.grader]:   # a student, on the roster or dropped from it
                 hub.cgroup(name).remove()
                 hub.disk(name).remove()
             if is_class_account(name):
@@ -825,10 +844,16 @@ def end_term(hub: ClassHub, folder: Path) -> tuple[Path, int, list[str]]:
     removed). Refused while the hub runs."""
     if hub_running(hub):
         raise ClassError(f"the hub still runs at {hub.url}: stop it first (Ctrl-C where `make hub` runs)")
-    path, files = archive(hub, folder)
-    print(f"archived the term into {path} ({files} files, {path.stat().st_size / 1e6:.1f} MB)", flush=True)
+    if account_exists(hub.grader) and (hub.course / "gradebook.db").exists():
+        path, files = archive(hub, folder)
+        print(f"archived the term into {path} ({files} files, {path.stat().st_size / 1e6:.1f} MB)", flush=True)
+    else:   # an end of term stopped part way, run again: the course went with the grader account
+        path, files = folder, 0
+        print(f"no course left to archive (the grader account {hub.grader} or its gradebook is gone): an earlier "
+              f"end of term archived it into {folder}", flush=True)
     removed = remove_accounts(hub)
-    for student in hub.students:   # a student whose account was removed by hand: their disk and cgroup all the same
+    # every student's disk and cgroup, dropped ones included, and those whose account was removed by hand
+    for student in sorted(set(hub.students) | {p.stem for p in (Path(hub.prefix) / "disks").glob("*.img")}):
         hub.cgroup(student).remove()
         hub.disk(student).remove()
     shutil.rmtree(Path(hub.exchange) / COURSE_ID, ignore_errors=True)
@@ -848,6 +873,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--exchange", default="/srv/nbgrader/exchange")
     parser.add_argument("--ip", help="the address the hub listens on (default: all, 0.0.0.0)")
     parser.add_argument("--port", type=int, help="the hub's public port, below 1024 (default 80)")
+    parser.add_argument("--idle-timeout", type=int, help="seconds after which an idle server is stopped (default 3600)")
     parser.add_argument("--domain", help="the hub's name; each user's server is on <name>.<domain>, Formgrader on "
                                          "cs336-primitives--service.<domain> (default localhost: this machine only; "
                                          "a real class needs wildcard DNS and TLS, docs/hub.md)")
@@ -884,6 +910,8 @@ def main(argv: list[str] | None = None) -> int:
             formgrader = f"{hub.origin(f'/services/{COURSE_ID}/')}/services/{COURSE_ID}/"
             print(f"JupyterHub for {COURSE_ID} at {hub.public_url} (Formgrader: {formgrader})", flush=True)
             return start(hub, timeout=args.timeout)
+        elif not (Path(args.prefix) / "state" / "class.json").exists():
+            print(f"end of term: no class in {args.prefix} (already ended, or never set up): nothing to do")
         else:
             path, files, removed = end_term(ClassHub.load(args.prefix), args.archive)
             print(f"end of term: archive {path} ({files} files); removed {len(removed)} accounts, the hub's state and "
@@ -895,9 +923,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def apply_listening_options(hub: ClassHub, args: argparse.Namespace) -> None:
-    """--ip, --port, --domain and --internal-ports, when given, replace the saved ones (with a line saying so); when not,
+    """--ip, --port, --domain, --idle-timeout and --internal-ports, when given, replace the saved ones (with a line saying so); when not,
     a class set up before keeps its own."""
-    given = {"ip": args.ip, "port": args.port, "domain": args.domain}
+    given = {"ip": args.ip, "port": args.port, "domain": args.domain, "idle_timeout": args.idle_timeout}
     if args.internal_ports:
         given["hub_port"], given["proxy_api_port"], given["service_port"] = map(int, args.internal_ports.split(","))
     for name, value in given.items():

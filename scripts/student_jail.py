@@ -15,7 +15,9 @@ kernel's and util-linux's own means:
   the student's disk and home; /tmp is their tmp/, /dev/shm a small tmpfs (charged to their memory), and the
   exchange's inbound folder is their inbound/, so a submission lands on their own disk, where nobody else can
   write; no new privileges (a setuid program gains nothing); a PID namespace for what it starts next (the caller
-  runs `tini -- tini -s -- command`: the inner tini is that namespace's init). The caller then becomes the student.
+  runs `tini -- tini -s -- command`: the inner tini is that namespace's init); an IPC namespace of its own (no
+  shared memory with anyone, none left behind); a /proc that shows only their own processes; an equal share of the
+  CPU when the machine is busy (the cgroup's cpu weight, v1's cpu.shares). The caller then becomes the student.
 """
 from __future__ import annotations
 
@@ -28,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
-CLONE_NEWNS, CLONE_NEWPID = 0x00020000, 0x20000000
+CLONE_NEWNS, CLONE_NEWIPC, CLONE_NEWPID = 0x00020000, 0x08000000, 0x20000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_NOATIME, MS_NODIRATIME, MS_BIND = 32, 1024, 2048, 4096
 MS_REC, MS_PRIVATE, MS_RELATIME, MS_STRICTATIME = 1 << 14, 1 << 18, 1 << 21, 1 << 24
@@ -36,6 +38,7 @@ PR_SET_NO_NEW_PRIVS = 38
 KEPT_FLAGS = {"nosuid": MS_NOSUID, "nodev": MS_NODEV, "noexec": MS_NOEXEC, "noatime": MS_NOATIME,
               "nodiratime": MS_NODIRATIME, "relatime": MS_RELATIME, "strictatime": MS_STRICTATIME}
 WRITABLE_KERNEL_MOUNTS = ("/proc", "/sys", "/dev/pts")   # left as they are: the kernel guards them itself
+CPU_WEIGHT = 100   # every student's share of the CPU when the machine is busy: equal (cgroup v2's default weight)
 
 
 class JailError(Exception):
@@ -94,11 +97,13 @@ class Cgroup:
 
     @property
     def folders(self) -> list[Path]:
+        """v2: the one folder; v1: memory, pids, then cpu (a CPU share) where the machine has that hierarchy."""
         version = cgroup_version(self.root)
         if version == 2:
             return [self.root / self.group / self.user]
         if version == 1:
-            return [self.root / "memory" / self.group / self.user, self.root / "pids" / self.group / self.user]
+            cpu = [self.root / "cpu" / self.group / self.user] if (self.root / "cpu" / "cgroup.procs").exists() else []
+            return [self.root / "memory" / self.group / self.user, self.root / "pids" / self.group / self.user] + cpu
         raise JailError(f"no cgroup memory and pids controllers under {self.root}: a student's memory and tasks "
                         "cannot be capped on this machine")
 
@@ -107,17 +112,20 @@ class Cgroup:
         if cgroup_version(self.root) == 2:
             for parent in (self.root, self.root / self.group):
                 parent.mkdir(exist_ok=True)
-                (parent / "cgroup.subtree_control").write_text("+memory +pids")
+                (parent / "cgroup.subtree_control").write_text("+memory +pids +cpu")
             folder = self.folders[0]
             folder.mkdir(exist_ok=True)
+            (folder / "cpu.weight").write_text(str(CPU_WEIGHT))   # siblings share the CPU by weight
             (folder / "memory.max").write_text(str(limits.memory))
             if (folder / "memory.swap.max").exists():
                 (folder / "memory.swap.max").write_text("0")
             (folder / "pids.max").write_text(str(limits.tasks))
             return
-        memory, pids = self.folders
-        memory.mkdir(parents=True, exist_ok=True)
-        pids.mkdir(parents=True, exist_ok=True)
+        memory, pids, *cpu = self.folders
+        for folder in self.folders:
+            folder.mkdir(parents=True, exist_ok=True)
+        for folder in cpu:   # cpu.shares: 1024 is v1's default, the equal of v2's weight 100
+            (folder / "cpu.shares").write_text(str(CPU_WEIGHT * 1024 // 100))
         (memory / "memory.limit_in_bytes").write_text(str(limits.memory))
         if (memory / "memory.memsw.limit_in_bytes").exists():   # swap accounting on: no swap beyond the limit
             (memory / "memory.memsw.limit_in_bytes").write_text(str(limits.memory))
@@ -304,7 +312,9 @@ def enter(cgroup: Cgroup, disk: Disk, inbound: str, limits: Limits) -> None:
     cgroup.create(limits)   # where missing; limits set again, so that a changed one holds
     cgroup.join(os.getpid())
     libc = _libc()
-    _check(libc.unshare(CLONE_NEWNS), "unshare(CLONE_NEWNS)")
+    # a mount namespace, and an IPC one: SysV shared memory, semaphores and message queues of their own, gone with
+    # the last of their processes (nothing left for the next account given the same uid)
+    _check(libc.unshare(CLONE_NEWNS | CLONE_NEWIPC), "unshare(CLONE_NEWNS | CLONE_NEWIPC)")
     _mount(libc, None, "/", None, MS_REC | MS_PRIVATE)   # nothing done here reaches the host's mounts
     for target, flags in _mounts():
         if _inside(target, disk.mount) or target == str(disk.home) or target.startswith(WRITABLE_KERNEL_MOUNTS):
@@ -315,6 +325,9 @@ def enter(cgroup: Cgroup, disk: Disk, inbound: str, limits: Limits) -> None:
             if not os.path.exists(target):   # hidden under a later mount: nothing to reach
                 continue
             raise
+    # a /proc of its own that shows only their own processes (procfs's hidepid, per mount since Linux 5.8): not the
+    # hub, Formgrader or a classmate's server and command lines
+    _mount(libc, "proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "hidepid=invisible")
     _mount(libc, str(disk.tmp), "/tmp", None, MS_BIND)
     _mount(libc, "tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, f"size={limits.shm},mode=1777")
     if os.path.isdir(inbound):

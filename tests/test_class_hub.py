@@ -33,6 +33,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -728,10 +729,49 @@ def test_the_exchange_takes_a_submission_only_from_the_account_that_made_it(runn
         assert f"Left out of {RIGHT}'s submission: {left_out}" in report, (left_out, report)
     assert theirs.read_bytes() == before, "the classmate's collected submission is untouched"
     taken = course / "submitted" / RIGHT / ASSIGNMENT
-    assert sorted(p.name for p in taken.iterdir()) == ["timestamp.txt"], list(taken.iterdir())
+    # its time is the exchange's, not the 2098 its timestamp.txt claimed (issue #47), the claim kept beside it
+    assert sorted(p.name for p in taken.iterdir()) == ["timestamp-claimed.txt", "timestamp.txt"], list(taken.iterdir())
+    assert (taken / "timestamp-claimed.txt").read_text().startswith("2098-01-01")
+    assert (taken / "timestamp.txt").read_text().startswith(time.strftime("%Y-%m-%d", time.gmtime()))
+    assert f"{RIGHT}'s timestamp.txt says '2098-01-01 00:00:00.000000 UTC', but the submission reached" in report
     assert not any("BEGIN SOLUTION" in p.read_text(errors="replace") for p in (course / "submitted").rglob("*.ipynb"))
     print(f"\nexchange attacks: {report.count('Skipped')} entries skipped, {report.count('Left out')} files left out, "
           "the classmate's submission unchanged")
+
+
+def test_nothing_is_shared_between_students(running):
+    """Issue #47: SysV shared memory a student makes dies with her processes (an IPC namespace per jail), her /proc
+    shows only her own processes, and sixteen busy loops of hers take no more of the CPU than a classmate's one."""
+    hub, server = running
+    uid = pwd.getpwnam(RIGHT).pw_uid
+    made = as_user(RIGHT, ["sh", "-c", "ipcmk -M 262144 && ipcs -m | grep -c 262144"], student_env(hub), hub=hub)
+    assert made.stdout.strip().endswith("1"), made.stdout   # made, and hers while she ran
+    host = subprocess.run(["ipcs", "-m", "-c"], capture_output=True, text=True).stdout
+    assert not [line for line in host.splitlines() if f" {RIGHT} " in f" {line} "], host
+    seen = as_user(RIGHT, ["python3", "-c", "import os; print(sorted({os.stat(f'/proc/{p}').st_uid "
+                                              "for p in os.listdir('/proc') if p.isdigit()}))"], student_env(hub), hub=hub)
+    assert json.loads(seen.stdout) == [uid], seen.stdout   # not the hub, Formgrader or a classmate's server
+    spin = ("import os, resource, sys, time\n"
+            "n, seconds = int(sys.argv[1]), float(sys.argv[2])\n"
+            "for _ in range(n):\n"
+            "    if os.fork() == 0:\n"
+            "        end = time.monotonic() + seconds\n"
+            "        while time.monotonic() < end: pass\n"
+            "        os._exit(0)\n"
+            "for _ in range(n): os.wait()\n"
+            "usage = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
+            "print(usage.ru_utime + usage.ru_stime)\n")
+    busy: list = []
+    loops = threading.Thread(target=lambda: busy.append(as_user(RIGHT, ["python3", "-c", spin, "16", "4"],
+                                                               student_env(hub), hub=hub)))
+    loops.start()
+    time.sleep(0.5)
+    mine = as_user(HALF, ["python3", "-c", spin, "1", "3"], student_env(hub), hub=hub)
+    loops.join()
+    theirs, ours = float(busy[0].stdout), float(mine.stdout)
+    print(f"\nCPU: {RIGHT}'s 16 loops {theirs:.1f} s in 4 s, {HALF}'s one loop {ours:.1f} s in 3 s")
+    # an equal share gives the one loop about as much as the sixteen while both run (without it, 1/16 of theirs)
+    assert ours / theirs > 0.35, (ours, theirs)
 
 
 # --- 3. one student exhausts their limits --------------------------------------------------------------------------
@@ -844,8 +884,100 @@ def squat_then_restart(hub: ClassHub, server: HubProcess) -> None:
 
 # --- 5. the end of term --------------------------------------------------------------------------------------------
 
+def test_a_submission_is_timed_by_the_exchange_not_by_the_student(running):
+    """Issue #47: a student back-dates her submission after submitting it (her timestamp.txt, on her own disk, is hers
+    to edit). Collect writes the time the exchange received it (the kernel's change times, which no student can set
+    back), keeps her claim beside it and names it; late penalties read timestamp.txt."""
+    hub, server = running
+    student = "hubt-010"   # she has the exercise (test_a_class_submits_at_once_and_nothing_is_lost): again
+    as_user(student, ["nbgrader", "submit", ASSIGNMENT], student_env(hub), hub=hub)
+    entry = max(hub.disk(student).inbound.glob(f"{student}+{ASSIGNMENT}+*"), key=lambda p: p.name)
+    submitted_at = (entry / "timestamp.txt").read_text().strip()
+    back = "2026-01-01 00:00:00.000000 UTC"
+    mine = shlex.quote(str(hub.inbound / entry.name / "timestamp.txt"))   # where she sees it: the exchange's inbound
+    as_user(student, ["sh", "-c", f"rm -f {mine} && echo '{back}' > {mine}"], student_env(hub), hub=hub)
+    collected = as_user(hub.grader, ["nbgrader", "collect", "--update", "--student", student, ASSIGNMENT],
+                        grader_env(hub), cwd=hub.course)
+    taken = hub.course / "submitted" / student / ASSIGNMENT
+    assert (taken / "timestamp-claimed.txt").read_text().strip() == back, collected.stdout + collected.stderr
+    recorded = (taken / "timestamp.txt").read_text().strip()
+    assert recorded >= submitted_at[:19], (recorded, submitted_at)   # when it arrived (and was edited), not January
+    assert f"{student}'s timestamp.txt says '{back}'" in collected.stdout + collected.stderr
+
+
+def test_a_dropped_student_loses_her_login_and_keeps_her_work(running):
+    """Issue #47: `make hub` again with a roster that no longer names her: her password, her token and her running
+    server are gone at once, her home and disk stay for the instructor, and a name the roster does not hold gets no
+    server at all. The same restart turns on a short idle timeout: an idle server stops, as one does on logout."""
+    hub, server = running
+    dropped, idle, leaving = "hubt-005", "hubt-006", "hubt-007"
+    token = token_of(hub, dropped)
+    assert hub_request(hub, f"/hub/api/users/{dropped}/server", hub.admin_token, "POST")[0] in (201, 202)
+    wait_for_server(hub, dropped, running=True)
+    as_user(dropped, ["sh", "-c", "echo my work > ~/essay.txt"], student_env(hub), hub=hub)
+    server.stop()
+    roster = (REPO / "students.csv").read_text().splitlines()
+    (REPO / "students.csv").write_text("\n".join(line for line in roster if not line.startswith(f"{dropped},")) + "\n")
+    os.environ["HUB_ARGS"] += " --idle-timeout 20"
+    server.start(command=["bash", "-e", "-c", HUB_COMMAND], cwd=REPO, timeout=600)
+    hub = server.hub = ClassHub.load(PREFIX)
+    assert dropped not in hub.students and hub.idle_timeout == 20
+    assert hub_request(hub, "/hub/api/user", token)[0] in (401, 403), "her token is gone"
+    assert hub_request(hub, f"/hub/api/users/{dropped}", hub.admin_token)[0] == 404, "JupyterHub forgot her"
+    assert not hub.cgroup(dropped).pids(), "nothing of hers runs"
+    status = subprocess.run(["passwd", "--status", dropped], capture_output=True, text=True).stdout.split()
+    assert status[1] == "L", status   # her password no longer opens anything
+    assert (Path(hub.homes) / dropped / "essay.txt").read_text() == "my work\n", "her work is kept"
+    # a name outside the roster that JupyterHub knows again (her, added back by the admin API) gets no server
+    assert hub_request(hub, f"/hub/api/users/{dropped}", hub.admin_token, "POST")[0] == 201
+    assert hub_request(hub, f"/hub/api/users/{dropped}/server", hub.admin_token, "POST")[0] >= 400
+    assert not hub.cgroup(dropped).pids()
+    assert hub_request(hub, f"/hub/api/users/{dropped}", hub.admin_token, "DELETE")[0] == 204
+    # an idle server stops by itself; a server stops when its user logs out
+    executable = chromium_for_playwright(missing=required)
+    from playwright.sync_api import sync_playwright
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=executable, headless=True, args=CHROMIUM_ARGS)
+        page = login(browser, hub, dropped)
+        assert "/hub/login" in page.url and "/lab" not in page.url, page.url   # refused at the door
+        page.context.close()
+        assert hub_request(hub, f"/hub/api/users/{idle}/server", hub.admin_token, "POST")[0] in (201, 202)
+        wait_for_server(hub, idle, running=True)
+        page = login(browser, hub, leaving)
+        wait_for_lab(page, leaving)
+        page.goto(f"{hub.public_url}/hub/logout")
+        wait_for_server(hub, leaving, running=False, timeout=60)
+        browser.close()
+    wait_for_server(hub, idle, running=False, timeout=120)
+
+
+def wait_for_server(hub: ClassHub, user: str, running: bool, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        model = json.loads(hub_request(hub, f"/hub/api/users/{user}", hub.admin_token)[1])
+        server = model.get("servers", {}).get("")
+        if running == bool(server and server.get("ready")) and not (server or {}).get("pending"):
+            return
+        time.sleep(1)
+    raise AssertionError(f"{user}'s server {'did not start' if running else 'still runs'} after {timeout:.0f} s")
+
+
+def sysv_ipc_of(uids: set[int]) -> list[str]:
+    """The SysV IPC objects (the host's) that one of `uids` owns or created (/proc/sysvipc)."""
+    found = []
+    for kind in ("shm", "sem", "msg"):
+        header, *rows = Path(f"/proc/sysvipc/{kind}").read_text().splitlines()
+        names = header.split()
+        for row in rows:
+            fields = dict(zip(names, row.split()))
+            if {int(fields["uid"]), int(fields["cuid"])} & uids:
+                found.append(f"{kind}: {row}")
+    return found
+
+
 def test_the_end_of_term_archives_then_removes_everything(running):
     hub, server = running
+    class_uids = {pwd.getpwnam(n).pw_uid for n in hub.students + STAFF + [PROF] if account_exists(n)}
     server.stop()
     archives = Path(PREFIX) / "archive"
     done = subprocess.run([sys.executable, str(REPO / "scripts" / "class_hub.py"), "end-term", "--prefix", hub.prefix,
@@ -865,5 +997,10 @@ def test_the_end_of_term_archives_then_removes_everything(running):
     mounts = Path("/proc/self/mountinfo").read_text()
     assert f" {PREFIX}/" not in mounts and hub.homes not in mounts, "no disk of the class is mounted"
     assert not hub.cgroup(RIGHT).pids()
+    assert not hub.cgroup("hubt-005").pids() and not hub.cgroup("hubt-005").folders[0].exists(), "the dropped one's too"
+    assert not sysv_ipc_of(class_uids), "no shared memory, semaphore or queue of the class is left"
+    again = subprocess.run([sys.executable, str(REPO / "scripts" / "class_hub.py"), "end-term", "--prefix", hub.prefix,
+                            "--archive", str(archives)], capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0 and "nothing to do" in again.stdout, again.stdout + again.stderr
     print(f"\nend of term: {path.name}, {len(names)} entries, {path.stat().st_size / 1e6:.1f} MB; "
           f"{len(hub.students) + len(STAFF) + 2} accounts, the hub's state and the exchange's course removed")

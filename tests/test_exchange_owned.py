@@ -95,9 +95,16 @@ def test_ports_a_student_could_bind_and_a_readable_clone_are_refused(tmp_path):
 
 def test_a_second_run_changes_the_port_only_when_given(tmp_path, capsys):
     hub = ClassHub(prefix=str(tmp_path), students=[], staff=[], instructor="prof")
-    apply_listening_options(hub, type("Args", (), {"ip": None, "port": None, "internal_ports": None})())
-    assert (hub.port, hub.hub_port) == (80, 801)
-    apply_listening_options(hub, type("Args", (), {"ip": None, "port": 443, "internal_ports": "901,902,903"})())
+    unset = {"ip": None, "port": None, "internal_ports": None, "domain": None, "idle_timeout": None}
+    apply_listening_options(hub, type("Args", (), unset)())
+    assert (hub.port, hub.hub_port, hub.domain, hub.idle_timeout) == (80, 801, "localhost", 3600)
+    apply_listening_options(hub, type("Args", (), {**unset, "port": 443, "internal_ports": "901,902,903",
+                                                   "domain": "hub.example.edu"})())
     assert (hub.port, hub.hub_port, hub.proxy_api_port, hub.service_port) == (443, 901, 902, 903)
     assert "port: 80 -> 443" in capsys.readouterr().out
+    # each server on its own origin (issue #46): the hub, a user's server, Formgrader
+    assert hub.public_url == "http://hub.example.edu:443"
+    assert hub.origin("/user/ada/lab") == "http://ada.hub.example.edu:443"
+    assert hub.origin("/services/cs336-primitives/formgrader") == "http://cs336-primitives--service.hub.example.edu:443"
+    assert hub.origin("/hub/login") == hub.public_url
     assert Limits.parse("memory=4G,disk=512M") == Limits(memory=4 << 30, disk=512 << 20)

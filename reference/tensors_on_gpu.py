@@ -97,6 +97,9 @@ def _pick_check(cases, expected, results) -> None:
         check_type(got, tuple, f"{what}: what was handed in")
         check_int(len(got), 2, f"{what}: what was handed in")
         given, default = (_outcome(g, what) for g in got)
+        if count > 0 and mps and given == ("returned", "mps"):
+            raise AssertionError(f"{what} returned 'mps' on a machine with {count} CUDA GPU(s)\n"
+                                 f"Hint: the task's order: a CUDA GPU comes first, before mps, and the CPU last.")
         if want is None:
             if given != ("raised", "ValueError"):
                 raise AssertionError(f"{what} should raise ValueError: there is no GPU {rank}.\n"

@@ -150,12 +150,30 @@ def reference_runs(torch_cls: type, cases: list[Case]) -> list[Reference]:
             for case in cases]
 
 
+# The raw errors a typical mistake in step() raises, each with the rule of "How an optimizer is built" it breaks.
+RAW_ERRORS = {
+    r"NoneType": "a parameter whose .grad is None (here, the last one: it takes no part in the loss) must be skipped: "
+                 "it gets no update and no state (rule 2 of \"How an optimizer is built\"; lecture 7, section 4).",
+    r"KeyError": "read each hyperparameter from the parameter's group, and keep the state under the names the task "
+                 "gives, created the first time a parameter has a gradient (rules 1 and 3; lecture 7, section 4).",
+    r"leaf Variable|requires grad": "update the parameter in place under torch.no_grad(), which step() already has; "
+                                    "do not rebind or clone it (rule 4; lecture 7, section 4).",
+    r"dtype|Float|Double|expected scalar type": "state tensors take their parameter's dtype and shape, whatever the "
+                                                "run's dtype (rule 3; lecture 7, section 4).",
+    r"size of tensor|shape|must match": "state tensors take their parameter's shape: one per parameter, not one for "
+                                        "the whole group (rule 3; lecture 7, section 4).",
+}
+
+
 def observe_optimizer(cls: type, case: Case, task: str) -> dict:
     """Run `cls` on `case` and return what the comparison looks at, as plain data (a hidden test hands this to the
     grader): the parameters after every step, whether the parameter without a gradient got state, and each used
     parameter's state keys and state tensors (those with at least one dimension). Checks first that the optimizer is
     the exercise's own class (`check_own_optimizer`)."""
-    run = run_optimizer(case.maker(cls), case.steps, case.seed, case.dtype)
+    from utils.grading import errors_named
+
+    with errors_named(f"{task}, a run whose last parameter gets no gradient", RAW_ERRORS):
+        run = run_optimizer(case.maker(cls), case.steps, case.seed, case.dtype)
     check_own_optimizer(run.optimizer, cls, task)
     states = [run.optimizer.state.get(p, {}) for p in run.params[:-1]]
     return {"trajectory": run.trajectory.detach().clone(),
@@ -184,6 +202,17 @@ def compare_optimizer_run(observed: object, case: Case, reference: Reference, st
     exact = reference.exact
     trajectory = observed.get("trajectory")
     check_tensor(trajectory, reference.run.trajectory, f"{label}: all parameters after every step", atol=float("inf"))
+    keys, states = observed.get("state_keys"), observed.get("state")
+    if type(states) is list and len(states) == len(used):
+        for p_reference, tensors in zip(used, states):
+            for name in sorted(state_names & set(tensors) if type(tensors) is dict else ()):
+                value = tensors[name]
+                if type(value) is torch.Tensor and (value.dtype != p_reference.dtype
+                                                    or tuple(value.shape) != tuple(p_reference.shape)):
+                    raise AssertionError(
+                        f"{label}: state['{name}'] of a {tuple(p_reference.shape)} {p_reference.dtype} parameter is "
+                        f"a {tuple(value.shape)} {value.dtype} tensor\nHint: a state tensor takes its parameter's "
+                        f"shape and dtype, whatever the run's dtype (rule 3 of \"How an optimizer is built\").")
     for k in range(case.steps):
         check_close(trajectory[k], reference.run.trajectory[k], exact and exact.trajectory[k],
                     f"{label}: all parameters after step {k + 1}",
@@ -192,7 +221,6 @@ def compare_optimizer_run(observed: object, case: Case, reference: Reference, st
     if observed.get("unused_has_state") is not False:
         raise AssertionError(f"{label}: a parameter whose .grad is None has state\n"
                              f"Hint: skip parameters without a gradient; create state only when updating.")
-    keys, states = observed.get("state_keys"), observed.get("state")
     check_type(keys, list, f"{label}: state keys")
     check_type(states, list, f"{label}: state tensors")
     check_int(len(states), len(used), f"{label}: parameters with state")

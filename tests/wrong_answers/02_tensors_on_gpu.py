@@ -99,4 +99,15 @@ def copy_gb_per_s(copy, nbytes, synchronize, clock=time.perf_counter, warmup=2, 
         seconds.append(clock() - start)
     return nbytes / statistics.mean(seconds) / 1e9
 """),
+    # issue #50: the order the task announces (CUDA, then mps, then the CPU)
+    Wrong("pick_device", "prefers mps over CUDA", r"CUDA (GPU )?(comes )?(first|before)|before mps|order", """
+def pick_device(cuda_count, mps_available, local_rank=0):
+    if mps_available:
+        return "mps"
+    if cuda_count > 0:
+        if not 0 <= local_rank < cuda_count:
+            raise ValueError(f"no GPU {local_rank}")
+        return f"cuda:{local_rank}"
+    return "cpu"
+"""),
 ]

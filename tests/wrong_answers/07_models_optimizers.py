@@ -161,4 +161,118 @@ def largest_model(num_gpus, bytes_per_gpu, optimizer, param_dtype=torch.float32,
     per_param = 2 * param_dtype.itemsize + (param_dtype.itemsize if master_weights else 0) + 4 * states
     return num_gpus * max(bytes_per_gpu - reserved_bytes_per_gpu, 0) // per_param
 """),
+    # issue #50: a parameter without a gradient, and the reserve per GPU
+    Wrong("MomentumSGD", "does not skip a parameter whose .grad is None", r"grad is None|without a gradient|no gradient", _SGD + """
+        for group in self.param_groups:
+            for p in group["params"]:
+                d = p.grad if group["weight_decay"] == 0 else p.grad + group["weight_decay"] * p
+                state = self.state[p]
+                if "momentum_buffer" not in state:
+                    state["momentum_buffer"] = d.clone()
+                else:
+                    state["momentum_buffer"].mul_(group["momentum"]).add_(d)
+                v = state["momentum_buffer"]
+                p.sub_(group["lr"] * (d + group["momentum"] * v if group["nesterov"] else v))
+"""),
+    Wrong("AdamW", "does not skip a parameter whose .grad is None", r"grad is None|without a gradient|no gradient", _ADAMW + """
+        for group in self.param_groups:
+            beta1, beta2 = group["betas"]
+            for p in group["params"]:
+                state = self.state[p]
+                if not state:
+                    state["step"] = 0
+                    state["exp_avg"] = torch.zeros_like(p)
+                    state["exp_avg_sq"] = torch.zeros_like(p)
+                state["step"] += 1
+                t = state["step"]
+                p.mul_(1 - group["lr"] * group["weight_decay"])
+                state["exp_avg"].mul_(beta1).add_((1 - beta1) * p.grad)
+                state["exp_avg_sq"].mul_(beta2).add_((1 - beta2) * p.grad * p.grad)
+                m_hat = state["exp_avg"] / (1 - beta1**t)
+                v_hat = state["exp_avg_sq"] / (1 - beta2**t)
+                p.sub_(group["lr"] * m_hat / (v_hat.sqrt() + group["eps"]))
+"""),
+    Wrong("largest_model", "subtracts the reserve once from the cluster's total, not on every GPU", r"every GPU|each GPU|per GPU", """
+def largest_model(num_gpus, bytes_per_gpu, optimizer, param_dtype=torch.float32, master_weights=False, reserved_bytes_per_gpu=0):
+    states = {"sgd": 0, "momentum": 1, "adagrad": 1, "rmsprop": 1, "adam": 2, "adamw": 2}[optimizer]
+    per_param = 2 * param_dtype.itemsize + (4 if master_weights else 0) + 4 * states
+    return max(num_gpus * bytes_per_gpu - reserved_bytes_per_gpu, 0) // per_param
+"""),
+    # typical mistakes of our own
+    Wrong("MomentumSGD", "reads the hyperparameters from self.defaults, not from the parameter's group", r"group", _SGD + """
+        hyper = self.defaults
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                d = p.grad + hyper["weight_decay"] * p
+                state = self.state[p]
+                if "momentum_buffer" not in state:
+                    state["momentum_buffer"] = d.clone()
+                else:
+                    state["momentum_buffer"].mul_(hyper["momentum"]).add_(d)
+                v = state["momentum_buffer"]
+                p.sub_(hyper["lr"] * (d + hyper["momentum"] * v if hyper["nesterov"] else v))
+"""),
+    Wrong("AdaGrad", "keeps the running sum in float32 whatever the parameter's dtype", r"dtype|like the parameter", _ADAGRAD + """
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                state = self.state[p]
+                if "sum" not in state:
+                    state["sum"] = torch.full(p.shape, group["initial_accumulator_value"])
+                state["sum"].add_(p.grad * p.grad)
+                p.sub_(group["lr"] * p.grad / (state["sum"].sqrt() + group["eps"]))
+"""),
+    Wrong("AdamW", "one step count for the whole optimizer, not one per parameter", r"own step|per parameter|each parameter|its own", _ADAMW + """
+        self.t = getattr(self, "t", 0)
+        for group in self.param_groups:
+            beta1, beta2 = group["betas"]
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                self.t += 1
+                state = self.state[p]
+                if not state:
+                    state["exp_avg"] = torch.zeros_like(p)
+                    state["exp_avg_sq"] = torch.zeros_like(p)
+                t = self.t
+                p.mul_(1 - group["lr"] * group["weight_decay"])
+                state["exp_avg"].mul_(beta1).add_((1 - beta1) * p.grad)
+                state["exp_avg_sq"].mul_(beta2).add_((1 - beta2) * p.grad * p.grad)
+                m_hat = state["exp_avg"] / (1 - beta1**t)
+                v_hat = state["exp_avg_sq"] / (1 - beta2**t)
+                p.sub_(group["lr"] * m_hat / (v_hat.sqrt() + group["eps"]))
+"""),
+    Wrong("AdamW", "the weight decay after the Adam step instead of before", r"before|decay first|order", _ADAMW + """
+        for group in self.param_groups:
+            beta1, beta2 = group["betas"]
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                state = self.state[p]
+                if not state:
+                    state["step"] = 0
+                    state["exp_avg"] = torch.zeros_like(p)
+                    state["exp_avg_sq"] = torch.zeros_like(p)
+                state["step"] += 1
+                t = state["step"]
+                state["exp_avg"].mul_(beta1).add_((1 - beta1) * p.grad)
+                state["exp_avg_sq"].mul_(beta2).add_((1 - beta2) * p.grad * p.grad)
+                m_hat = state["exp_avg"] / (1 - beta1**t)
+                v_hat = state["exp_avg_sq"] / (1 - beta2**t)
+                p.sub_(group["lr"] * m_hat / (v_hat.sqrt() + group["eps"]))
+                p.mul_(1 - group["lr"] * group["weight_decay"])
+"""),
+    Wrong("state_bytes", "counts the parameters' bytes instead of the state's", r"state", """
+def state_bytes(optimizer):
+    return sum(p.numel() * p.element_size() for p in optimizer.state)
+"""),
+    Wrong("largest_model", "forgets the gradient: one copy of the parameters", r"gradient", """
+def largest_model(num_gpus, bytes_per_gpu, optimizer, param_dtype=torch.float32, master_weights=False, reserved_bytes_per_gpu=0):
+    states = {"sgd": 0, "momentum": 1, "adagrad": 1, "rmsprop": 1, "adam": 2, "adamw": 2}[optimizer]
+    per_param = param_dtype.itemsize + (4 if master_weights else 0) + 4 * states
+    return num_gpus * max(bytes_per_gpu - reserved_bytes_per_gpu, 0) // per_param
+"""),
 ]

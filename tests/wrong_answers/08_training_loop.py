@@ -129,4 +129,39 @@ def save_checkpoint(path, model, optimizer, step, generator):
     name, keys, position, has_gauss, cached = rng["numpy"]
     np.random.set_state((name, keys.numpy().astype(np.uint32), position, has_gauss, cached))
     generator.set_state(rng["batches"])''')),
+    # issue #50: reaching past len(data) and data[a:b], and a model object in the checkpoint
+    Wrong("get_batch", "reopens the file through data.filename", r"len\(data\)|slic|array-like", """
+def get_batch(data, batch_size, context_length, device, generator):
+    tokens = np.memmap(data.filename, dtype=np.uint16, mode="r")
+    starts = torch.randint(0, len(tokens) - context_length, (batch_size,), generator=generator).tolist()
+    windows = np.stack([tokens[s : s + context_length + 1] for s in starts]).astype(np.int64)
+    return torch.from_numpy(windows[:, :-1].copy()).to(device), torch.from_numpy(windows[:, 1:].copy()).to(device)
+"""),
+    Wrong("save_checkpoint", "saves the model and optimizer objects, not their state dicts", r"state_dict|state dict", """
+def save_checkpoint(path, model, optimizer, step, generator):
+    name, keys, position, has_gauss, cached = np.random.get_state()
+    rng = {"python": random.getstate(), "numpy": (name, keys.tolist(), position, has_gauss, cached),
+           "torch": torch.get_rng_state(), "batches": generator.get_state()}
+    torch.save({"model": model, "optimizer": optimizer, "step": step, "rng": rng}, path)
+"""),
+    # typical mistakes of our own
+    Wrong("seed_everything", "seeds torch's CUDA generators only", r"torch|CPU", """
+def seed_everything(seed):
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.cuda.manual_seed_all(seed)
+"""),
+    Wrong("get_batch", "draws the starts with numpy instead of the generator", r"generator", """
+def get_batch(data, batch_size, context_length, device, generator):
+    starts = np.random.randint(0, len(data) - context_length, batch_size)
+    windows = np.stack([data[s : s + context_length + 1] for s in starts]).astype(np.int64)
+    return torch.from_numpy(windows[:, :-1].copy()).to(device), torch.from_numpy(windows[:, 1:].copy()).to(device)
+"""),
+    Wrong("save_checkpoint", "saves the step as a tensor", r"int", """
+def save_checkpoint(path, model, optimizer, step, generator):
+    name, keys, position, has_gauss, cached = np.random.get_state()
+    rng = {"python": random.getstate(), "numpy": (name, keys.tolist(), position, has_gauss, cached),
+           "torch": torch.get_rng_state(), "batches": generator.get_state()}
+    torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "step": torch.tensor(step), "rng": rng}, path)
+"""),
 ]

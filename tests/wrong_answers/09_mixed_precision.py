@@ -143,4 +143,9 @@ def autocast_dtype(op, input_dtype):
         return torch.float32
     return input_dtype
 """),
+    # of our own
+    Wrong("master_weight_step", "steps the optimizer but never copies the masters back", r"copy|back|model parameter", _STEP.format(body='''
+    for param, master in zip(model_params, master_params):
+        master.grad = param.grad.float()
+    optimizer.step()''' + _CLEAR)),
 ]

@@ -79,7 +79,7 @@ def memory_per_gpu(shape, num_gpus, zero_stage):
         weights /= num_gpus
     return weights + grads + state
 """),
-    Wrong("training_days", "divides by 3600: hours, not days", r"86400|days", """
+    Wrong("training_days", "divides by 3600: hours, not days", r"hours", """
 def training_days(shape, tokens, num_gpus, device_name, mfu):
     peak = peak_flops(device_name, torch.bfloat16)
     if peak is None:
@@ -91,11 +91,64 @@ def training_days(shape, tokens, num_gpus, device_name, mfu):
     peak = peak_flops(device_name, torch.bfloat16)
     return training_flops_per_token(shape) * tokens / (num_gpus * peak * mfu) / 86400
 """),
-    Wrong("training_days", "uses the fp32 peak", r"bf16|bfloat16", """
+    Wrong("training_days", "uses the fp32 peak", r"fp32 peak|float32 peak", """
 def training_days(shape, tokens, num_gpus, device_name, mfu):
     peak = peak_flops(device_name, torch.float32)
     if peak is None:
         return None
     return training_flops_per_token(shape) * tokens / (num_gpus * peak * mfu) / 86400
+"""),
+    # issue #50: task 2 and task 4 each mistake named, not one generic hint
+    Wrong("training_flops_per_token", "counts the forward pass only", r"forward (pass )?only|only the forward|no backward", """
+def training_flops_per_token(shape):
+    d, f, s = shape.d_model, shape.d_ff, shape.context_length
+    weights = shape.num_layers * (4 * d * d + 2 * d * f) + shape.vocab_size * d
+    return 2 * weights + shape.num_layers * 4 * s * d
+"""),
+    Wrong("training_flops_per_token", "backward as one forward: 4 x, not 6 x", r"one backward matmul|twice the forward|backward .* twice", """
+def training_flops_per_token(shape):
+    d, f, s = shape.d_model, shape.d_ff, shape.context_length
+    weights = shape.num_layers * (4 * d * d + 2 * d * f) + shape.vocab_size * d
+    return 2 * (2 * weights + shape.num_layers * 4 * s * d)
+"""),
+    Wrong("training_flops_per_token", "leaves out the tied head's matmul", r"leaves out the tied head|tied head.* still a matmul", """
+def training_flops_per_token(shape):
+    d, f, s = shape.d_model, shape.d_ff, shape.context_length
+    weights = shape.num_layers * (4 * d * d + 2 * d * f)
+    return 3 * (2 * weights + shape.num_layers * 4 * s * d)
+"""),
+    Wrong("training_flops_per_token", "counts the biases as matmul weights", r"counts the biases|bias additions count 0", """
+def training_flops_per_token(shape):
+    d, f, s = shape.d_model, shape.d_ff, shape.context_length
+    weights = shape.num_layers * (4 * d * d + 2 * d * f + 3 * d + d + f + d) + shape.vocab_size * d
+    return 3 * (2 * weights + shape.num_layers * 4 * s * d)
+"""),
+    Wrong("training_days", "leaves out the MFU", r"(leaves out|without) the MFU", """
+def training_days(shape, tokens, num_gpus, device_name, mfu):
+    peak = peak_flops(device_name, torch.bfloat16)
+    if peak is None:
+        return None
+    return training_flops_per_token(shape) * tokens / (num_gpus * peak) / 86400
+"""),
+    Wrong("training_days", "counts sequences, not tokens", r"per token|sequences|context_length", """
+def training_days(shape, tokens, num_gpus, device_name, mfu):
+    peak = peak_flops(device_name, torch.bfloat16)
+    if peak is None:
+        return None
+    return training_flops_per_token(shape) * tokens / shape.context_length / (num_gpus * peak * mfu) / 86400
+"""),
+    Wrong("training_days", "one GPU's rate: forgets num_gpus", r"one GPU's time|all num_gpus", """
+def training_days(shape, tokens, num_gpus, device_name, mfu):
+    peak = peak_flops(device_name, torch.bfloat16)
+    if peak is None:
+        return None
+    return training_flops_per_token(shape) * tokens / (peak * mfu) / 86400
+"""),
+    Wrong("training_days", "multiplies by 6 again: the FLOPs per token already count the backward", r"multiplies by 6 again|already counts", """
+def training_days(shape, tokens, num_gpus, device_name, mfu):
+    peak = peak_flops(device_name, torch.bfloat16)
+    if peak is None:
+        return None
+    return 6 * training_flops_per_token(shape) * tokens / (num_gpus * peak * mfu) / 86400
 """),
 ]

@@ -13,7 +13,8 @@ passes). What a student is graded with is the first of the two that is not None:
 cell before the hidden part runs. A message names the mistake when it comes from an AssertionError (a raw torch
 error does not count, however telling) and matches `names`.
 
-    .venv/bin/python -m tests.wrong_answers [assignment ...] [--show]     prints each entry's verdicts and the shares
+    .venv/bin/python -m tests.wrong_answers [assignment ...] [--show]     prints each entry's verdicts and the shares,
+                                                                         in all and per exercise
 """
 from __future__ import annotations
 
@@ -138,6 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     chosen = args.assignments or assignments()
     totals = {"entries": 0, "visible": 0, "graded": 0, "hidden": 0, "passes visible": 0}
+    per_exercise: dict[str, list[int]] = {}
     started = time.monotonic()
     for assignment in chosen:
         for wrong in corpus(assignment):
@@ -147,6 +149,10 @@ def main(argv: list[str] | None = None) -> int:
             totals["entries"] += 1
             for key, value in verdicts.items():
                 totals[key] += value
+            shares = per_exercise.setdefault(assignment, [0, 0, 0])
+            shares[0] += 1
+            shares[1] += verdicts["visible"]
+            shares[2] += verdicts["graded"]
             marks = " ".join(f"{key}={'yes' if value else 'no'}" for key, value in verdicts.items())
             print(f"{assignment} {wrong.task}: {wrong.mistake}\n    {marks}")
             if args.show or not (verdicts["visible"] and verdicts["hidden"]):
@@ -154,6 +160,10 @@ def main(argv: list[str] | None = None) -> int:
                     text = "passes" if message is None else message.replace("\n", "\n        ")[:700]
                     print(f"    {label}: {text}")
     n = totals["entries"]
+    print("\nPer exercise, feedback that names the mistake (visible test; graded):")
+    for assignment, (entries, visible, graded_) in per_exercise.items():
+        print(f"  {assignment:32} {visible:3}/{entries:<3} ({visible / entries:4.0%}); {graded_:3}/{entries:<3} "
+              f"({graded_ / entries:4.0%})")
     print(f"\n{n} wrong answers in {time.monotonic() - started:.0f} s. Feedback that names the mistake: "
           f"visible {totals['visible']}/{n} ({totals['visible'] / n:.0%}), graded {totals['graded']}/{n} "
           f"({totals['graded'] / n:.0%}), hidden check alone {totals['hidden']}/{n} ({totals['hidden'] / n:.0%}); "

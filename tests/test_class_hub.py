@@ -600,6 +600,9 @@ STUDENT_PAGE = """<!doctype html><title>homework help</title><script>
 const done = {{}};
 const put = (url, body, extra) => fetch(url, {{method: "PUT", credentials: "include", body: JSON.stringify(body),
     headers: {{"Content-Type": "application/json", ...(extra || {{}})}}}}).then(r => r.status, e => String(e));
+// the visitor's own server (a TA's has no jail): <name>.<domain>, the name after the page's #
+const other = location.hash.slice(1);
+const classmate = location.protocol + "//" + other + ".{domain}" + (location.port ? ":" + location.port : "");
 window.attack = (async () => {{
   // cookie tossing: an _xsrf cookie for every sibling origin, and the same value as the header
   document.cookie = "_xsrf=tossed; domain={domain}; path=/";
@@ -612,15 +615,15 @@ window.attack = (async () => {{
       headers: tossed}}).then(r => r.status, e => String(e));
   done.read_formgrader = await fetch("{formgrader}/services/cs336-primitives/api/contents/source",
       {{credentials: "include"}}).then(r => r.text(), e => String(e));
-  done.read_classmate = await fetch("{classmate}/user/{other}/api/contents/release", {{credentials: "include"}})
+  done.read_classmate = await fetch(`${{classmate}}/user/${{other}}/api/contents`, {{credentials: "include"}})
       .then(r => r.text(), e => String(e));
-  done.write_classmate = await put("{classmate}/user/{other}/api/contents/pwned.txt",
+  done.write_classmate = await put(`${{classmate}}/user/${{other}}/api/contents/pwned.txt`,
       {{type: "file", format: "text", content: "pwned"}}, tossed);
-  done.terminal = await fetch("{classmate}/user/{other}/api/terminals", {{method: "POST", credentials: "include",
+  done.terminal = await fetch(`${{classmate}}/user/${{other}}/api/terminals`, {{method: "POST", credentials: "include",
       headers: tossed}}).then(r => r.status, e => String(e));
   // a "simple" request, sent with the visitor's cookies and no preflight: only the XSRF check stands in its way,
   // and the tossed cookie's value is in the form (the server's terminals, checked below, say whether it got in)
-  await fetch("{classmate}/user/{other}/api/terminals", {{method: "POST", credentials: "include", mode: "no-cors",
+  await fetch(`${{classmate}}/user/${{other}}/api/terminals`, {{method: "POST", credentials: "include", mode: "no-cors",
       headers: {{"Content-Type": "application/x-www-form-urlencoded"}}, body: "_xsrf=tossed"}}).catch(e => e);
   const frame = document.createElement("iframe");
   frame.src = "{formgrader}/services/cs336-primitives/formgrader/manage_students";
@@ -636,15 +639,14 @@ window.attack = (async () => {{
 def test_a_page_a_student_serves_reaches_no_one(running):
     """Issue #46: a student serves her own HTML from her server (extra_static_paths in her ~/.jupyter, no login
     needed to see it) and gets a TA, then a classmate, to open it. Her page is on her server's own origin, so it
-    can neither read Formgrader, the hub or the classmate's server, nor write through them with the visitor's
-    session, a tossed XSRF cookie included, nor frame Formgrader."""
+    can neither read Formgrader, the hub or the visitor's own server (a TA's has no jail), nor write through them
+    with the visitor's session, a tossed XSRF cookie included, nor frame Formgrader."""
     hub, server = running
     executable = chromium_for_playwright(missing=required)
     from playwright.sync_api import sync_playwright
     home = Path(hub.homes) / RIGHT
-    page_html = STUDENT_PAGE.format(domain=hub.domain, hub=hub.public_url, me=RIGHT, other=HALF,
-                                    formgrader=hub.origin("/services/cs336-primitives/"),
-                                    classmate=hub.origin(f"/user/{HALF}/"))
+    page_html = STUDENT_PAGE.format(domain=hub.domain, hub=hub.public_url, me=RIGHT,
+                                    formgrader=hub.origin("/services/cs336-primitives/"))
     script = (f"mkdir -p {home}/.jupyter {home}/www && cat > {home}/www/help.html && echo "
               f"\"c.ServerApp.extra_static_paths = ['{home}/www']\" > {home}/.jupyter/jupyter_server_config.py")
     as_user(RIGHT, ["sh", "-c", script], student_env(hub), hub=hub, input=page_html)
@@ -667,7 +669,7 @@ def test_a_page_a_student_serves_reaches_no_one(running):
             if visitor == TA:   # a live Formgrader session in this browser
                 page.goto(at(hub, "/services/cs336-primitives/formgrader/manage_students"))
                 page.locator(f"text={RIGHT}").first.wait_for()
-            page.goto(url)
+            page.goto(f"{url}#{visitor}")   # the page goes for the visitor's own server too
             done = page.evaluate("window.attack")
             print(f"\n{visitor} opened {url}: {done}")
             for write in ("admin", "grade", "write_classmate", "terminal"):   # refused, or never sent (CORS)
@@ -680,9 +682,10 @@ def test_a_page_a_student_serves_reaches_no_one(running):
     user = json.loads(hub_request(hub, f"/hub/api/users/{RIGHT}", hub.admin_token)[1])
     assert user["admin"] is False and user["roles"] == ["user"], user
     assert who_may_do_what(hub) == before
-    assert not (Path(hub.homes) / HALF / "pwned.txt").exists()
-    terminals = hub_request(hub, f"/user/{HALF}/api/terminals", token_of(hub, HALF))
-    assert terminals == (200, "[]"), terminals
+    for visitor in (TA, HALF):
+        assert not (Path(hub.homes) / visitor / "pwned.txt").exists()
+        terminals = hub_request(hub, f"/user/{visitor}/api/terminals", token_of(hub, visitor))
+        assert terminals == (200, "[]"), (visitor, terminals)
     first = as_user(hub.grader, ["python", "-c", (
         "from nbgrader.api import Gradebook\n"
         f"with Gradebook('sqlite:///gradebook.db') as gb: print(gb.find_student('{RIGHT}').first_name)")],

@@ -69,7 +69,7 @@ WRONG = [
                 state["sum"].add_(p.grad * p.grad)
                 p.sub_(group["lr"] * p.grad / (state["sum"] + group["eps"]).sqrt())
 """),
-    Wrong("AdaGrad", "the sum starts at 0, ignoring initial_accumulator_value", r"initial_accumulator_value|starts at|s_?0", _ADAGRAD + """
+    Wrong("AdaGrad", "the sum starts at 0, ignoring initial_accumulator_value", r"started at 0|starts at initial_accumulator_value", _ADAGRAD + """
         for group in self.param_groups:
             for p in group["params"]:
                 if p.grad is None:
@@ -199,7 +199,7 @@ def largest_model(num_gpus, bytes_per_gpu, optimizer, param_dtype=torch.float32,
     return max(num_gpus * bytes_per_gpu - reserved_bytes_per_gpu, 0) // per_param
 """),
     # typical mistakes of our own
-    Wrong("MomentumSGD", "reads the hyperparameters from self.defaults, not from the parameter's group", r"group", _SGD + """
+    Wrong("MomentumSGD", "reads the hyperparameters from self.defaults, not from the parameter's group", r"from the parameter's group", _SGD + """
         hyper = self.defaults
         for group in self.param_groups:
             for p in group["params"]:
@@ -274,5 +274,25 @@ def largest_model(num_gpus, bytes_per_gpu, optimizer, param_dtype=torch.float32,
     states = {"sgd": 0, "momentum": 1, "adagrad": 1, "rmsprop": 1, "adam": 2, "adamw": 2}[optimizer]
     per_param = param_dtype.itemsize + (4 if master_weights else 0) + 4 * states
     return num_gpus * max(bytes_per_gpu - reserved_bytes_per_gpu, 0) // per_param
+"""),
+    Wrong("AdamW", "reads lr and weight_decay from self.defaults, not from the parameter's group", r"from the parameter's group", _ADAMW + """
+        for group in self.param_groups:
+            beta1, beta2 = group["betas"]
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                state = self.state[p]
+                if not state:
+                    state["step"] = 0
+                    state["exp_avg"] = torch.zeros_like(p)
+                    state["exp_avg_sq"] = torch.zeros_like(p)
+                state["step"] += 1
+                t = state["step"]
+                p.mul_(1 - self.defaults["lr"] * self.defaults["weight_decay"])
+                state["exp_avg"].mul_(beta1).add_((1 - beta1) * p.grad)
+                state["exp_avg_sq"].mul_(beta2).add_((1 - beta2) * p.grad * p.grad)
+                m_hat = state["exp_avg"] / (1 - beta1**t)
+                v_hat = state["exp_avg_sq"] / (1 - beta2**t)
+                p.sub_(self.defaults["lr"] * m_hat / (v_hat.sqrt() + group["eps"]))
 """),
 ]

@@ -13,7 +13,7 @@ import pytest
 from autograder.grader.plan import make_plan
 from autograder.grader.rules import verdicts
 from tests import submissions
-from utils.rules import RULES, Code, Rule, judge, parse
+from utils.rules import MAX_ROUTES, RULES, Code, Rule, judge, parse
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -72,9 +72,56 @@ AUTOGRAD = Rule("w2_grad", ("torch.autograd", "torch.func"), ("backward",), why=
     "def helper(x):\n    x.backward()\ndef w2_grad(h1, g):\n    return helper(h1)",
     "def w2_grad(h1, g):\n    return torch.func.vjp(lambda w: h1 @ w, h1)[1](g)[0]",
     "class Helper:\n    def go(self, x):\n        return x.backward()\ndef w2_grad(h1, g):\n    return Helper().go(h1)",
+    # issue #48: a callable kept in a container or wrapped in a partial stands for what it holds
+    "_AG = [torch.autograd.grad]\ndef w2_grad(h1, g):\n    return _AG[0](h1, h1)",
+    "_AG = {'g': torch.autograd.grad}\ndef w2_grad(h1, g):\n    return _AG['g'](h1, h1)",
+    "_AG = (torch.autograd,)\ndef w2_grad(h1, g):\n    return _AG[0].grad(h1, h1)",
+    "import functools\n_AG = functools.partial(torch.autograd.grad, retain_graph=True)\ndef w2_grad(h1, g):\n"
+    "    return _AG(h1, h1)",
+    "from functools import partial\ndef w2_grad(h1, g, _g=partial(torch.func.vjp)):\n    return _g(h1, h1)",
+    "def w2_grad(h1, g):\n    first, *rest = [torch.autograd.grad, None]\n    return first(h1, h1)",
 ])
 def test_routes_the_code_shows_break_the_rule(code):
     assert verdict(AUTOGRAD, code).broken
+
+
+@pytest.mark.parametrize("rule, code", [
+    (Rule("AdamW", ("torch.optim.AdamW",), private_of=("torch",), why="."),
+     "_KERNEL = [torch._fused_adamw_]\nclass AdamW:\n    def step(self):\n        _KERNEL[0]()"),
+    (Rule("split_qkv", ("torch.einsum",), ("view", "permute"), needs=("einops",), why="."),
+     "import einops\n_ES = (torch.einsum,)\ndef split_qkv(x):\n    einops.rearrange(x, 'a b -> b a')\n    return _ES[0]('ij->ji', x)"),
+])
+def test_a_container_of_a_forbidden_callable_breaks_its_rule(rule, code):
+    assert verdict(rule, code).broken
+
+
+GET_BATCH = Rule("get_batch", ("utils.training",), private=True, why=".")
+
+
+@pytest.mark.parametrize("rule, cells", [
+    (GET_BATCH, ["def get_batch(data, n):\n    return data.__getstate__()[:n]"]),          # the stand-in's insides
+    (AUTOGRAD, ["import sys\nsys.setrecursionlimit(200000)", "_x = " + "(" * 5000 + "1" + ")" * 5000,
+                "def w2_grad(h1, g):\n    return h1.T @ g"]),                                  # a cell it cannot read
+    (AUTOGRAD, ["import base64\nexec(base64.b64decode('ZGVmIHcyX2dyYWQoaCwgZyk6IHBhc3M='))"]),  # the answer, built
+    (AUTOGRAD, ["_x = torch\nif False:\n" + "".join(f"    _x = _x.a{i}\n    _x = _x.b{i}\n" for i in range(12)),
+                "def w2_grad(h1, g):\n    return h1.T @ g"]),                                  # routes past the cap
+])
+def test_what_the_judge_cannot_follow_is_flagged_never_passed(rule, cells):
+    """Issue #48: the judge's default is "a person looks": whatever it cannot resolve flags the task, never a pass."""
+    found = verdict(rule, *cells)
+    assert found.dynamic and not found.broken, found
+
+
+def test_the_judge_stays_small_on_aliases_that_double():
+    """Twelve lines of dead code that double a name's routes each: bounded by MAX_ROUTES, quickly."""
+    import time
+    cells = ["_x = torch\nif False:\n" + "".join("    _x = _x.a\n    _x = _x.b\n" for _ in range(24)),
+             "def w2_grad(h1, g):\n    return h1.T @ g"]
+    started = time.process_time()
+    code = Code(parse(cells), context=parse(["import torch"]))
+    judge(AUTOGRAD, code)
+    assert max(len(v) for v in code.aliases.values()) <= MAX_ROUTES + 1
+    assert time.process_time() - started < 10   # seconds; about 2.3 GB and 47 s with 4 pairs before the cap
 
 
 @pytest.mark.parametrize("code", [

@@ -13,9 +13,13 @@ A rule names what a task must work out by itself:
   private members (`torch._fused_adamw_`);
 - `needs`: the task's code must use one of these (`einops`).
 A task's code is its function or class, and every function and class of the student's that it refers to, however
-deep. Names reached by text built at run time (`getattr(torch, "fin" + "fo")`, `eval`, `importlib`, `__dict__`,
-`globals()`) cannot be decided from the code: they are reported as `dynamic`, which the grader flags for a person to
-look at (nbgrader's flag in Formgrader) and the visible check reports as a warning.
+deep. A callable kept in a container (`_AG = [torch.autograd.grad]`, then `_AG[0]`) or wrapped in
+`functools.partial` stands for what it holds. What the code cannot decide is reported as `dynamic`, which the grader
+flags for a person to look at (nbgrader's flag in Formgrader) and the visible check reports as a warning, never a
+silent pass: names reached by text built at run time (`getattr(torch, "fin" + "fo")`, `eval`, `importlib`,
+`__dict__`, `globals()`), a special method of a rule's stand-in (`data.__getstate__()`), a cell the judge cannot
+read (it does not parse, or nests deeper than it follows), code built at run time outside any function
+(`exec(...)` in a cell), and names aliased more ways than it follows (`MAX_ROUTES`).
 """
 from __future__ import annotations
 
@@ -28,6 +32,9 @@ from typing import Callable, Iterable
 DYNAMIC_CALLS = {"getattr", "setattr", "delattr", "vars", "globals", "locals", "eval", "exec", "compile", "__import__"}
 DYNAMIC_NAMES = ("importlib", "operator.attrgetter", "operator.methodcaller", "sys.modules", "builtins", "ctypes", "gc",
                  "inspect")
+MAX_ROUTES = 256   # qualified names one name may stand for; past it the judge stops following and flags the notebook
+SAFE_DUNDERS = {"__len__", "__getitem__", "__init__", "__call__", "__name__", "__doc__"}   # what len() and data[a:b] do
+CODE_BUILDERS = {"exec", "eval", "compile", "__import__"}
 DYNAMIC_ATTRIBUTES = {"__dict__", "__getattribute__", "__getattr__", "__globals__", "__builtins__", "__subclasses__",
                       "__closure__", "__code__", "__class__", "__bases__", "__mro__", "__self__", "__func__",
                       "__array__", "__setattr__", "__wrapped__"}
@@ -57,20 +64,26 @@ class Verdict:
 
 
 # ---- reading code ------------------------------------------------------------------------------------------------
-def parse(cells: Iterable[str]) -> list[ast.Module]:
-    """The cells that parse as Python (IPython's %magics and !shell lines turned into calls first)."""
+class Cells(list):
+    """The cells that parse as Python (ast.Module each), and how many did not (`unreadable`)."""
+    unreadable: int = 0
+
+
+def parse(cells: Iterable[str]) -> Cells:
+    """The cells that parse as Python (IPython's %magics and !shell lines turned into calls first); the others are
+    counted, never silently dropped: the judge flags a notebook that has one."""
     try:
         from IPython.core.inputtransformer2 import TransformerManager
         transform = TransformerManager().transform_cell
     except ImportError:  # outside IPython's reach: plain Python only
         def transform(text: str) -> str:
             return text
-    modules = []
+    modules = Cells()
     for text in cells:
         try:
             modules.append(ast.parse(transform(text)))
         except (SyntaxError, ValueError, RecursionError, MemoryError):
-            pass
+            modules.unreadable += 1
     return modules
 
 
@@ -88,12 +101,34 @@ class Code:
         self.aliases: dict[str, set[str]] = {name: {value} for name, value in (known or {}).items()}
         self.attribute_aliases: dict[str, set[str]] = {}
         self.star_imports: list[str] = []
-        for module in list(context) + list(modules):
-            for node in ast.walk(module):
-                self._learn(node)
-        for _ in range(3):  # x = torch; y = x.autograd; z = y.grad: a few rounds reach through such chains
-            for node in (n for m in list(context) + list(modules) for n in ast.walk(m)):
-                self._learn(node)
+        # what the judge could not follow, for every task of the notebook: cells it cannot read, code built at run
+        # time outside any function, names with more routes than MAX_ROUTES
+        self.unfollowed: list[str] = []
+        if getattr(modules, "unreadable", 0):
+            self.unfollowed.append(f"{modules.unreadable} cell(s) the grader cannot read")
+        try:
+            for module in list(context) + list(modules):
+                for node in ast.walk(module):
+                    self._learn(node)
+            for _ in range(3):  # x = torch; y = x.autograd; z = y.grad: a few rounds reach through such chains
+                for node in (n for m in list(context) + list(modules) for n in ast.walk(m)):
+                    self._learn(node)
+        except RecursionError:
+            self.unfollowed.append("code nested deeper than the grader follows")
+        builders = sorted({n.func.id for m in modules for n in _top_level_calls(m)
+                           if isinstance(n.func, ast.Name) and n.func.id in CODE_BUILDERS})
+        if builders:
+            self.unfollowed.append(f"code built at run time outside a function ({', '.join(builders)})")
+        if any(len(found) > MAX_ROUTES for found in [*self.aliases.values(), *self.attribute_aliases.values()]):
+            self.unfollowed.append(f"names aliased more than {MAX_ROUTES} ways")
+
+    def _add(self, table: dict[str, set[str]], name: str, values: set[str]) -> None:
+        """Learn that `name` may stand for `values`, up to MAX_ROUTES + 1 of them (past that, flagged, not followed)."""
+        found = table.setdefault(name, set())
+        for value in values:
+            if len(found) > MAX_ROUTES:
+                return
+            found.add(value)
 
     def _learn(self, node: ast.AST) -> None:
         if isinstance(node, ast.Import):
@@ -114,17 +149,17 @@ class Code:
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             for target in targets:
                 if isinstance(target, ast.Name):
-                    self.aliases.setdefault(target.id, set()).update(values)
+                    self._add(self.aliases, target.id, values)
                 elif isinstance(target, ast.Attribute):
                     for name in self.qualified(target):
-                        self.attribute_aliases.setdefault(name, set()).update(values)
+                        self._add(self.attribute_aliases, name, values)
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
             arguments = node.args
             positional = arguments.posonlyargs + arguments.args
             pairs = list(zip(positional[len(positional) - len(arguments.defaults):], arguments.defaults))
             pairs += [(a, d) for a, d in zip(arguments.kwonlyargs, arguments.kw_defaults) if d is not None]
             for argument, default in pairs:
-                self.aliases.setdefault(argument.arg, set()).update(self.qualified(default))
+                self._add(self.aliases, argument.arg, self.qualified(default))
 
     def qualified(self, node: ast.AST) -> set[str]:
         """The qualified names an expression may stand for (empty when it is not a name the code can place)."""
@@ -135,11 +170,20 @@ class Code:
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr" \
                 and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str):
             found = {f"{base}.{node.args[1].value}" for base in self.qualified(node.args[0])}
+        elif isinstance(node, (ast.List, ast.Tuple, ast.Set)):   # a container stands for what it holds
+            found = {name for element in node.elts for name in self.qualified(element)}
+        elif isinstance(node, ast.Dict):
+            found = {name for value in node.values for name in self.qualified(value)}
+        elif isinstance(node, (ast.Subscript, ast.Starred)):     # and an element of it for the same
+            found = self.qualified(node.value)
+        elif isinstance(node, ast.Call) and node.args and \
+                any(_under(name, ("functools.partial",)) for name in self.qualified(node.func)):
+            found = self.qualified(node.args[0])                 # partial(f, ...) stands for f
         else:
             return set()
         for name in list(found):
             found |= self.attribute_aliases.get(name, set())
-        return found
+        return set(sorted(found)[:MAX_ROUTES + 1])
 
     def reachable(self, task: str) -> list[ast.AST]:
         """The definitions of `task` and of every top-level function or class of the student's it refers to."""
@@ -153,6 +197,19 @@ class Code:
                 nodes.append(statement)
                 todo += [n.id for n in ast.walk(statement) if isinstance(n, ast.Name) and n.id in self.definitions]
         return nodes
+
+
+def _top_level_calls(module: ast.Module) -> list[ast.Call]:
+    """The calls a cell makes outside any function or class body (what runs when the cell runs)."""
+    calls, todo = [], list(module.body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        if isinstance(node, ast.Call):
+            calls.append(node)
+        todo += list(ast.iter_child_nodes(node))
+    return calls
 
 
 def _defined_names(statement: ast.AST) -> list[str]:
@@ -175,9 +232,17 @@ def _under(name: str, prefixes: Iterable[str]) -> str | None:
 
 
 def judge(rule: Rule, code: Code) -> Verdict:
-    """What the task's code (found in `code`) uses against `rule`."""
+    """What the task's code (found in `code`) uses against `rule`; what the judge could not follow in the notebook
+    is `dynamic` for every task (a person looks)."""
+    try:
+        return _judge(rule, code)
+    except RecursionError:
+        return Verdict([], ["code nested deeper than the grader follows"])
+
+
+def _judge(rule: Rule, code: Code) -> Verdict:
     nodes = code.reachable(rule.task)
-    broken, dynamic, used = [], [], set()
+    broken, dynamic, used = [], list(code.unfollowed), set()
     for node in (n for statement in nodes for n in ast.walk(statement)):
         if isinstance(node, (ast.Name, ast.Attribute, ast.Call)):
             for name in code.qualified(node):
@@ -198,6 +263,8 @@ def judge(rule: Rule, code: Code) -> Verdict:
                 broken.append(f".{attribute}")
             elif rule.private and attribute.startswith("_") and not attribute.startswith("__"):
                 broken.append(f"a private attribute (.{attribute})")
+            elif rule.private and attribute.startswith("__") and attribute not in SAFE_DUNDERS:
+                dynamic.append(f"a special method (.{attribute})")   # __getstate__, __reduce__: the stand-in's insides
             elif attribute in DYNAMIC_ATTRIBUTES:
                 dynamic.append(f".{attribute}")
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in DYNAMIC_CALLS \

@@ -31,6 +31,7 @@ def apply(cell, result: dict, judged: dict) -> dict:
 
 
 def flags(judged: dict) -> list[str]:
-    """One flag per task whose code reaches names built at run time (a person checks its rule)."""
-    return [f"names built at run time in {rule.task} ({', '.join(verdict.dynamic[:3])})"
+    """One flag per task whose rule the code cannot decide (names built at run time, a cell the grader cannot read,
+    code built outside a function...): a person checks its rule."""
+    return [f"the grader cannot judge {rule.task}'s rule from its code ({', '.join(verdict.dynamic[:3])})"
             for rule, verdict in judged.values() if verdict.dynamic and not verdict.broken]

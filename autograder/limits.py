@@ -26,6 +26,7 @@ class Limits:
     file_mib: int = 64
     disk_mib: int = 256
     output_chars: int = 20000
+    notebook_output_chars: int = 200000
     max_restarts: int = 3
     network: bool = False
     workers: int = 0

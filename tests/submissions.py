@@ -670,3 +670,14 @@ def staff_page_payloads(assignment: str) -> dict[str, nbformat.NotebookNode]:
         nb.metadata["widgets"] = {"application/vnd.jupyter.widget-state+json": {
             "state": {}, "version_major": 2, "version_minor": 0, "x": f"</script><script>{_pwn('nb-widgets')}</script>"}}
     return notebooks
+
+
+def linecache_reader(assignment: str) -> dict[str, nbformat.NotebookNode]:
+    """Every task solved, and a last cell of its own that prints every cell's source IPython keeps in linecache
+    (where the hidden tests' code was, issue #48)."""
+    notebooks = solved(assignment)
+    for nb in notebooks.values():
+        nb.cells.append(nbformat.v4.new_code_cell(
+            "import linecache\nprint('\\n'.join(''.join(entry[2]) for name, entry in list(linecache.cache.items())\n"
+            "                if len(entry) > 2 and not name.endswith('.py')))"))   # the cells', not the libraries'
+    return notebooks

@@ -42,7 +42,7 @@ def graded(tmp_path_factory):
     makers = {"classmate-ada": submissions.solved, "snooper": lambda a: submissions.memory_snooper(a, NEEDLES),
               "impersonator": lambda a: submissions.startup_impersonator(a, str(other)),
               "liar": submissions.crafted_handin, "bomb": submissions.disk_bomb, "markdown": submissions.markdown_answer,
-              "firsterror": submissions.first_task_error}
+              "firsterror": submissions.first_task_error, "linecache": submissions.linecache_reader}
     for student, maker in makers.items():
         submissions.write_submission(submitted, student, FIRST, maker(FIRST))
     submissions.write_submission(submitted, "classmate-ada", OTHER, submissions.solved(OTHER))
@@ -90,6 +90,24 @@ def test_nothing_a_notebook_wrote_is_read_by_the_grader(graded):
     assert "exited with code 71" in shown
     assert Path("/etc/hostname").read_text().strip() not in shown
     assert graded["results"][("classmate-ada", FIRST)]["key"] not in shown  # the classmate's result was not read
+
+
+def test_no_hidden_test_code_reaches_the_feedback(graded):
+    """Issue #48: a cell that prints every source IPython keeps (linecache) after the tests have run finds none of
+    the hidden tests' code, though it does find its own (so it really read the cache)."""
+    source = json.loads((REPO / "source" / FIRST / f"{FIRST}.ipynb").read_text())
+    hidden = []
+    for cell in source["cells"]:
+        text = "".join(cell["source"])
+        if "### BEGIN HIDDEN TESTS" in text:
+            inside = text.split("### BEGIN HIDDEN TESTS")[1].split("### END HIDDEN TESTS")[0]
+            hidden += [line.strip() for line in inside.splitlines() if len(line.strip()) > 25]
+    assert hidden
+    printed = next(c["output"] for c in cells(graded, "linecache", FIRST) if "import linecache" in c.get("visible_code", "")
+                   or "linecache.cache" in c["output"])
+    assert "import linecache" in printed, printed[:2000]
+    assert [line for line in hidden if line in printed] == []
+    assert total(graded, "linecache", FIRST) == total(graded, "classmate-ada", FIRST)
 
 
 def test_a_crafted_hand_in_is_the_students_failure(graded):

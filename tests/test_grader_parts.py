@@ -226,3 +226,17 @@ def test_a_student_cannot_turn_utils_lazy_names_against_the_tests():
     """)
     done = subprocess.run([sys.executable, "-c", script], cwd=REPO_ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0 and done.stdout.strip().endswith("ok"), done.stdout + done.stderr
+
+
+def test_a_notebook_has_one_output_budget():
+    """Issue #48: cells each within the per-cell cap still add up; past the notebook's budget their output is cut,
+    with a note, and the verdicts and errors stay whole."""
+    from autograder.grader.notebooks import within_budget
+    results = [{"ok": True, "output": "x" * 20_000, "error": ""} for _ in range(4_000)]
+    results.append({"ok": False, "output": "y" * 10, "error": "AssertionError: " + "z" * 5_000})
+    kept = within_budget(results, 200_000)
+    assert sum(len(r["output"]) for r in kept[:10]) == 200_000 and "used up" not in kept[9]["output"]
+    assert kept[10]["output"].startswith("\n[... 20,000 more characters dropped") and "used up" in kept[10]["output"]
+    assert sum(len(r["output"]) for r in kept) < 200_000 + 4_000 * 120   # the notes: one line a cell
+    assert [r["ok"] for r in kept] == [r["ok"] for r in results] and kept[-1]["error"] == results[-1]["error"]
+    assert within_budget(results[:3], 200_000) == results[:3]   # within it: nothing changes

@@ -223,6 +223,21 @@ def _last_line(text: str) -> str:
     return lines[-1][:300] if lines else "no reason given"
 
 
+def within_budget(results: list[dict], budget: int) -> list[dict]:
+    """The results with their output cut to `budget` characters for the whole notebook, in cell order (issue #48:
+    4,000 cells each at the per-cell cap made one submission write a gigabyte); a cut says so. Error text is kept
+    whole: the grader reads each cell's verdict from it."""
+    left, kept = budget, []
+    for result in results:
+        text = result.get("output") or ""
+        if len(text) > left:
+            result = {**result, "output": text[:left] + f"\n[... {len(text) - left:,} more characters dropped: the "
+                                                       f"notebook's output budget of {budget:,} characters is used up]"}
+        left -= min(len(text), left)
+        kept.append(result)
+    return kept
+
+
 def run_plan(plan: Plan, limits: Limits, zygote: Zygote, slot: int, files: dict[str, bytes] | None = None,
              cases: dict[str, str] | None = None) -> list[dict]:
     """Every cell's result, in order: {"ok", "output", "error", "restored", "tampered", "line", "handed", "seconds"}
@@ -253,13 +268,13 @@ def run_plan(plan: Plan, limits: Limits, zygote: Zygote, slot: int, files: dict[
                     crashed.add(index)
                     raise
                 result["seconds"] = round(time.monotonic() - started, 3)  # wall time: for the instructor
-            return results  # type: ignore[return-value]
+            return within_budget(results, limits.notebook_output_chars)  # type: ignore[arg-type]
         except Died as died:
             restarts += 1
             if restarts > limits.max_restarts or deadline - time.monotonic() <= 0:
                 reason = f"not run: {died}" if deadline - time.monotonic() <= 0 else \
                     f"not run: the notebook process was restarted {limits.max_restarts} times already"
-                return [r or failed(reason) for r in results]
+                return within_budget([r or failed(reason) for r in results], limits.notebook_output_chars)
         finally:
             if process is not None:
                 process.kill()

@@ -136,6 +136,16 @@ def _line_in_cell(error: BaseException, code: str) -> int | None:
     return lines[-1] if lines else None
 
 
+def _forget_source(code: str) -> None:
+    """No copy of a test cell's code stays in this process once the cell has run (issue #48): IPython keeps every
+    cell's source in linecache for tracebacks, where a student's later cell could read the hidden tests' code and
+    print it into the feedback. (Its line number for the grader is taken before: _line_in_cell.)"""
+    import linecache
+    for name, entry in list(linecache.cache.items()):
+        if len(entry) > 2 and "".join(entry[2]).rstrip() == code.rstrip():
+            del linecache.cache[name]
+
+
 def write_files(files: dict[str, str]) -> list[str]:
     """Put the assignment's files (relative path -> base64) in the working folder; the paths it could not write."""
     refused = []
@@ -210,6 +220,8 @@ def serve(requests: io.TextIOBase, replies: io.TextIOBase, output_chars: int, wa
             error=_error_text(error) if error is not None else "", restored=restored, tampered=tampered,
             line=_line_in_cell(error, request.code) if error is not None and error.__traceback__ else None,
             handed={k: v for k, v in handed.items() if type(k) is str and type(v) is str})
+        if request.kind == "test":
+            _forget_source(request.code)
         if os.getpid() != serving_pid:  # a process the cell forked got here: only the original answers
             os._exit(0)
         replies.write(reply.to_line().decode())

@@ -13,7 +13,7 @@ import pytest
 from autograder.grader.plan import make_plan
 from autograder.grader.rules import verdicts
 from tests import submissions
-from utils.rules import MAX_ROUTES, RULES, Code, Rule, judge, parse
+from utils.rules import MAX_ROUTES, RULES, Code, Rule, judge, parse, tasks_of
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -178,3 +178,29 @@ def test_the_grader_reads_the_rules_without_importing_torch():
     """)
     done = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stdout + done.stderr
+
+
+def test_a_rule_broken_in_an_earlier_task_costs_its_points_once():
+    """Issue #48: a correct after_cast that calls the student's limits is not charged for the torch.finfo in limits;
+    limits is, once. The visible check and the grader judge alike (tasks_of)."""
+    cells = ["def limits(dtype):\n    info = torch.finfo(dtype)\n    return info.max, info.tiny",
+             "def after_cast(x, dtype):\n    top, _ = limits(dtype)\n    return min(x, top)"]
+    found = {rule.task: judge(rule, Code(parse(cells), context=parse(["import torch"])), tasks_of("01_floats"))
+             for (a, _), rule in RULES.items() if a == "01_floats" and rule.task in ("limits", "after_cast")}
+    assert found["limits"].broken == ["torch.finfo"] and found["after_cast"].broken == [], found
+    assert verdict(RULES[("01_floats", "test_after_cast")], *cells).broken   # without stand-ins it was charged
+
+
+def test_the_grader_charges_the_earlier_task_only():
+    """The same through the grader's judge on a whole notebook: limits reaches torch.finfo, after_cast (which calls
+    limits) keeps its points."""
+    notebooks = submissions.solved("01_floats")
+    for nb in notebooks.values():
+        for cell in nb.cells:
+            if cell.metadata.get("nbgrader", {}).get("grade_id") == "limits":
+                cell.source = ("def limits(exponent_bits, mantissa_bits, ieee_specials=True):\n"
+                               "    info = torch.finfo({(8, 23): torch.float32, (5, 10): torch.float16}"
+                               "[(exponent_bits, mantissa_bits)])\n"
+                               "    return info.max, info.tiny, info.smallest_normal * info.eps, info.eps")
+    judged = graded_rules("01_floats", notebooks)
+    assert judged["test_limits"].broken and not judged["test_after_cast"].broken, judged

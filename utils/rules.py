@@ -185,9 +185,10 @@ class Code:
             found |= self.attribute_aliases.get(name, set())
         return set(sorted(found)[:MAX_ROUTES + 1])
 
-    def reachable(self, task: str) -> list[ast.AST]:
-        """The definitions of `task` and of every top-level function or class of the student's it refers to."""
-        todo, seen, nodes = [task], set(), []
+    def reachable(self, task: str, stand_ins: Iterable[str] = ()) -> list[ast.AST]:
+        """The definitions of `task` and of every top-level function or class of the student's it refers to, but the
+        other tasks' own (`stand_ins`): each is judged as its own task, so a rule it breaks costs its points once."""
+        todo, seen, nodes = [task], set(stand_ins) - {task}, []
         while todo:
             name = todo.pop()
             if name in seen or name not in self.definitions:
@@ -231,17 +232,18 @@ def _under(name: str, prefixes: Iterable[str]) -> str | None:
     return next((p for p in prefixes if name == p or name.startswith(p + ".")), None)
 
 
-def judge(rule: Rule, code: Code) -> Verdict:
+def judge(rule: Rule, code: Code, stand_ins: Iterable[str] = ()) -> Verdict:
     """What the task's code (found in `code`) uses against `rule`; what the judge could not follow in the notebook
-    is `dynamic` for every task (a person looks)."""
+    is `dynamic` for every task (a person looks). `stand_ins`: other tasks' functions, judged as their own tasks
+    (`tasks_of`): a later task that calls an earlier one is not charged for the earlier one's rule."""
     try:
-        return _judge(rule, code)
+        return _judge(rule, code, stand_ins)
     except RecursionError:
         return Verdict([], ["code nested deeper than the grader follows"])
 
 
-def _judge(rule: Rule, code: Code) -> Verdict:
-    nodes = code.reachable(rule.task)
+def _judge(rule: Rule, code: Code, stand_ins: Iterable[str]) -> Verdict:
+    nodes = code.reachable(rule.task, stand_ins)
     broken, dynamic, used = [], list(code.unfollowed), set()
     for node in (n for statement in nodes for n in ast.walk(statement)):
         if isinstance(node, (ast.Name, ast.Attribute, ast.Call)):
@@ -322,7 +324,7 @@ def check_rule(assignment: str, test: str, fn: Callable) -> None:
     rule = RULES.get((assignment, test))
     if rule is None:
         return
-    verdict = judge(rule, Code(parse(_notebook_cells(fn)), known=_globals_named(fn)))
+    verdict = judge(rule, Code(parse(_notebook_cells(fn)), known=_globals_named(fn)), tasks_of(assignment))
     if verdict.broken:
         raise AssertionError(verdict.message(rule))
     if verdict.dynamic:
@@ -437,3 +439,8 @@ RULES: dict[tuple[str, str], Rule] = {
     ("10_accounting_a_training_run", "test_memory_per_gpu"): Rule("memory_per_gpu", *_FROM_THE_SHAPE, why=_SHAPE),
     ("10_accounting_a_training_run", "test_training_days"): Rule("training_days", *_FROM_THE_SHAPE, why=_SHAPE),
 }
+
+
+def tasks_of(assignment: str) -> set[str]:
+    """The functions of an assignment's rule-bound tasks: in one task's judgement, the others' are stand-ins."""
+    return {rule.task for (name, _), rule in RULES.items() if name == assignment}

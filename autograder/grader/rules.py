@@ -10,13 +10,15 @@ from __future__ import annotations
 
 def verdicts(assignment: str, plan) -> dict:
     """{test grade_id: (rule, verdict)} for every test cell of `plan` that has a rule."""
-    from utils.rules import RULES, Code, judge, parse  # imported by the grader before its workers fork
+    from utils.rules import RULES, Code, judge, parse, tasks_of  # imported by the grader before its workers fork
     tests = [c for c in plan.cells if c.kind == "test" and (assignment, c.grade_id) in RULES]
     if not tests:
         return {}
     code = Code(parse(c.code for c in plan.cells if c.kind in ("answer", "added")),
                 context=parse(c.code for c in plan.cells if c.kind == "setup"))
-    return {c.grade_id: (RULES[(assignment, c.grade_id)], judge(RULES[(assignment, c.grade_id)], code)) for c in tests}
+    others = tasks_of(assignment)   # each task is charged for its own code only, once
+    return {c.grade_id: (RULES[(assignment, c.grade_id)], judge(RULES[(assignment, c.grade_id)], code, others))
+            for c in tests}
 
 
 def apply(cell, result: dict, judged: dict) -> dict:

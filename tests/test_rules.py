@@ -9,6 +9,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from autograder.grader.plan import make_plan
 from autograder.grader.rules import verdicts
@@ -204,3 +206,56 @@ def test_the_grader_charges_the_earlier_task_only():
                                "    return info.max, info.tiny, info.smallest_normal * info.eps, info.eps")
     judged = graded_rules("01_floats", notebooks)
     assert judged["test_limits"].broken and not judged["test_after_cast"].broken, judged
+
+
+# ---- generated routes (issue #48): every way of hiding a forbidden callable, composed, is zeroed or flagged --------
+HIDINGS = {   # one step: (setup lines, the expression it leaves), given the expression so far and a fresh number
+    "alias": lambda e, i: ([f"_a{i} = {e}"], f"_a{i}"),
+    "list": lambda e, i: ([f"_l{i} = [None, {e}]"], f"_l{i}[1]"),
+    "tuple": lambda e, i: ([f"_t{i} = ({e},)"], f"_t{i}[0]"),
+    "dict": lambda e, i: ([f"_d{i} = {{'k': {e}}}"], f"_d{i}['k']"),
+    "partial": lambda e, i: ([f"_p{i} = functools.partial({e})"], f"_p{i}"),
+    "unpack": lambda e, i: ([f"_u{i}, _v{i} = {e}, None"], f"_u{i}"),
+    "starred": lambda e, i: ([f"_s{i}, *_r{i} = [{e}, None]"], f"_s{i}"),
+    "attribute": lambda e, i: ([f"torch.hidden_{i} = {e}"], f"torch.hidden_{i}"),
+}
+STARTS = {   # the forbidden callable, named as the code may first name it
+    "plain": ([], "torch.autograd.grad"),
+    "import as": (["import torch.autograd as _ag"], "_ag.grad"),
+    "from import": (["from torch.autograd import grad as _g"], "_g"),
+    "getattr": ([], "getattr(torch.autograd, 'grad')"),
+}
+BUILT = {   # names built at run time: a person decides
+    "concatenated getattr": "getattr(torch.autograd, 'gr' + 'ad')",
+    "eval": "eval('torch.autograd.grad')",
+    "vars": "vars(torch.autograd)['grad']",
+}
+
+
+@settings(max_examples=300, deadline=None, derandomize=True, database=None)
+@given(start=st.sampled_from(sorted(STARTS)), steps=st.lists(st.sampled_from(sorted(HIDINGS)), max_size=5),
+       as_default=st.booleans(), built=st.sampled_from([None, *sorted(BUILT)]))
+def test_generated_routes_are_zeroed_or_flagged(start, steps, as_default, built):
+    lines, expression = list(STARTS[start][0]), BUILT[built] if built else STARTS[start][1]
+    for index, step in enumerate(steps):
+        setup, expression = HIDINGS[step](expression, index)
+        lines += setup
+    call = "_f" if as_default else expression
+    default = f", _f={expression}" if as_default else ""
+    code = "import functools\n" + "\n".join(lines) + f"\ndef w2_grad(h1, g{default}):\n    return {call}(h1, h1)"
+    found = verdict(AUTOGRAD, code)
+    if built:
+        assert found.broken or found.dynamic, code
+    else:
+        assert found.broken, code
+
+
+@pytest.mark.parametrize("code", [
+    "_fns = [torch.zeros, torch.ones]\ndef w2_grad(h1, g):\n    return h1.T @ g + _fns[0](1)",
+    "grad_fn, n = torch.autograd.grad, 3\ndef w2_grad(h1, g):\n    return h1.T @ g * n",
+    "import functools\n_mm = functools.partial(torch.matmul)\ndef w2_grad(h1, g):\n    return _mm(h1.T, g)",
+])
+def test_containers_of_allowed_names_stay_allowed(code):
+    """The same shapes holding only what the task may use: no charge, no flag."""
+    found = verdict(AUTOGRAD, code)
+    assert not found.broken and not found.dynamic, found

@@ -101,6 +101,7 @@ class Code:
         self.aliases: dict[str, set[str]] = {name: {value} for name, value in (known or {}).items()}
         self.attribute_aliases: dict[str, set[str]] = {}
         self.star_imports: list[str] = []
+        self.built: set[str] = set()   # names (and qualified names) bound to something built at run time
         # what the judge could not follow, for every task of the notebook: cells it cannot read, code built at run
         # time outside any function, names with more routes than MAX_ROUTES
         self.unfollowed: list[str] = []
@@ -148,11 +149,7 @@ class Code:
             values = self.qualified(node.value)
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             for target in targets:
-                if isinstance(target, ast.Name):
-                    self._add(self.aliases, target.id, values)
-                elif isinstance(target, ast.Attribute):
-                    for name in self.qualified(target):
-                        self._add(self.attribute_aliases, name, values)
+                self._bind(target, node.value, values)
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
             arguments = node.args
             positional = arguments.posonlyargs + arguments.args
@@ -160,6 +157,44 @@ class Code:
             pairs += [(a, d) for a, d in zip(arguments.kwonlyargs, arguments.kw_defaults) if d is not None]
             for argument, default in pairs:
                 self._add(self.aliases, argument.arg, self.qualified(default))
+
+    def _bind(self, target: ast.AST, value: ast.AST, values: set[str]) -> None:
+        """Learn what `target = value` binds: a name, an attribute, or each name of an unpacking (element by element
+        when both sides are as long, else each may hold any of the values)."""
+        if isinstance(target, ast.Name):
+            self._add(self.aliases, target.id, values)
+            if self._built_at_run_time(value):
+                self.built.add(target.id)
+        elif isinstance(target, ast.Attribute):
+            for name in self.qualified(target):
+                self._add(self.attribute_aliases, name, values)
+                if self._built_at_run_time(value):
+                    self.built.add(name)
+        elif isinstance(target, ast.Starred):
+            self._bind(target.value, value, values)
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            paired = isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(target.elts) and \
+                not any(isinstance(e, ast.Starred) for e in [*value.elts, *target.elts])
+            for index, element in enumerate(target.elts):
+                if paired:
+                    self._bind(element, value.elts[index], self.qualified(value.elts[index]))
+                else:
+                    self._bind(element, value, values)
+
+    def _built_at_run_time(self, value: ast.AST) -> bool:
+        """Whether an assigned value holds a name built at run time (`getattr(m, "a" + "b")`, `eval`, `vars(m)[...]`,
+        `__dict__`) or a name already bound to one: whatever is bound to it cannot be read from the code."""
+        for node in ast.walk(value):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in DYNAMIC_CALLS \
+                    and _literal_getattr(node) is None and node.func.id not in self.definitions:
+                return True
+            if isinstance(node, ast.Attribute) and node.attr in DYNAMIC_ATTRIBUTES:
+                return True
+            if isinstance(node, (ast.Name, ast.Attribute)) and ({getattr(node, "id", None)} | self.qualified(node)) & self.built:
+                return True
+            if isinstance(node, (ast.Name, ast.Attribute)) and any(_under(n, DYNAMIC_NAMES) for n in self.qualified(node)):
+                return True
+        return False
 
     def qualified(self, node: ast.AST) -> set[str]:
         """The qualified names an expression may stand for (empty when it is not a name the code can place)."""
@@ -257,6 +292,9 @@ def _judge(rule: Rule, code: Code, stand_ins: Iterable[str]) -> Verdict:
                     broken.append(name)
                 if _under(name, DYNAMIC_NAMES):
                     dynamic.append(name)
+            built = ({node.id} if isinstance(node, ast.Name) else set()) | code.qualified(node)
+            if built & code.built:
+                dynamic.append(f"{sorted(built & code.built)[0]} (bound to a name built at run time)")
         attribute = node.attr if isinstance(node, ast.Attribute) else _literal_getattr(node)
         if attribute is not None:
             base = node.value if isinstance(node, ast.Attribute) else node.args[0]

@@ -259,3 +259,29 @@ def test_containers_of_allowed_names_stay_allowed(code):
     """The same shapes holding only what the task may use: no charge, no flag."""
     found = verdict(AUTOGRAD, code)
     assert not found.broken and not found.dynamic, found
+
+
+def test_the_judge_is_bounded_and_a_judge_that_runs_out_flags_for_a_person(monkeypatch):
+    """Issue #48: the grader judges each notebook in a child with a time and memory cap; a judgement that runs out
+    of either flags every rule-bound task for a person instead of a MemoryError or a stalled run."""
+    from autograder.grader import rules as grader_rules
+    notebooks = submissions.solved("01_floats")
+    name, notebook = next(iter(notebooks.items()))
+    source = json.loads((REPO / "source" / "01_floats" / f"{name}.ipynb").read_text())
+    plan = make_plan(name, source, json.loads(json.dumps(notebook)))
+    plain = {gid: (v.broken, v.dynamic) for gid, (_, v) in verdicts("01_floats", plan).items()}
+    bounded = grader_rules.bounded_verdicts("01_floats", plan)
+    assert {gid: (v.broken, v.dynamic) for gid, (_, v) in bounded.items()} == plain and plain
+
+    def hungry(assignment, plan):
+        return [bytearray(1 << 28) for _ in range(64)]           # 16 GiB, past the cap
+
+    def endless(assignment, plan):
+        while True:
+            pass
+    monkeypatch.setattr(grader_rules, "JUDGE_SECONDS", 2.0)
+    for runaway, why in ((hungry, "MemoryError"), (endless, "ran longer than 2 s")):
+        monkeypatch.setattr(grader_rules, "verdicts", runaway)
+        judged = grader_rules.bounded_verdicts("01_floats", plan)
+        assert set(judged) == set(plain)
+        assert all(not v.broken and any(why in d for d in v.dynamic) for _, v in judged.values()), judged

@@ -6,6 +6,11 @@ at run time, which cannot be judged from the text, flags the notebook for a pers
 """
 from __future__ import annotations
 
+import os
+import resource
+
+from autograder.forked import ChildFailed, call_in_child
+
 
 
 def verdicts(assignment: str, plan) -> dict:
@@ -19,6 +24,38 @@ def verdicts(assignment: str, plan) -> dict:
     others = tasks_of(assignment)   # each task is charged for its own code only, once
     return {c.grade_id: (RULES[(assignment, c.grade_id)], judge(RULES[(assignment, c.grade_id)], code, others))
             for c in tests}
+
+
+JUDGE_SECONDS = 60.0       # wall-clock seconds for one notebook's judgement
+JUDGE_MEMORY = 1 << 30     # bytes the judge may map beyond what the worker had mapped
+
+
+def bounded_verdicts(assignment: str, plan) -> dict:
+    """`verdicts`, judged in a child of its own with a time and a memory cap, as a notebook has (issue #48: twelve
+    lines of dead code once made the judge take 2.26 GB and 47 s): a judgement that runs out of either flags every
+    rule-bound task of the notebook for a person, and the run goes on."""
+    from utils.rules import RULES, Verdict
+
+    def work() -> dict:
+        _cap_memory(JUDGE_MEMORY)
+        return {gid: [verdict.broken, verdict.dynamic] for gid, (_, verdict) in verdicts(assignment, plan).items()}
+    try:
+        answer: dict = call_in_child(work, JUDGE_SECONDS)   # type: ignore[assignment]  # work's own answer
+    except ChildFailed as why:
+        reason = "MemoryError" if "MemoryError" in str(why) else str(why).strip().splitlines()[-1][:120]
+        tests = [c.grade_id for c in plan.cells if c.kind == "test" and (assignment, c.grade_id) in RULES]
+        return {gid: (RULES[(assignment, gid)], Verdict([], [f"the judge could not finish ({reason})"]))
+                for gid in tests}
+    return {gid: (RULES[(assignment, gid)], Verdict(*pair)) for gid, pair in answer.items()}
+
+
+def _cap_memory(extra: int) -> None:
+    """RLIMIT_AS at what this process maps now plus `extra` bytes (where /proc tells what it maps)."""
+    try:
+        mapped = int(open("/proc/self/statm").read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    except OSError:
+        return
+    resource.setrlimit(resource.RLIMIT_AS, (mapped + extra, mapped + extra))
 
 
 def apply(cell, result: dict, judged: dict) -> dict:

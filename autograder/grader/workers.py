@@ -136,7 +136,7 @@ def grade_submission(job: Job, setting: Setting, slot: int) -> dict:
         if problem:
             problems.append(problem)
         plan = make_plan(name, source, submitted)
-        judged = rules.verdicts(job.assignment, plan)
+        judged = rules.bounded_verdicts(job.assignment, plan)
         runnable = not problem and submitted["cells"]
         if runnable:
             assert setting.zygote is not None, "a run with submissions to grade starts a zygote"

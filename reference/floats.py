@@ -130,8 +130,10 @@ def _decode_check(cases, expected, results) -> None:
         check_float(got, want, f"decode({bits:#x}, {e}, {m})")
 
 
-_LIMITS_FORMATS = [(8, 23, True), (5, 10, True), (8, 7, True), (5, 2, True), (4, 3, False), (3, 2, True), (6, 9, True),
-                   (11, 52, True), (3, 4, False), (5, 6, False)]
+# None of the formats task 4's stand-in limits knows (_cast_cases): that stand-in runs in the student's process, so
+# what it answers must not be an expected value of this test (issue #48; tests/test_hidden_tests.py checks it).
+_LIMITS_FORMATS = [(11, 52, True), (4, 3, False), (3, 4, False), (5, 6, False), (8, 10, True), (6, 5, True),
+                   (4, 4, True), (7, 12, True), (5, 9, True), (3, 3, True)]
 _LIMITS_DTYPES = {(8, 23, True): torch.float32, (5, 10, True): torch.float16, (8, 7, True): torch.bfloat16,
                   (5, 2, True): torch.float8_e5m2, (4, 3, False): torch.float8_e4m3fn, (11, 52, True): torch.float64}
 
@@ -198,7 +200,7 @@ HIDDEN_TESTS = {
                                 "exponent and 2 mantissa bits) and the bits: zero, subnormals, the largest normal, "
                                 "inf and nan of either sign, and 300 random patterns per format"),
     "limits": HiddenTest(lambda: list(_LIMITS_FORMATS), _limits_expected, _limits_check,
-                         varies="the widths (fp32 to fp64, fp8 and made-up formats) and ieee_specials True and False"),
+                         varies="the widths (fp64, fp8 E4M3 and made-up formats) and ieee_specials True and False"),
     "tensor_nbytes": HiddenTest(lambda: [(shape, dtype) for shape in _NBYTES_SHAPES for dtype in _NBYTES_DTYPES],
                                 lambda cases: [torch.empty(shape, dtype=dtype, device="meta").nbytes
                                                for shape, dtype in cases],

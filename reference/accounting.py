@@ -92,7 +92,7 @@ def training_days(shape, tokens: float, num_gpus: int, device_name: str, mfu: fl
 import random
 from collections import namedtuple
 
-from reference.hidden import HiddenTest, results_list
+from reference.hidden import HiddenTest, keep_stand_ins_apart, results_list
 from utils.grading import check_int, check_float, check_type
 
 GPT2Shape = namedtuple("GPT2Shape", "vocab_size context_length d_model num_layers num_heads d_ff")  # repr as the exercise's
@@ -292,7 +292,7 @@ def _check_days(cases, expected, results) -> None:
                              "each (your function gets the correct count here); a day has 86400 s; return a float.")
 
 
-HIDDEN_TESTS = {
+HIDDEN_TESTS = keep_stand_ins_apart({
     "param_count": HiddenTest(cases=_param_count_cases,
                               expected=lambda cases: [param_count(GPT2Shape(*fields)) for fields in cases],
                               check=_check_param_count),
@@ -305,4 +305,4 @@ HIDDEN_TESTS = {
                                                          for fields, num_gpus, stage in cases["calls"]],
                                  check=_check_memory),
     "training_days": HiddenTest(cases=_days_cases, expected=_days_expected, check=_check_days),
-}
+})

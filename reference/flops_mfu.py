@@ -34,7 +34,7 @@ def roofline_seconds(ops: list[tuple[float, float]], peak_flops_per_second: floa
 # ---- hidden tests (reference/hidden.py): cases, expected results, checks -----------------------------------------
 import random
 
-from reference.hidden import HiddenTest
+from reference.hidden import HiddenTest, keep_stand_ins_apart
 from reference.hidden import results_list as _results
 from utils.flops import count_flops, linear_model_matmul_shapes
 from utils.grading import check_float, check_int, check_type
@@ -268,7 +268,7 @@ def _roofline_seconds_check(cases, expected, results) -> None:
                     hint=HINTS["roofline_seconds"])
 
 
-HIDDEN_TESTS = {
+HIDDEN_TESTS = keep_stand_ins_apart({
     "matmul_flop_count": HiddenTest(cases=_matmul_flop_count_cases, expected=_matmul_flop_count_expected,
                                     check=_matmul_flop_count_check),
     "linear_model_flops": HiddenTest(cases=_linear_model_flops_cases, expected=_linear_model_flops_expected,
@@ -283,4 +283,4 @@ HIDDEN_TESTS = {
     "roofline_seconds": HiddenTest(cases=_roofline_seconds_cases,
                                    expected=lambda cases: [roofline_seconds(*case) for case in cases],
                                    check=_roofline_seconds_check),
-}
+})

@@ -57,7 +57,7 @@ def random_shape_with_numel(rng: random.Random, numel: int) -> tuple[int, ...]:
 
 
 # ---- hidden tests (reference/hidden.py): cases, expected results, checks -----------------------------------------
-from reference.hidden import HiddenTest
+from reference.hidden import HiddenTest, keep_stand_ins_apart
 from reference.hidden import results_list as _results
 from utils.grading import check_int, check_tensor, check_type
 from utils.strides import check_bool, check_ints, check_metadata
@@ -256,7 +256,7 @@ def _can_view_check(cases, expected, results) -> None:
         check_bool(got, want, f"can_view({shape}, {strides}, {new_shape})", hint=hint)
 
 
-HIDDEN_TESTS = {
+HIDDEN_TESTS = keep_stand_ins_apart({
     "storage_index": HiddenTest(_storage_index_cases, _storage_index_expected, _storage_index_check,
                                 varies="random views made by permutes, transposes, slices with steps and selects (strides in any "
                                        "order, storage offsets), sizes 0 and 1"),
@@ -278,4 +278,4 @@ HIDDEN_TESTS = {
     "can_view": HiddenTest(_can_view_cases, _can_view_expected, _can_view_check,
                            varies="views torch makes, merged neighbouring dimensions, and new shapes of the same numel; "
                                   "your can_view ran with a correct row_major_strides and is_contiguous"),
-}
+})

@@ -80,3 +80,22 @@ def test_a_stand_in_answers_none_of_its_own_tasks_hidden_cases():
     from reference import floats
     known = {key for key, _ in floats.HIDDEN_TESTS["after_cast"].cases()["limits"]}
     assert known and not known & set(floats.HIDDEN_TESTS["limits"].cases())
+
+
+@pytest.mark.parametrize("module", ["floats", "flops_mfu", "strides_views", "einops_jaxtyping", "accounting",
+                                    "gradients", "training_loop", "mixed_precision", "models_optimizers",
+                                    "tensors_on_gpu"])
+def test_no_stand_in_answers_a_hidden_case_of_its_own_task(module):
+    """Issue #48, for every exercise: a later task's stand-in for an earlier task's function (the table named after
+    that task in the later test's cases) knows none of the earlier task's own hidden cases."""
+    import importlib
+    tests = importlib.import_module(f"reference.{module}").HIDDEN_TESTS
+    for name, test in tests.items():
+        cases = test.cases()
+        for earlier, table in (cases.items() if isinstance(cases, dict) else []):
+            if earlier not in tests or earlier == name:
+                continue
+            own = tests[earlier].cases()
+            own = own["calls"] if isinstance(own, dict) else own
+            known = {repr(key) for key, _ in table}
+            assert not known & {repr(case) for case in own}, (name, earlier)

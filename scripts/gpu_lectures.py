@@ -94,42 +94,29 @@ TEXT_EDITS: list[tuple[str, str, str, str]] = [
     # #50 D4: timings printed to the digits that carry information, as lectures 3 and 8 print theirs.
     ('05_flops_mfu', 'code',
      'print(f"first call {first_call * 1e3:.3f} ms, warm median {warm * 1e3:.3f} ms, ratio {first_call / warm:.1f}x")',
-     'def two_digits(x):                               # 2 significant digits: the rest is noise\n'
-     '    return f"{float(f\'{x:.2g}\'):,g}"\n'
+     'from utils.units import significant              # 2 significant digits: the rest is noise\n'
      '\n'
-     'print(f"first call {two_digits(first_call * 1e3)} ms, warm median {two_digits(warm * 1e3)} ms, "\n'
-     '      f"ratio {two_digits(first_call / warm)}x")'),
+     'print(f"first call {significant(first_call * 1e3, 2)} ms, warm median {significant(warm * 1e3, 2)} ms, "\n'
+     '      f"ratio {significant(first_call / warm, 2)}x")'),
     ('05_flops_mfu', 'code',
      '        cells.append(f"{rate / 1e9:10.1f} GFLOP/s" + (f" MFU {rate / peaks[dtype]:.2f}" if peaks[dtype] else " " * 9))',
-     '        cells.append(f"{three_digits(rate / 1e9):>10} GFLOP/s" + (f" MFU {rate / peaks[dtype]:.2f}" if peaks[dtype] else " " * 9))'),
+     '        cells.append(f"{significant(rate / 1e9, 3):>10} GFLOP/s" + (f" MFU {rate / peaks[dtype]:.2f}" if peaks[dtype] else " " * 9))'),
     ('05_flops_mfu', 'code',
      'peaks = {dtype: peak_flops(current_device_name(), dtype) for dtype in dtypes}\n'
      'print(f"{\'n\':>6} "',
      'peaks = {dtype: peak_flops(current_device_name(), dtype) for dtype in dtypes}\n'
-     '\n'
-     '\n'
-     'def three_digits(x):                             # 3 significant digits: the rest is noise\n'
-     '    rounded = float(f"{x:.3g}")\n'
-     '    return f"{rounded:,.0f}" if rounded >= 100 else f"{rounded:g}"\n'
-     '\n'
-     '\n'
+     'from utils.units import significant              # 3 significant digits: the rest is noise\n'
      'print(f"{\'n\':>6} "'),
     ('09_mixed_precision', 'code',
      '    print(f"{name}: {n}x{n} matmul in {s * 1e3:8.3f} ms = {2 * n**3 / s / 1e9:8.1f} GFLOP/s")\n'
      'print(f"bf16 speedup on {current_device_name()}: {seconds[\'fp32\'] / seconds[\'bf16\']:.2f}x")',
-     '    print(f"{name}: {n}x{n} matmul in {three_digits(s * 1e3):>7} ms = {three_digits(2 * n**3 / s / 1e9):>9} GFLOP/s")\n'
+     '    print(f"{name}: {n}x{n} matmul in {significant(s * 1e3, 3):>7} ms = {significant(2 * n**3 / s / 1e9, 3):>9} GFLOP/s")\n'
      'print(f"bf16 speedup on {current_device_name()}: {seconds[\'fp32\'] / seconds[\'bf16\']:.2g}x")'),
     ('09_mixed_precision', 'code',
      'seconds = {}\n'
      'for dtype in (torch.float32, torch.bfloat16):',
      'seconds = {}\n'
-     '\n'
-     '\n'
-     'def three_digits(x):                             # 3 significant digits: the rest is noise\n'
-     '    rounded = float(f"{x:.3g}")\n'
-     '    return f"{rounded:,.0f}" if rounded >= 100 else f"{rounded:g}"\n'
-     '\n'
-     '\n'
+     'from utils.units import significant              # 3 significant digits: the rest is noise\n'
      'for dtype in (torch.float32, torch.bfloat16):'),
     # #50 T11: lecture 7's eight-card column assumes the 16 bytes sharded; its header says so.
     ('07_models_optimizers', 'code',

@@ -28,3 +28,9 @@ def test_format_bytes_small_and_scalar():
     assert format_bytes(1000) == "1,000 bytes = 1 KB"
     assert format_bytes(2048) == "2,048 bytes = 2.05 KB = 2 KiB"
     assert bytes_for((), torch.float16) == 2 and bytes_for((0, 5), torch.float32) == 0
+
+
+def test_significant_keeps_the_digits_that_carry_information():
+    from utils.units import significant
+    assert [significant(x, 2) for x in (2712.4, 27.3, 5.25, 0.0123)] == ["2,700", "27", "5.2", "0.012"]
+    assert [significant(x, 3) for x in (726186.0, 18.34, 0.01834, -1234.5)] == ["726,000", "18.3", "0.0183", "-1,230"]

@@ -754,6 +754,8 @@ def test_nothing_is_shared_between_students(running):
     seen = as_user(RIGHT, ["python3", "-c", "import os; print(sorted({os.stat(f'/proc/{p}').st_uid "
                                               "for p in os.listdir('/proc') if p.isdigit()}))"], student_env(hub), hub=hub)
     assert json.loads(seen.stdout) == [uid], seen.stdout   # not the hub, Formgrader or a classmate's server
+    # nor the host's /proc under hers, unmounted from a user namespace of her own (its mounts are locked)
+    refused(hub, RIGHT, "unshare -Urm sh -c 'umount -l /proc && ls /proc | grep -q ^1$'")
     spin = ("import os, resource, sys, time\n"
             "n, seconds = int(sys.argv[1]), float(sys.argv[2])\n"
             "for _ in range(n):\n"

@@ -285,3 +285,11 @@ def test_the_judge_is_bounded_and_a_judge_that_runs_out_flags_for_a_person(monke
         judged = grader_rules.bounded_verdicts("01_floats", plan)
         assert set(judged) == set(plain)
         assert all(not v.broken and any(why in d for d in v.dynamic) for _, v in judged.values()), judged
+
+
+def test_the_message_names_the_route_through_a_helper():
+    """Issue #48: a rule broken in a helper the task calls is charged to the task, and the message says where."""
+    found = verdict(AUTOGRAD, "def helper(x):\n    return torch.autograd.grad(x.sum(), x)\n"
+                              "def w2_grad(h1, g):\n    return helper(h1)")
+    assert found.broken == ["torch.autograd, reached through your `helper`"], found
+    assert "reached through your `helper`" in found.message(AUTOGRAD)

@@ -60,7 +60,7 @@ class Verdict:
     dynamic: list[str]
 
     def message(self, rule: Rule) -> str:
-        return f"{rule.task} uses {', '.join(self.broken[:4])}, which this task rules out\nHint: {rule.why}"
+        return f"{rule.task} uses {'; '.join(self.broken[:4])}, which this task rules out\nHint: {rule.why}"
 
 
 # ---- reading code ------------------------------------------------------------------------------------------------
@@ -220,9 +220,10 @@ class Code:
             found |= self.attribute_aliases.get(name, set())
         return set(sorted(found)[:MAX_ROUTES + 1])
 
-    def reachable(self, task: str, stand_ins: Iterable[str] = ()) -> list[ast.AST]:
-        """The definitions of `task` and of every top-level function or class of the student's it refers to, but the
-        other tasks' own (`stand_ins`): each is judged as its own task, so a rule it breaks costs its points once."""
+    def reachable(self, task: str, stand_ins: Iterable[str] = ()) -> list[tuple[str, ast.AST]]:
+        """(the name it defines, a definition) for `task` and for every top-level function or class of the student's
+        it refers to, but the other tasks' own (`stand_ins`): each is judged as its own task, so a rule it breaks
+        costs its points once."""
         todo, seen, nodes = [task], set(stand_ins) - {task}, []
         while todo:
             name = todo.pop()
@@ -230,7 +231,7 @@ class Code:
                 continue
             seen.add(name)
             for statement in self.definitions[name]:
-                nodes.append(statement)
+                nodes.append((name, statement))
                 todo += [n.id for n in ast.walk(statement) if isinstance(n, ast.Name) and n.id in self.definitions]
         return nodes
 
@@ -278,18 +279,20 @@ def judge(rule: Rule, code: Code, stand_ins: Iterable[str] = ()) -> Verdict:
 
 
 def _judge(rule: Rule, code: Code, stand_ins: Iterable[str]) -> Verdict:
-    nodes = code.reachable(rule.task, stand_ins)
+    owned = code.reachable(rule.task, stand_ins)
+    nodes = [statement for _, statement in owned]
     broken, dynamic, used = [], list(code.unfollowed), set()
-    for node in (n for statement in nodes for n in ast.walk(statement)):
+    for owner, node in ((o, n) for o, statement in owned for n in ast.walk(statement)):
+        path = "" if owner == rule.task else f", reached through your `{owner}`"   # the message names the route
         if isinstance(node, (ast.Name, ast.Attribute, ast.Call)):
             for name in code.qualified(node):
                 used.add(name)
                 hit = _under(name, rule.names)
                 if hit:
-                    broken.append(hit)
+                    broken.append(hit + path)
                 elif _under(name, rule.private_of) and any(part.startswith("_") and not part.startswith("__")
                                                            for part in name.split(".")):
-                    broken.append(name)
+                    broken.append(name + path)
                 if _under(name, DYNAMIC_NAMES):
                     dynamic.append(name)
             built = ({node.id} if isinstance(node, ast.Name) else set()) | code.qualified(node)
@@ -300,9 +303,9 @@ def _judge(rule: Rule, code: Code, stand_ins: Iterable[str]) -> Verdict:
             base = node.value if isinstance(node, ast.Attribute) else node.args[0]
             allowed = any(_under(name, rule.needs) for name in code.qualified(base))  # einops.einsum is einops'
             if attribute in rule.methods and not allowed:
-                broken.append(f".{attribute}")
+                broken.append(f".{attribute}{path}")
             elif rule.private and attribute.startswith("_") and not attribute.startswith("__"):
-                broken.append(f"a private attribute (.{attribute})")
+                broken.append(f"a private attribute (.{attribute}){path}")
             elif rule.private and attribute.startswith("__") and attribute not in SAFE_DUNDERS:
                 dynamic.append(f"a special method (.{attribute})")   # __getstate__, __reduce__: the stand-in's insides
             elif attribute in DYNAMIC_ATTRIBUTES:
@@ -311,7 +314,7 @@ def _judge(rule: Rule, code: Code, stand_ins: Iterable[str]) -> Verdict:
                 and _literal_getattr(node) is None and node.func.id not in code.definitions:
             dynamic.append(f"{node.func.id}()")
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult) and "@" in rule.methods:
-            broken.append("the @ operator")
+            broken.append(f"the @ operator{path}")
     dynamic += [f"from {m} import *" for m in code.star_imports]
     unanswered = any(isinstance(n, ast.Raise) and "NotImplementedError" in ast.dump(n) for s in nodes for n in ast.walk(s))
     if rule.needs and nodes and not unanswered and not any(_under(name, rule.needs) for name in used):

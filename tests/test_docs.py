@@ -101,3 +101,21 @@ def test_nothing_points_outside_the_repository_for_the_course_spec():
     spec = read("docs/course.md")
     for topic in range(1, 11):
         assert re.search(rf"^## {topic}\. ", spec, flags=re.MULTILINE), f"docs/course.md has no section for topic {topic}"
+
+
+def test_every_picture_the_manual_shows_is_made_by_a_script_or_test():
+    """A picture in README.md or docs/ is a file that a benchmark, script or test of the repository writes at that very
+    path (its path is in their source), so running it again brings the picture up to date (issue #49, item 12: a
+    screenshot of the class report, taken by hand, outlived two changes of the report)."""
+    makers = "\n".join(p.read_text() for folder in ("tests", "bench", "scripts") for p in (REPO / folder).rglob("*.py"))
+    orphans = []
+    for page in pages():
+        for target in re.findall(r"!\[[^\]]*\]\(([^)\s]+)", prose(page)) + re.findall(r"<img [^>]*src=\"([^\"]+)\"",
+                                                                                     page.read_text()):
+            if re.match(r"^[a-z][a-z0-9+.-]*:", target):
+                orphans.append(f"{page.name}: {target} (from outside the repository)")
+                continue
+            path = str((page.parent / target).resolve().relative_to(REPO))
+            if path not in makers:
+                orphans.append(f"{page.name}: {path}")
+    assert not orphans, f"pictures no script or test of the repository makes: {orphans}"

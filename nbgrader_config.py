@@ -9,8 +9,8 @@ Beside it:
   nbgrader_config_exchange.py   the students' side of the exchange on one machine: each student copies it to
                                 ~/.jupyter/nbgrader_config.py (it stands alone: it does not load this file)
   nbgrader_config_hub.py        the instructor's /etc/jupyter/nbgrader_config.py on a JupyterHub (shared exchange)
-To put the gradebook on a database server (several grading machines: docs/clusters.md), set GRADEBOOK_ON_SERVER below
-and the environment variable GRADEBOOK_URL (psycopg 3 is installed with the course; autograder/database.py checks
+To put the gradebook on a database server (several grading machines: docs/clusters.md), `touch gradebook-on-server`
+here (or set GRADEBOOK_ON_SERVER below) and the environment variable GRADEBOOK_URL (psycopg 3 is installed with the course; autograder/database.py checks
 the database before each run).
 """
 import os
@@ -24,18 +24,22 @@ COURSE_ROOT = os.path.dirname(os.path.abspath(__file__))
 c.CourseDirectory.root = COURSE_ROOT
 
 # The gradebook. On one machine: gradebook.db in this folder (nbgrader's default). On a database server, for grading
-# on many machines (docs/clusters.md, Slurm and Kubernetes): set GRADEBOOK_ON_SERVER = True
+# on many machines (docs/clusters.md, Slurm and Kubernetes): create the empty file `gradebook-on-server` in this
+# folder once (`touch gradebook-on-server`: git-ignored, so the switch is never a change for git to take), or set
+# GRADEBOOK_ON_SERVER = True below in a course of your own,
 # and give every command (nbgrader's, the grader's, `make lab`'s Formgrader) the server's URL in the environment variable
 # GRADEBOOK_URL, e.g. export GRADEBOOK_URL='postgresql+psycopg://grader:PASSWORD@db.example.org/cs336?connect_timeout=10'
 # (deploy/k8s/grade-job.yaml sets it from a Secret; the password stays out of this file). A command run without it
 # then stops here with this message, instead of making an empty gradebook.db here and reporting an empty class.
-# GRADEBOOK_URL, when set, is used even with GRADEBOOK_ON_SERVER = False.
+# GRADEBOOK_URL, when set, is used even with neither switch.
 GRADEBOOK_ON_SERVER = False
+ON_SERVER_FILE = os.path.join(COURSE_ROOT, "gradebook-on-server")
 if os.environ.get("GRADEBOOK_URL"):
     c.CourseDirectory.db_url = os.environ["GRADEBOOK_URL"]
-elif GRADEBOOK_ON_SERVER:
+elif GRADEBOOK_ON_SERVER or os.path.exists(ON_SERVER_FILE):
+    SWITCH = "GRADEBOOK_ON_SERVER = True" if GRADEBOOK_ON_SERVER else f"the file {ON_SERVER_FILE} is there"
     raise SystemExit(f"error: {os.path.abspath(__file__)} puts the gradebook on a database server "
-                     "(GRADEBOOK_ON_SERVER = True), but the environment variable GRADEBOOK_URL is not set. Set it to "
+                     f"({SWITCH}), but the environment variable GRADEBOOK_URL is not set. Set it to "
                      "the server's URL, e.g. export GRADEBOOK_URL='postgresql+psycopg://grader:PASSWORD@"
                      "db.example.org/cs336?connect_timeout=10', and run the command again; nothing was read or written.")
 

@@ -50,7 +50,7 @@ ROSTER = sorted([*CLASS, "ivan", "kim"])
 MAKERS = {"solved": submissions.solved, "variant": submissions.variant, "half": submissions.half_done,
           "blank": submissions.release_notebooks, "alwaysequal": submissions.always_equal}
 # What a clone of the repository holds that grading needs (tests/ and the other assignments are left out).
-CLONE = ["autograder", "utils", "reference", "deploy", "nbgrader_config.py", f"source/{A}"]
+CLONE = ["autograder", "utils", "reference", "deploy", "nbgrader_config.py", ".gitignore", f"source/{A}"]
 
 
 def blocks() -> list[str]:
@@ -65,13 +65,24 @@ def must_run(skip_reason: str) -> None:
 
 
 def clone(root: Path) -> Path:
-    """A course folder as a fresh clone of the repository has it, with .venv the environment running the tests."""
+    """A course folder as a fresh clone of the repository has it, with .venv the environment running the tests: a git
+    repository whose one commit is all of it, so that `git status` afterwards shows what a run left for git."""
     for name in CLONE:
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         copy = shutil.copytree if (REPO / name).is_dir() else shutil.copy2
         copy(REPO / name, root / name, **({"ignore": shutil.ignore_patterns("__pycache__")} if copy is shutil.copytree else {}))
     (root / ".venv").symlink_to(sys.prefix)
+    for command in (["init", "-q"], ["add", "--all"], ["commit", "-q", "-m", "the clone"]):
+        subprocess.run(["git", "-c", "user.name=test", "-c", "user.email=test@example.org", *command], cwd=root,
+                       check=True, capture_output=True)
     return root
+
+
+def left_for_git(course: Path) -> list[str]:
+    """`git status --porcelain` of the course, one line per file: what `git add --all` would take."""
+    done = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=course, capture_output=True,
+                          text=True, check=True)
+    return done.stdout.splitlines()
 
 
 def shell_env(**extra: str) -> dict:
@@ -245,6 +256,19 @@ def test_the_script_ran_as_printed_two_tasks_together_and_every_log_landed(run):
     assert "shard 2 of 2, from Slurm array task 2 (array 2-2, 1 task(s)), shards counted by GRADER_SHARDS=2" in log, log
     assert ("on this machine: 2 worker(s) (2 usable CPU(s)); 4096 MiB for the job (SLURM_MEM_PER_CPU=2048 x 2 CPU(s)), "
             "1024 MiB kept for the grader: 1536 MiB per notebook") in log, log
+
+
+def test_the_cluster_path_leaves_nothing_for_git(run):
+    """Issue #49, item 5: after the Slurm cycle (the switch, two tasks, a cancelled one re-run, the merge, the report,
+    the export) the results, summaries, logs, autograded notebooks, grades and the switch are there, and
+    `git status --porcelain` shows none of them: student data never goes into git on the cluster path either."""
+    course, job = run["course"], run["job"]
+    made = ["gradebook-on-server", f"grade-{job}_1.log", f"grade-{run['job_again']}_2.log", "out/shard-1/grades.csv",
+            "out/shard-2/summary.txt", "graded/grades.csv", "graded/report.html", "grades.csv",
+            f"autograded/alice/{A}", f"submitted/alice/{A}/timestamp.txt"]
+    assert [name for name in made if not (course / name).exists()] == []
+    assert len(list((course / "out" / "shard-1" / "results").rglob("*.json"))) > 0
+    assert left_for_git(course) == []
 
 
 def test_a_request_that_does_not_fit_fails_at_once_or_says_why_it_waits(run):

@@ -17,12 +17,20 @@ REPO = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 
 
-def course(root: Path, on_server: bool) -> Path:
+def course(root: Path, on_server: bool, by_file: bool = False) -> Path:
+    """A course whose gradebook is on a server when `on_server`: by the switch in its nbgrader_config.py, or, with
+    `by_file`, by the empty file `gradebook-on-server` beside it (docs/clusters.md: git never sees that switch)."""
     shutil.copytree(REPO / "source" / "01_floats", root / "source" / "01_floats")
     (root / "submitted").mkdir()
     text = (REPO / "nbgrader_config.py").read_text()
     assert "GRADEBOOK_ON_SERVER = False\n" in text
-    (root / "nbgrader_config.py").write_text(text.replace("GRADEBOOK_ON_SERVER = False", f"GRADEBOOK_ON_SERVER = {on_server}"))
+    if by_file:
+        (root / "nbgrader_config.py").write_text(text)
+        if on_server:
+            (root / "gradebook-on-server").touch()
+    else:
+        (root / "nbgrader_config.py").write_text(text.replace("GRADEBOOK_ON_SERVER = False",
+                                                              f"GRADEBOOK_ON_SERVER = {on_server}"))
     return root
 
 
@@ -36,12 +44,14 @@ def environment(**extra: str) -> dict:
     ["python", "-m", "autograder.grade", "--out", "graded"],
     ["python", "-m", "autograder.report", "--out", "graded"],
 ])
-def test_a_command_without_the_url_stops_and_says_what_to_set(tmp_path, command):
-    root = course(tmp_path, on_server=True)
+@pytest.mark.parametrize("by_file", [False, True], ids=["switch", "file"])
+def test_a_command_without_the_url_stops_and_says_what_to_set(tmp_path, command, by_file):
+    root = course(tmp_path, on_server=True, by_file=by_file)
     done = subprocess.run([str(BIN / command[0]), *command[1:]], cwd=root, env=environment(), capture_output=True,
                           text=True, timeout=180)
     assert done.returncode != 0, done.stdout + done.stderr
-    assert "GRADEBOOK_ON_SERVER = True" in done.stderr and "the environment variable GRADEBOOK_URL is not set" in \
+    switch = f"the file {root / 'gradebook-on-server'} is there" if by_file else "GRADEBOOK_ON_SERVER = True"
+    assert switch in done.stderr and "the environment variable GRADEBOOK_URL is not set" in \
         done.stderr and "export GRADEBOOK_URL='postgresql+psycopg://" in done.stderr, done.stderr
     if command[0] == "python" and "autograder.grade" in command:
         assert done.returncode == 2  # the grader's "could not start"

@@ -191,7 +191,9 @@ def test_every_command_of_the_manual_is_run_by_a_test_or_says_why_not():
 # Item 7 elsewhere: the names the manual gives student data, in the repository itself.
 @pytest.mark.parametrize("path", ["students.csv", "grades.csv", "export.csv", "submissions.zip",
                                   "submissions (1).zip", "exchange/cs336-primitives/inbound/x", "gradebook.db",
-                                  "roster/students-2026.csv", "graded/grades.csv", "submitted/a/b/c.ipynb"])
+                                  "roster/students-2026.csv", "graded/grades.csv", "submitted/a/b/c.ipynb",
+                                  "out/shard-2/results/alice/01_floats.json", "grade-17_2.log",
+                                  "gradebook-on-server"])
 def test_the_repository_ignores_student_data(path, tmp_path):
     subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)  # the repository's .gitignore, wherever it runs
     shutil.copy(REPO / ".gitignore", tmp_path / ".gitignore")

@@ -281,3 +281,166 @@ def earlier_tasks_done_right(fn: Callable, correct: dict[str, Callable]) -> Iter
         yield
     finally:
         namespace.update(saved)
+
+
+# ---- when a student's code raises (issue #50) ----------------------------------------------------------------------
+# What an error of each kind usually means in these exercises; added after the task's own hint.
+ERROR_KINDS = {
+    "NotImplementedError": "the answer cell still raises NotImplementedError: replace that line with your answer and "
+                           "run the answer cell again before its test.",
+    "NameError": "a name your code uses is not defined here: run the notebook's cells from the top, and spell the "
+                 "names as the task's signature does.",
+    "TypeError": "a value of the wrong kind reached an operation or a call (an int where a tensor is wanted, a "
+                 "tuple where an int is, None where a value should be, or too many or too few arguments): print the "
+                 "type of each value on the line the traceback above points to.",
+    "AttributeError": "an object lacks the attribute your code asks of it: print type(...) of the object on the line "
+                      "the traceback above points to; it is not what your code takes it for.",
+    "RuntimeError": "torch refused an operation: most often two tensors whose shapes, dtypes or devices do not fit "
+                    "together, or an in-place change torch forbids; print .shape, .dtype and .device of the tensors "
+                    "on the line the traceback above points to.",
+    "IndexError": "an index ran past the end of a sequence or a dimension: check the ranges your loops and slices "
+                  "use against the lengths and shapes you are given.",
+    "KeyError": "a dictionary has no such key: check the keys it really holds (print its .keys()).",
+    "ValueError": "a value has the right type but not a value the call accepts (unpacking the wrong number of "
+                  "values, an impossible shape, a negative size).",
+    "ZeroDivisionError": "your code divides by zero: check which case makes the divisor 0, and whether the task "
+                         "says what to return there.",
+    "RecursionError": "a function calls itself without end: check that your function does not call itself by its "
+                      "own name.",
+}
+OTHER_ERRORS = "check the line the traceback above points to against the task's text."
+
+# For each exercise's test (assignment, test grade_id): what the task's function takes and gives, and where the
+# lecture explains it. Added to every error its code raises in that test, with the error kind's meaning.
+RAISED_HINTS = {
+    ("01_floats", "test_decode"): "decode takes a plain int of bits and two field widths, and returns a Python float; "
+        "take the fields apart with shifts and masks on ints (lecture 1, section 1).",
+    ("01_floats", "test_limits"): "limits takes two field widths and returns a tuple of four Python floats, worked "
+        "out from the widths with powers of two (lecture 1, section 4).",
+    ("01_floats", "test_tensor_nbytes"): "tensor_nbytes gets a shape (a tuple or a torch.Size) and a torch.dtype; "
+        "the size follows from them without creating any tensor (lecture 1, section 3).",
+    ("01_floats", "test_after_cast"): "after_cast takes a Python float and two field widths and returns one of five "
+        "words; the limits of task 2 give the boundaries (lecture 1, section 6).",
+    ("02_tensors_on_gpu", "test_pick_device"): "pick_device takes a count of CUDA GPUs, a bool for mps and a rank, "
+        "and returns a device string; it never touches a real device (lecture 2, section 2).",
+    ("02_tensors_on_gpu", "test_allocated_bytes"): "allocated_bytes gets a list of (shape, dtype) pairs and returns an "
+        "int of bytes, worked out without creating tensors (lecture 2, section 4).",
+    ("02_tensors_on_gpu", "test_to_copies"): "to_copies takes device strings (or None) and dtypes (or None) and "
+        "returns a bool; it creates no tensor (lecture 2, section 3).",
+    ("02_tensors_on_gpu", "test_copy_gb_per_s"): "copy_gb_per_s gets three functions (copy, synchronize, clock) to "
+        "call with no arguments, a byte count and two counts of calls, and returns a float (lecture 2, section 5).",
+    ("03_strides_views", "test_storage_index"): "storage_index takes tuples of ints and an int offset and returns an "
+        "int; it needs no tensor (lecture 3, section 1).",
+    ("03_strides_views", "test_row_major_strides"): "row_major_strides takes a shape tuple (maybe empty, maybe with a "
+        "0) and returns a tuple of ints (lecture 3, section 1).",
+    ("03_strides_views", "test_is_contiguous"): "is_contiguous takes a shape and strides, two tuples of ints, and "
+        "returns a bool; it needs no tensor (lecture 3, section 3).",
+    ("03_strides_views", "test_slice_metadata"): "slice_metadata takes the metadata of a tensor and a slice (start "
+        "and stop may be None or negative) and returns (shape, strides, offset) as tuples of ints and an int "
+        "(lecture 3, section 2).",
+    ("03_strides_views", "test_sliding_windows"): "sliding_windows gets a 1-d tensor (maybe itself a view with a "
+        "stride and an offset) and a width, and returns a view of its storage (lecture 3, section 2).",
+    ("03_strides_views", "test_can_view"): "can_view takes a shape, its strides and a new shape, all tuples of ints, "
+        "and returns a bool without calling view (lecture 3, section 3).",
+    ("04_einops_jaxtyping", "test_split_qkv"): "split_qkv gets one tensor (batch, seq, 3 * d_model) laid out [q | k "
+        "| v] and n_heads; name every axis in one rearrange pattern (lecture 4, section 6).",
+    ("04_einops_jaxtyping", "test_merge_heads"): "merge_heads gets one tensor (batch, heads, seq, head_dim); name its "
+        "axes in a rearrange pattern (lecture 4, section 6).",
+    ("04_einops_jaxtyping", "test_attention_scores"): "attention_scores gets q and k with any leading dimensions; an "
+        "einsum pattern with ... for them names the axes that meet (lecture 4, sections 4 and 7).",
+    ("04_einops_jaxtyping", "test_checked_attention_scores"): "checked_attention_scores is task 3's function with "
+        "jaxtyping annotations and the run-time checker; a wrong annotation rejects good inputs (lecture 4, "
+        "sections 2 and 3).",
+    ("04_einops_jaxtyping", "test_checked_masked_mean"): "checked_masked_mean gets x (batch, seq, hidden) and a bool "
+        "mask (batch, seq); a bool tensor takes part in arithmetic once it has x's dtype (lecture 4, sections 3 "
+        "and 5).",
+    ("05_flops_mfu", "test_matmul_flop_count"): "matmul_flop_count takes two shape tuples (..., m, k) and (..., k, n) "
+        "whose batch dimensions broadcast, and returns an int (lecture 5, section 2).",
+    ("05_flops_mfu", "test_linear_model_flops"): "linear_model_flops takes a batch shape tuple and a list of widths, "
+        "and returns an int (lecture 5, section 4).",
+    ("05_flops_mfu", "test_training_days"): "training_days takes five numbers and returns a float of days "
+        "(lecture 5, section 9).",
+    ("05_flops_mfu", "test_matmul_mfu"): "matmul_mfu takes a matmul's sizes, its time, a device name and a dtype; "
+        "peak_flops may return None for a device it does not know (lecture 5, sections 6 and 8).",
+    ("05_flops_mfu", "test_matmul_intensity"): "matmul_intensity takes two shape tuples whose batch dimensions "
+        "broadcast and a byte count per element, and returns a float (lecture 5, section 10).",
+    ("05_flops_mfu", "test_roofline_seconds"): "roofline_seconds takes a list of (FLOPs, bytes) pairs, maybe empty, "
+        "and two rates, and returns a float of seconds (lecture 5, section 10).",
+    ("06_gradients", "test_w2_grad"): "w2_grad gets h1 (B x D) and h2_grad (B x K) and returns a (D x K) tensor; the "
+        "shapes tell which matrix to transpose (lecture 6, section 3).",
+    ("06_gradients", "test_h1_grad"): "h1_grad gets w2 (D x K) and h2_grad (B x K) and returns a (B x D) tensor; the "
+        "shapes tell which matrix to transpose (lecture 6, section 3).",
+    ("06_gradients", "test_two_layer_grads"): "two_layer_grads gets x, w1 and w2 and returns a dict of four tensors, "
+        "each shaped like what it is the gradient of (lecture 6, section 3).",
+    ("06_gradients", "test_two_layer_flops"): "two_layer_flops takes three ints and a bool and returns a tuple of two "
+        "ints (lecture 6, section 4).",
+    ("06_gradients", "test_stack_grads"): "stack_grads gets x and two lists, weights and biases, and returns two lists "
+        "of tensors shaped like them; a bias of shape (d,) is added to every row (lecture 6, sections 3 and 4).",
+    ("06_gradients", "test_stack_flops"): "stack_flops takes a batch size, a list of widths and a bool and returns a "
+        "tuple of two ints (lecture 6, section 4).",
+    ("07_models_optimizers", "test_MomentumSGD"): "step loops over self.param_groups and each group's \"params\"; a "
+        "parameter's state is the dict self.state[p], and a parameter may have no gradient (lecture 7, section 4).",
+    ("07_models_optimizers", "test_AdaGrad"): "step loops over self.param_groups and each group's \"params\"; a "
+        "parameter's state is the dict self.state[p], and a parameter may have no gradient (lecture 7, section 4).",
+    ("07_models_optimizers", "test_AdamW"): "step loops over self.param_groups and each group's \"params\"; a "
+        "parameter's state is the dict self.state[p], betas is a pair, and a parameter may have no gradient "
+        "(lecture 7, section 4).",
+    ("07_models_optimizers", "test_state_bytes"): "state_bytes gets an optimizer: optimizer.state maps each parameter "
+        "to a dict, whose values may be tensors or plain numbers (lecture 7, section 5).",
+    ("07_models_optimizers", "test_largest_model"): "largest_model takes counts, an optimizer's name in lower case, "
+        "a torch.dtype and a bool, and returns an int (lecture 7, section 7).",
+    ("08_training_loop", "test_get_batch"): "get_batch gets data that may be any array-like (use only len(data) and "
+        "slices of it), a device as a string or a torch.device, and a torch.Generator to draw from (lecture 8, "
+        "section 2).",
+    ("08_training_loop", "test_seed_everything"): "seed_everything takes one int and returns nothing; it seeds each "
+        "library's global generator (lecture 8, section 3).",
+    ("08_training_loop", "test_train"): "train gets a model, an optimizer, data, counts and a generator, and returns "
+        "a list of Python floats, one per optimizer step (lecture 8, section 4).",
+    ("08_training_loop", "test_save_checkpoint"): "save_checkpoint writes one torch.save file that loading with "
+        "weights_only=True accepts: tensors, numbers, strings and containers of them (lecture 8, section 6).",
+    ("08_training_loop", "test_load_checkpoint"): "load_checkpoint reads task 4's file with weights_only=True, "
+        "restores everything into the objects it gets and returns the step, an int (lecture 8, section 6).",
+    ("09_mixed_precision", "test_master_weight_step"): "master_weight_step gets two lists, 16-bit model parameters and "
+        "their fp32 masters, and an optimizer over the masters; it returns nothing (lecture 9, section 4).",
+    ("09_mixed_precision", "test_loss_scaled_step"): "loss_scaled_step gets a loss, the two lists of parameters, an "
+        "optimizer over the masters and a scale, and returns a bool (lecture 9, section 5).",
+    ("09_mixed_precision", "test_next_loss_scale"): "next_loss_scale takes a float, a bool and two ints and returns a "
+        "tuple (float, int) (lecture 9, section 5).",
+    ("09_mixed_precision", "test_mlp_activation_bytes"): "mlp_activation_bytes takes four ints and a torch.dtype and "
+        "returns an int (lecture 9, section 6).",
+    ("09_mixed_precision", "test_autocast_dtype"): "autocast_dtype takes an op's name and a torch.dtype and returns a "
+        "torch.dtype, read from autocast's lists (lecture 9, section 3).",
+    ("10_accounting_a_training_run", "test_param_count"): "param_count gets a GPT2Shape (read its fields, such as "
+        "shape.d_model) and returns an int (lecture 10, section 2).",
+    ("10_accounting_a_training_run", "test_training_flops_per_token"): "training_flops_per_token gets a GPT2Shape and "
+        "returns an int (lecture 10, section 3).",
+    ("10_accounting_a_training_run", "test_memory_per_gpu"): "memory_per_gpu gets a GPT2Shape, a GPU count and a "
+        "ZeRO stage, and returns bytes as a float; task 1's param_count gives the parameters (lecture 10, "
+        "section 4).",
+    ("10_accounting_a_training_run", "test_training_days"): "training_days gets a GPT2Shape, a token count, a GPU count, "
+        "a device name and an MFU; peak_flops may return None for a device it does not know (lecture 10, "
+        "section 9).",
+}
+
+
+def raised_hint(assignment: str, test: str, error: BaseException) -> str:
+    """The hint for `error` raised in a test: the task's own (RAISED_HINTS), then what the error's kind means."""
+    kind = next((ERROR_KINDS[cls.__name__] for cls in type(error).__mro__ if cls.__name__ in ERROR_KINDS),
+                OTHER_ERRORS)
+    return f"{RAISED_HINTS[assignment, test]} {kind[0].upper()}{kind[1:]}"
+
+
+@contextlib.contextmanager
+def task_errors(assignment: str, test: str) -> Iterator[None]:
+    """Within a test: an error the student's code raises (anything but a check's AssertionError) becomes an
+    AssertionError that names the test, quotes the error's first line and gives a hint that fits the task
+    (raised_hint). The error stays chained to it, so the traceback still shows the line that raised."""
+    try:
+        yield
+    except AssertionError:
+        raise
+    except Exception as error:  # noqa: BLE001 - every raw error gets the task's hint
+        first = (f"{type(error).__name__}: {error}".splitlines() or [type(error).__name__])[0]
+        task = test.removeprefix("test_")
+        raise AssertionError(f"{task}: your code raised {first[:300]}\nHint: {raised_hint(assignment, test, error)}") \
+            from error

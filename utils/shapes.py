@@ -171,6 +171,10 @@ def _returned(result: object) -> str:
     return f"accepted a wrong input and returned {shape}"
 
 
+RAISED_INSIDE = ("the annotations let this valid input in, and then the function's body raised: call it yourself on "
+                 "inputs of these shapes and read the traceback (lecture 4, sections 3 and 7).")
+
+
 def _raised_inside(error: BaseException) -> str:
     return f"raised {type(error).__name__} from inside the function, not a shape-check error: {str(error)[:200]}"
 
@@ -220,7 +224,7 @@ def judge_accepts(observed: object, what: str, hint: str | None = None) -> objec
     if observed["outcome"] == "rejected":
         _rejected_a_valid_input(observed["message"], what, hint)
     if observed["outcome"] == "raised":
-        raise AssertionError(f"{what}: {observed['message']}" + (f"\nHint: {hint}" if hint else ""))
+        raise AssertionError(f"{what}: {observed['message']}\nHint: {hint or RAISED_INSIDE}")
     return observed["result"]
 
 

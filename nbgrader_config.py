@@ -6,7 +6,8 @@ autograder.grade`) read it: `source/`, `release/`, `submitted/`, `autograded/`, 
 `gradebook.db` and nbgrader's exchange `exchange/` all live here (the last unless COURSE_EXCHANGE names a shared one).
 
 Beside it:
-  nbgrader_config_exchange.py   the students' side of the exchange on one machine: each student copies it to
+  nbgrader_config_exchange.py   the template of the students' side of the exchange on one machine: release_assignment
+                                writes the class's copy into the exchange; each student copies that to
                                 ~/.jupyter/nbgrader_config.py (it stands alone: it does not load this file)
   nbgrader_config_hub.py        the instructor's /etc/jupyter/nbgrader_config.py on a JupyterHub (shared exchange)
 To put the gradebook on a database server (several grading machines: docs/clusters.md), `touch gradebook-on-server`
@@ -49,10 +50,12 @@ os.environ["PATH"] = os.pathsep.join([os.path.dirname(sys.executable), os.enviro
 
 # nbgrader's exchange: where `release_assignment`, `collect` and `release_feedback` (and Formgrader's Release,
 # Collect and Release Feedback buttons under `make lab`) meet the students' `fetch_assignment`, `submit` and
-# `fetch_feedback`. By default the course keeps its own, `exchange/` here (git-ignored), so the whole cycle works on
-# one account. For students with accounts of their own on this machine, or a hub, set the environment variable
-# COURSE_EXCHANGE to a folder every account reaches (e.g. /srv/nbgrader/exchange, created once with mode 1777),
-# in the environment of every nbgrader command and of `make lab` (nbgrader_config_hub.py sets it on a hub).
+# `fetch_feedback`. The one default, the instructor's and the students' alike: the course's own `exchange/` here
+# (git-ignored), so the whole cycle works on one account; the students get it in the file that release_assignment
+# writes for them (autograder/exchange.py). For students with accounts of their own on this machine, or a hub, set the
+# environment variable COURSE_EXCHANGE to a folder every account reaches (e.g. /srv/nbgrader/exchange, created once
+# with mode 1777), in the environment of every nbgrader command and of `make lab` (nbgrader_config_hub.py sets it on a
+# hub), before the first release.
 c.Exchange.root = os.environ.get("COURSE_EXCHANGE") or os.path.join(COURSE_ROOT, "exchange")
 c.Exchange.path_includes_course = True
 c.Exchange.timezone = "UTC"  # the time zone written to each submission's timestamp.txt
@@ -95,6 +98,9 @@ c.PerDayPenalty.max_percent = 100.0
 # Releasing feedback through the exchange skips (with a warning) students who did not submit through it, instead of
 # stopping at the first of them as nbgrader's own release_feedback does (autograder/exchange.py).
 c.ExchangeFactory.release_feedback = "autograder.exchange.ReleaseFeedback"
+# Releasing writes, in the exchange's course folder, which class it belongs to (course.txt) and the students' file
+# (nbgrader_config_exchange.py, naming this exchange); it refuses a folder another class of this course released into.
+c.ExchangeFactory.release_assignment = "autograder.exchange.ReleaseAssignment"
 
 # A submission from a student who is not in the gradebook's roster (`nbgrader db student import students.csv`)
 # is graded and the student added, as nbgrader's autograde does; set False to skip it (it is listed either way).

@@ -1,16 +1,86 @@
-"""The students' side of nbgrader's exchange when the class shares one machine: each student copies this file to
-~/.jupyter/nbgrader_config.py, then uses `nbgrader fetch_assignment`, `submit`, `fetch_feedback` or JupyterLab's
-Assignments tab. It stands alone (it loads no other file), so it works from any folder.
+"""The students' side of nbgrader's exchange when the class shares one machine: the template of the file each student
+copies to ~/.jupyter/nbgrader_config.py, then uses `nbgrader fetch_assignment`, `submit`, `fetch_feedback` or
+JupyterLab's Assignments tab. It stands alone (it loads no other file), so it works from any folder.
 
-The instructor needs no such file: the course's nbgrader_config.py names the exchange, and for a class it is the
-shared folder in COURSE_EXCHANGE, the same here and on the instructor's side. Create that folder once:
-`sudo mkdir -p -m 1777 /srv/nbgrader/exchange`.
+This file, as the repository has it, is only the template: it names no exchange, and refuses to be used. The
+instructor's `nbgrader release_assignment` (autograder/exchange.py) writes the class's copy, with EXCHANGE and COURSE
+filled in, into the class's exchange folder: <exchange>/cs336-primitives/nbgrader_config_exchange.py. So students and
+instructor have one exchange, the instructor's: the course's exchange/ folder, unless the instructor set
+COURSE_EXCHANGE to a shared one (`sudo mkdir -p -m 1777 /srv/nbgrader/exchange`) before releasing.
+
+Two classes of this course on one machine share the course id, so every student command checks that the exchange is
+the class's own: its course.txt (written by the first release) must name COURSE. Otherwise the command stops, saying
+so, before anything is fetched or submitted.
 """
 import os
 
 c = get_config()  # noqa: F821 (provided by traitlets when it loads this file)
 
-c.CourseDirectory.course_id = "cs336-primitives"
-c.Exchange.root = os.environ.get("COURSE_EXCHANGE") or "/srv/nbgrader/exchange"
+EXCHANGE = None  # the class's exchange folder, as the instructor's release_assignment used it
+COURSE = None    # the instructor's course folder: the class's own, which <EXCHANGE>/cs336-primitives/course.txt names
+COURSE_ID = "cs336-primitives"
+CLASS_MARK = "course.txt"  # autograder.exchange.CLASS_MARK
+
+if EXCHANGE is None or COURSE is None:
+    raise SystemExit(f"error: {os.path.abspath(__file__)} is the template of the students' file and names no exchange. "
+                     "Use the copy your instructor hands out: `nbgrader release_assignment` writes it into the class's "
+                     f"exchange, as <exchange>/{COURSE_ID}/nbgrader_config_exchange.py. Nothing was fetched or submitted.")
+if os.path.realpath(os.environ.get("COURSE_EXCHANGE") or EXCHANGE) != os.path.realpath(EXCHANGE):
+    raise SystemExit(f"error: COURSE_EXCHANGE is {os.environ['COURSE_EXCHANGE']}, but your class's exchange is "
+                     f"{EXCHANGE} ({os.path.abspath(__file__)}, from your instructor). Unset COURSE_EXCHANGE "
+                     "(`unset COURSE_EXCHANGE`, and remove it from ~/.bashrc) and run the command again; nothing was "
+                     "fetched or submitted.")
+
+c.CourseDirectory.course_id = COURSE_ID
+c.Exchange.root = EXCHANGE
 c.Exchange.path_includes_course = True
 c.Exchange.timezone = "UTC"  # the time zone written to each submission's timestamp.txt
+
+# Every student command checks the class first. Defined here because a student has nbgrader and nothing of the
+# instructor's; nbgrader's ExchangeFactory takes the classes themselves.
+from nbgrader.exchange.default.fetch_assignment import ExchangeFetchAssignment  # noqa: E402
+from nbgrader.exchange.default.fetch_feedback import ExchangeFetchFeedback  # noqa: E402
+from nbgrader.exchange.default.list import ExchangeList  # noqa: E402
+from nbgrader.exchange.default.submit import ExchangeSubmit  # noqa: E402
+
+
+class ThisClassOnly:
+    """Fail, before anything is copied, unless the exchange's course folder belongs to this class."""
+
+    def start(self):
+        course_path = os.path.join(self.root, COURSE_ID)
+        mark = os.path.join(course_path, CLASS_MARK)
+        try:
+            with open(mark) as f:
+                owner = f.read().strip()
+        except FileNotFoundError:
+            self.fail(f"The exchange {course_path} has no {CLASS_MARK}: your instructor has released nothing of your "
+                      "class there (or it is another class's, from before such marks). Nothing was fetched or "
+                      "submitted: ask your instructor.")
+        if owner != COURSE:
+            self.fail(f"The exchange {course_path} belongs to another class of {COURSE_ID}: its {CLASS_MARK} names the "
+                      f"course {owner}, and yours is {COURSE}. Nothing was fetched or submitted: ask your instructor "
+                      "for your class's file (nbgrader_config_exchange.py).")
+        return super().start()
+
+
+class Fetch(ThisClassOnly, ExchangeFetchAssignment):
+    pass
+
+
+class Submit(ThisClassOnly, ExchangeSubmit):
+    pass
+
+
+class FetchFeedback(ThisClassOnly, ExchangeFetchFeedback):
+    pass
+
+
+class List(ThisClassOnly, ExchangeList):
+    pass
+
+
+c.ExchangeFactory.fetch_assignment = Fetch
+c.ExchangeFactory.submit = Submit
+c.ExchangeFactory.fetch_feedback = FetchFeedback
+c.ExchangeFactory.list = List

@@ -8,6 +8,17 @@ imported from an LMS, or copied in by hand), and releases nobody after them. Thi
 `ExchangeFactory.release_feedback` in nbgrader_config.py, leaves those students out with a warning (return their
 feedback through the LMS) and releases everyone else exactly as nbgrader does.
 
+ReleaseAssignment and the students' file: two classes of this course on one machine (two clones, two sections) share
+the course id, so a shared exchange would let one class's students fetch the other's releases and submit into it,
+silently. The course's exchange folder `<exchange>/<course id>/` therefore says which class it belongs to: `course.txt`
+holds the course root of the class that released into it first. `nbgrader release_assignment` (this
+ReleaseAssignment, `ExchangeFactory.release_assignment` in nbgrader_config.py) and `release_feedback` refuse an
+exchange folder that names another course root; release_assignment writes `course.txt` when there is none, and beside it
+`nbgrader_config_exchange.py`, the students' configuration: the repository's template of that name with the exchange and
+the course root filled in, so that students and instructor have one exchange, whatever it is (the course's `exchange/`
+unless COURSE_EXCHANGE names another). Each student copies it to ~/.jupyter/nbgrader_config.py; it refuses, in every
+student command, an exchange whose course.txt names another class, or none.
+
 OwnedCollect: stock `collect` believes the folder name of a submission (`<student>+<assignment>+<time>`), follows
 symbolic links while copying, enforces the size limit only on the student's side, and stops the whole class at one
 malformed name. On the class hub (scripts/class_hub.py configures it for the grader account only: with one account
@@ -36,6 +47,8 @@ from pathlib import Path
 
 from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.exchange.default.collect import ExchangeCollect, groupby
+from nbgrader.exchange.default.exchange import Exchange
+from nbgrader.exchange.default.release_assignment import ExchangeReleaseAssignment
 from nbgrader.exchange.default.release_feedback import ExchangeReleaseFeedback
 from nbgrader.utils import parse_utc
 from traitlets import Unicode
@@ -48,7 +61,89 @@ MAX_FILES = 2_000        # files and folders in one submission
 CLAIM_TOLERANCE = 120    # seconds a student's timestamp.txt may differ from the time of arrival without a flag
 
 
+CLASS_MARK = "course.txt"                          # in <exchange>/<course id>/: the course root of its class
+STUDENTS_CONFIG = "nbgrader_config_exchange.py"    # the template at the repository's root; its filled copy beside it
+TEMPLATE = Path(__file__).resolve().parent.parent / STUDENTS_CONFIG
+
+
+class OtherClass(Exception):
+    """The course's exchange folder belongs to another class of the same course id; the message says which."""
+
+
+def exchange_root(config) -> Path:
+    """The exchange folder nbgrader uses with `config`: its Exchange.root, or nbgrader's own default (read from
+    nbgrader's traitlet, not restated here)."""
+    return Path(Exchange(config=config).root)
+
+
+def owner_of(course_path: Path) -> str | None:
+    """The course root that `course_path`'s course.txt names, or None when it has none."""
+    try:
+        return (course_path / CLASS_MARK).read_text().strip()
+    except FileNotFoundError:
+        return None
+
+
+def check_class(course_path: Path, course_root: Path, doing: str) -> None:
+    """Raise OtherClass when the exchange folder `course_path` belongs to another course root than `course_root`."""
+    owner = owner_of(course_path)
+    if owner is not None and owner != str(course_root):
+        raise OtherClass(
+            f"The exchange folder {course_path} belongs to another class: its {CLASS_MARK} names the course "
+            f"{owner}, and this course is {course_root}. Two classes of one course cannot share an exchange, or each "
+            "would collect the other's submissions: give this class an exchange of its own (export "
+            "COURSE_EXCHANGE=/some/shared/folder in every instructor shell and `make lab`), or, if that course is "
+            f"this one moved, remove {course_path / CLASS_MARK}. Nothing was {doing}.")
+
+
+def students_config(exchange: Path, course_root: Path) -> str:
+    """The students' nbgrader configuration for this class: the template with its exchange and course filled in."""
+    text = TEMPLATE.read_text()
+    for name, value in (("EXCHANGE", str(exchange)), ("COURSE", str(course_root))):
+        blank = f"{name} = None"
+        assert text.count(blank) == 1, f"{TEMPLATE} has no single line {blank!r}"
+        text = text.replace(blank, f"{name} = {value!r}")
+    return text
+
+
+def hand_out(course_path: Path, exchange: Path, course_root: Path) -> Path:
+    """Mark `course_path` as this class's (unless it is) and write the students' file beside it; return its path."""
+    check_class(course_path, course_root, "released")
+    if owner_of(course_path) is None:
+        (course_path / CLASS_MARK).write_text(f"{course_root}\n")
+        (course_path / CLASS_MARK).chmod(0o644)
+    handed = course_path / STUDENTS_CONFIG
+    text = students_config(exchange, course_root)
+    if not handed.is_file() or handed.read_text() != text:
+        handed.write_text(text)
+        handed.chmod(0o644)
+    return handed
+
+
+class ReleaseAssignment(ExchangeReleaseAssignment):
+    """nbgrader's release, into this class's exchange folder only; it hands out the students' file beside it."""
+
+    def init_dest(self) -> None:
+        course_path = Path(self.root) / self.coursedir.course_id
+        course_root = Path(self.coursedir.root).resolve()
+        try:
+            check_class(course_path, course_root, "released")
+            super().init_dest()
+            handed = hand_out(course_path, Path(self.root), course_root)
+        except OtherClass as error:
+            self.fail(str(error))
+        self.log.info("Students' configuration of this class's exchange: %s (each student copies it to "
+                      "~/.jupyter/nbgrader_config.py once)", handed)
+
+
 class ReleaseFeedback(ExchangeReleaseFeedback):
+
+    def init_dest(self) -> None:
+        try:
+            check_class(Path(self.root) / self.coursedir.course_id, Path(self.coursedir.root).resolve(), "released")
+        except OtherClass as error:
+            self.fail(str(error))
+        super().init_dest()
 
     def copy_files(self) -> None:
         pattern = os.path.normpath(self.coursedir.format_path(self.coursedir.feedback_directory, "*",

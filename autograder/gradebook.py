@@ -295,8 +295,8 @@ def scheduled(course: Course) -> set[str]:
 
 def released(course: Course) -> set[str]:
     """Assignments released to students through nbgrader's exchange (`nbgrader release_assignment`)."""
-    root = course.config.Exchange.get("root", "/srv/nbgrader/exchange")
-    outbound = Path(root) / course.course_id / "outbound"
+    from autograder.exchange import exchange_root  # nbgrader's own Exchange.root, its default included
+    outbound = exchange_root(course.config) / course.course_id / "outbound"
     try:
         return {p.name for p in outbound.iterdir() if p.is_dir()}
     except OSError:

@@ -3,9 +3,10 @@
 
 The first test takes every ```bash block of the instructors' page (docs/instructors.md) and runs it as printed, in
 order, in a scratch copy of the course (one assignment, 01_floats), with real nbgrader commands: the instructor's
-blocks in the course with a scratch HOME and the course's own exchange, the students' blocks (those running
-nbgrader's student commands) in a student's scratch HOME with `COURSE_EXCHANGE` naming that exchange, as a class on
-one machine would. The student is whoever runs the test (nbgrader names a submission after the account). A second
+blocks in the course with a scratch HOME and the course's own exchange (the one default), the students' blocks (those
+running nbgrader's student commands) in a student's scratch HOME holding the students' file that the release wrote
+into the exchange, handed out as the page says, and no COURSE_EXCHANGE, which the page does not print (issue #49,
+item 4). The student is whoever runs the test (nbgrader names a submission after the account). A second
 student's work comes from a Canvas download. Then the scratch course, a git repository with the course's
 .gitignore, must have nothing new for `git add --all`.
 
@@ -97,11 +98,11 @@ def cycle(tmp_path_factory):
                                         if p and Path(p).resolve() != Path(bin_dir).resolve())
     instructor = {**inherited, "HOME": str(tmp / "home" / "instructor")}
     student_home = tmp / "home" / me
-    student = {**inherited, "HOME": str(student_home), "COURSE_EXCHANGE": str(course / "exchange"),
+    student = {**inherited, "HOME": str(student_home),
                "PATH": os.pathsep.join([bin_dir, inherited["PATH"]])}  # the student's own environment with nbgrader
     for home in (Path(instructor["HOME"]), student_home):
         home.mkdir(parents=True)
-    shutil.copy2(course / "nbgrader_config_exchange.py", student_home)  # handed out by the instructor
+    handed_out = course / "exchange" / COURSE_ID / "nbgrader_config_exchange.py"  # written by release_assignment
 
     # The hub's blocks (docs/hub.md) and the Slurm cluster's (docs/clusters.md) are run by tests of their own.
     blocks = bash_blocks(read(INSTRUCTORS))
@@ -110,6 +111,8 @@ def cycle(tmp_path_factory):
     ran = []
     for block in steps:
         if STUDENT_COMMANDS.search(block):
+            if not (student_home / handed_out.name).exists():  # the instructor hands out the release's file
+                shutil.copy2(handed_out, student_home)
             ran.append(("student", block, bash(block, student_home, student)))
         else:
             ran.append(("instructor", block, bash(activate + block, course, instructor)))
@@ -130,6 +133,7 @@ def test_the_manual_prints_the_whole_cycle(cycle):
 def test_the_commands_did_what_the_manual_says(cycle):
     course, me = cycle["course"], cycle["me"]
     assert (course / "exchange" / COURSE_ID / "outbound" / A / f"{A}.ipynb").is_file()  # the course's own exchange
+    assert (course / "exchange" / COURSE_ID / "course.txt").read_text() == f"{course.resolve()}\n"  # this class's
     assert (course / "submitted" / me / A / "timestamp.txt").is_file()                  # collected from the exchange
     record = (course / "submitted" / "bob" / A / "lms_import.txt").read_text()          # from the Canvas download
     assert f"jonesbob_LATE_1001_2002_{A} (1).ipynb" in record and "Canvas marked it LATE" in record
@@ -313,7 +317,8 @@ def test_without_activating_the_environment_nbgrader_finds_its_alembic(monkeypat
 
 def test_the_hub_config_gives_the_course_the_shared_exchange(monkeypatch):
     """On the instructor's hub server nbgrader reads /etc/jupyter/nbgrader_config.py (nbgrader_config_hub.py) and
-    then the course's nbgrader_config.py: the course keeps the hub's exchange, not its own exchange/."""
+    then the course's nbgrader_config.py: the course keeps the hub's exchange, not its own exchange/. The students'
+    template (nbgrader_config_exchange.py as the repository has it) names no exchange and refuses to be used."""
     from traitlets.config.loader import PyFileConfigLoader
     monkeypatch.setattr(os, "environ", {k: v for k, v in os.environ.items() if k != "COURSE_EXCHANGE"})
     alone = PyFileConfigLoader("nbgrader_config.py", path=str(REPO)).load_config()
@@ -321,5 +326,5 @@ def test_the_hub_config_gives_the_course_the_shared_exchange(monkeypatch):
     merged = PyFileConfigLoader("nbgrader_config_hub.py", path=str(REPO)).load_config()
     merged.merge(PyFileConfigLoader("nbgrader_config.py", path=str(REPO)).load_config())
     assert merged.Exchange.root == "/srv/nbgrader/exchange" and merged.CourseDirectory.root == str(REPO)
-    student = PyFileConfigLoader("nbgrader_config_exchange.py", path=str(REPO)).load_config()
-    assert student.Exchange.root == "/srv/nbgrader/exchange" and "root" not in student.CourseDirectory
+    with pytest.raises(SystemExit, match="is the template of the students' file and names no exchange"):
+        PyFileConfigLoader("nbgrader_config_exchange.py", path=str(REPO)).load_config()

@@ -146,8 +146,12 @@ def test_the_commands_did_what_the_manual_says(cycle):
     assert canvas[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", f"{A} (4021)"], canvas[0]
     assert canvas[1][0] == "Points Possible" and {row[1] for row in canvas[2:]} == {"1001", "1002", "1003"}
     assert next(row for row in canvas if row[1] == "1001")[5] == "0"  # alice handed in nothing
-    feedback = list((cycle["home"] / COURSE_ID / A / "feedback").rglob(f"{A}.html"))
-    assert len(feedback) == 1  # released through the exchange and fetched
+    # released through the exchange and fetched where nbgrader puts it and the page says: feedback/<submission time>/
+    submitted_at = (course / "submitted" / me / A / "timestamp.txt").read_text().strip()
+    feedback = list((cycle["home"] / COURSE_ID / A / "feedback").rglob("*.html"))
+    assert feedback == [cycle["home"] / COURSE_ID / A / "feedback" / submitted_at / f"{A}.html"], feedback
+    assert f"# into {COURSE_ID}/{A}/feedback/<submission time>/" in read(INSTRUCTORS)
+    assert f"`{COURSE_ID}/{A}/feedback/<submission time>/{A}.html`" in read("docs/students.md")
     shown = "\n".join(done.stdout for _, _, done in cycle["ran"])
     assert "alice 01_floats: extension 2 days, 0:00:00; due 2026-02-03 17:00:00 UTC" in shown
 

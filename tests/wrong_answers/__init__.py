@@ -1,10 +1,11 @@
 """Typical wrong answers, as students write them, and the feedback each one gets (issue #34).
 
-One module per exercise, `tests/wrong_answers/<assignment>.py`, holds `WRONG`: a list of `Wrong(task, mistake,
-names, code)`, at least two per task. `task` is the grade_id of the answer cell that `code` replaces; `mistake` says
-in words what is wrong; `names` is a regular expression (case-insensitive) that feedback naming this mistake
-contains, written from the mistake, not copied from a message. (Forbidden shortcuts, such as asking torch for
-strides, are left out: the rule checker that names them is other work.)
+One module per exercise, `tests/wrong_answers/<assignment>.py` (and more in `tests/wrong_answers/more/`), holds
+`WRONG`: a list of `Wrong(task, mistake, names, code)`, at least two per task. `task` is the grade_id of the
+answer cell that `code` replaces; `mistake` says in words what is wrong; `names` is a regular expression
+(case-insensitive) that feedback naming this mistake contains, written from the mistake, not copied from a message.
+(Forbidden shortcuts, such as asking torch for strides, are left out: the rule checker that names them is other
+work.)
 
 `feedback(assignment, wrong)` runs the exercise in this process, as tests/exercise_cells.py does, and returns two
 messages: what the visible test says (None when it passes) and what the hidden test's trusted check says (run on
@@ -39,7 +40,16 @@ class Wrong:
 
 
 def corpus(assignment: str) -> list[Wrong]:
-    return importlib.import_module(f"tests.wrong_answers.{assignment}").WRONG
+    """The exercise's wrong answers: tests/wrong_answers/<assignment>.py, then tests/wrong_answers/more/<assignment>.py
+    (where it exists)."""
+    wrong = list(importlib.import_module(f"tests.wrong_answers.{assignment}").WRONG)
+    try:
+        more = importlib.import_module(f"tests.wrong_answers.more.{assignment}")
+    except ModuleNotFoundError as error:
+        if error.name != f"tests.wrong_answers.more.{assignment}":
+            raise
+        return wrong
+    return wrong + list(more.WRONG)
 
 
 def _test_of(assignment: str, task: str) -> str:

@@ -306,3 +306,14 @@ HIDDEN_TESTS = keep_stand_ins_apart({
                                  check=_check_memory),
     "training_days": HiddenTest(cases=_days_cases, expected=_days_expected, check=_check_days),
 })
+
+
+# ---- napkin math (utils/napkin.py): the question's inputs, the answer computed from them ----------------
+from reference.hidden import napkin_test  # noqa: E402
+from utils.napkin import PERCENT_FOR_FRACTION, within_percent  # noqa: E402
+
+HIDDEN_TESTS["run_mfu"] = napkin_test(
+    {'parameters': 124000000, 'tokens_per_step': 524288, 'seconds_per_step': 1.2, 'gpus': 8, 'peak_flops_per_second': 312000000000000},
+    lambda parameters, tokens_per_step, seconds_per_step, gpus, peak_flops_per_second: 6 * parameters * tokens_per_step / seconds_per_step / (gpus * peak_flops_per_second),
+    "run_mfu", "MFU (a fraction)", within_percent(5),
+    {**PERCENT_FOR_FRACTION, 8.0: "one GPU's peak? The step runs on all 8: divide by 8 x the peak.", 1 / 3: "the forward pass alone? A training step is 6 x tokens x parameters FLOPs."})

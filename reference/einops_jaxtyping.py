@@ -236,3 +236,14 @@ HIDDEN_TESTS = {
                                  _mean_of_selected(x.double().abs(), mask)) for x, mask in cases["accepted"]],
         check=_checked_masked_mean_check),
 }
+
+
+# ---- napkin math (utils/napkin.py): the question's inputs, the answer computed from them ----------------
+from reference.hidden import napkin_test  # noqa: E402
+from utils.napkin import GB_FOR_GIB, within_percent  # noqa: E402
+
+HIDDEN_TESTS["scores_gib"] = napkin_test(
+    {'batch': 8, 'heads': 12, 'seq': 2048, 'head_width': 64},
+    lambda batch, heads, seq, head_width: batch * heads * seq * seq * 4 / 2**30,
+    "scores_gib", "GiB", within_percent(2),
+    {**GB_FOR_GIB, 1 / 12: "one head's scores? The output keeps the head axis h: 12 of them.", 1 / 32: "q by d, not q by k? The scores are one number per (query, key) pair: seq x seq per head.", 0.5: "2 bytes per score? They are float32: 4 bytes."})

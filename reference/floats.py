@@ -214,3 +214,14 @@ HIDDEN_TESTS = {
                                     "half a step above it) and random magnitudes across the range; your after_cast "
                                     "ran with a correct limits"),
 }
+
+
+# ---- napkin math (utils/napkin.py): the question's inputs, the answer computed from them ----------------
+from reference.hidden import napkin_test  # noqa: E402
+from utils.napkin import BITS_FOR_BYTES, GB_FOR_GIB, within_percent  # noqa: E402
+
+HIDDEN_TESTS["weights_gib"] = napkin_test(
+    {'parameters': 7000000000},
+    lambda parameters: parameters * 2 / 2**30,
+    "weights_gib", "GiB", within_percent(2),
+    {**BITS_FOR_BYTES, **GB_FOR_GIB, 2.0: "4 bytes per parameter, as in fp32? bf16 takes 2."})

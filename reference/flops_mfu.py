@@ -284,3 +284,14 @@ HIDDEN_TESTS = keep_stand_ins_apart({
                                    expected=lambda cases: [roofline_seconds(*case) for case in cases],
                                    check=_roofline_seconds_check),
 })
+
+
+# ---- napkin math (utils/napkin.py): the question's inputs, the answer computed from them ----------------
+from reference.hidden import napkin_test  # noqa: E402
+from utils.napkin import MULTIPLY_ADDS, S_FOR_MS, within_percent  # noqa: E402
+
+HIDDEN_TESTS["matmul_ms"] = napkin_test(
+    {'n': 8192, 'peak_flops_per_second': 312000000000000, 'mfu': 0.6},
+    lambda n, peak_flops_per_second, mfu: 2 * n**3 / (peak_flops_per_second * mfu) * 1000,
+    "matmul_ms", "milliseconds", within_percent(5),
+    {**MULTIPLY_ADDS, **S_FOR_MS, 0.6: "the time at the peak? At MFU 0.6 the matmul runs at 0.6 of the peak, so it takes longer than at the peak."})

@@ -279,3 +279,14 @@ HIDDEN_TESTS = {
             f"stack_flops({case[0]}, {case[1]}) (default x_requires_grad)" if default else
             f"stack_flops({case[0]}, {case[1]}, x_requires_grad={case[2]})"))),
 }
+
+
+# ---- napkin math (utils/napkin.py): the question's inputs, the answer computed from them ----------------
+from reference.hidden import napkin_test  # noqa: E402
+from utils.napkin import within_percent  # noqa: E402
+
+HIDDEN_TESTS["step_flops"] = napkin_test(
+    {'parameters': 1300000000, 'sequences': 512, 'seq': 1024},
+    lambda parameters, sequences, seq: 6 * parameters * sequences * seq,
+    "step_flops", "FLOPs", within_percent(5),
+    {1 / 3: "the forward pass alone? The backward pass costs twice the forward: a training step is 6 x tokens x parameters.", 2 / 3: "the backward pass counted like the forward? It costs twice the forward: one matmul for the weights' gradient and one for the inputs' gradient."})

@@ -123,3 +123,25 @@ def check(key: str, results: object) -> None:
             raise AssertionError(f"{error}\nHint: your code passes the visible tests but not every hidden case; "
                                  f"they vary {test.varies}.") from None
         raise
+
+
+@dataclass(frozen=True)
+class NapkinTest(HiddenTest):
+    """The hidden test of a napkin-math question (utils/napkin.py), with what its text must state: the unit of its
+    answer and its tolerance (tests/test_napkin.py checks the text against them)."""
+    unit: str = ""
+    tolerance: object = None
+
+
+def napkin_test(inputs: dict[str, object], answer: Callable[..., float], what: str, unit: str, tolerance,
+                slips: dict[float, str] | None = None) -> NapkinTest:
+    """The hidden test of a napkin question: its cases are the inputs its text states, as (name, value) pairs (no
+    answer and no step of one in them: they reach the student's process); its expected value is `answer(**inputs)`,
+    computed here, never typed in; its check is utils.napkin.check_napkin within `tolerance`, naming the `slips` an
+    answer's factor matches."""
+    from utils.napkin import check_napkin
+
+    def check(cases, expected, results) -> None:
+        check_napkin(results, expected, what, unit, tolerance, slips)
+    return NapkinTest(lambda: tuple(inputs.items()), lambda cases: float(answer(**dict(cases))), check,
+                      unit=unit, tolerance=tolerance)

@@ -288,3 +288,14 @@ HIDDEN_TESTS = {
         expected=lambda cases: [utils.mixed_precision.autocast_output_dtype(op, d) for op, d in cases],
         check=_autocast_check),
 }
+
+
+# ---- napkin math (utils/napkin.py): the question's inputs, the answer computed from them ----------------
+from reference.hidden import napkin_test  # noqa: E402
+from utils.napkin import GIB_FOR_GB, within_percent  # noqa: E402
+
+HIDDEN_TESTS["mixed_adamw_gb"] = napkin_test(
+    {'parameters': 7000000000},
+    lambda parameters: parameters * (2 + 2 + 4 + 4 + 4) / 1e9,
+    "mixed_adamw_gb", "GB", within_percent(5),
+    {**GIB_FOR_GB, 0.75: "no fp32 master weights? The optimizer updates an fp32 copy of every parameter: 4 more bytes each.", 0.5: "everything in bf16? Only the parameters and gradients are; the master weights and both moments are fp32."})

@@ -148,3 +148,14 @@ HIDDEN_TESTS = {
         varies="the GPU count, the memory per GPU, every optimizer, fp16/bf16/fp64 parameters, master weights and "
                "reserves up to and beyond the whole card"),
 }
+
+
+# ---- napkin math (utils/napkin.py): the question's inputs, the answer computed from them ----------------
+from reference.hidden import napkin_test  # noqa: E402
+from utils.napkin import GIB_FOR_GB, within_percent  # noqa: E402
+
+HIDDEN_TESTS["adamw_gb"] = napkin_test(
+    {'parameters': 13000000000},
+    lambda parameters: parameters * (4 + 4 + 4 + 4) / 1e9,
+    "adamw_gb", "GB", within_percent(5),
+    {**GIB_FOR_GB, 0.5: "parameters and gradients only? AdamW also keeps two fp32 moments per parameter.", 0.75: "one moment per parameter? AdamW keeps two, m and v."})

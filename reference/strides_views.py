@@ -279,3 +279,14 @@ HIDDEN_TESTS = keep_stand_ins_apart({
                            varies="views torch makes, merged neighbouring dimensions, and new shapes of the same numel; "
                                   "your can_view ran with a correct row_major_strides and is_contiguous"),
 })
+
+
+# ---- napkin math (utils/napkin.py): the question's inputs, the answer computed from them ----------------
+from reference.hidden import napkin_test  # noqa: E402
+from utils.napkin import BITS_FOR_BYTES, within_percent  # noqa: E402
+
+HIDDEN_TESTS["copy_mib"] = napkin_test(
+    {'rows': 8192, 'cols': 4096},
+    lambda rows, cols: rows * cols * 4 / 2**20,
+    "copy_mib", "MiB", within_percent(2),
+    {**BITS_FOR_BYTES, 0.25: "elements counted where bytes were asked? Each float32 element is 4 bytes.", 2**20 / 1e6: "MB (10^6 bytes) where MiB (2^20 bytes) were asked?"})

@@ -258,3 +258,14 @@ HIDDEN_TESTS = {
                                        "from 1 byte to 10 GB, real CPU copies, and (where there is a CUDA GPU) "
                                        "host-to-device copies from pageable and pinned memory"),
 }
+
+
+# ---- napkin math (utils/napkin.py): the question's inputs, the answer computed from them ----------------
+from reference.hidden import napkin_test  # noqa: E402
+from utils.napkin import MS_FOR_S, within_percent  # noqa: E402
+
+HIDDEN_TESTS["copy_seconds"] = napkin_test(
+    {'gib': 4, 'bytes_per_second': 25000000000},
+    lambda gib, bytes_per_second: gib * 2**30 / bytes_per_second,
+    "copy_seconds", "seconds", within_percent(5),
+    {**MS_FOR_S, 8.0: "the bandwidth read as gigabits per second? 25 GB/s is gigabytes.", 1e9 / 2**30: "4 GiB taken as 4 GB? A GiB is 2^30 bytes, 7% more."})

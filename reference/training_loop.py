@@ -505,3 +505,14 @@ HIDDEN_TESTS = {
     "save_checkpoint": HiddenTest(cases=_save_cases, expected=_save_expected, check=_save_check),
     "load_checkpoint": HiddenTest(cases=_load_cases, expected=_load_expected, check=_load_check),
 }
+
+
+# ---- napkin math (utils/napkin.py): the question's inputs, the answer computed from them ----------------
+from reference.hidden import napkin_test  # noqa: E402
+from utils.napkin import within_percent  # noqa: E402
+
+HIDDEN_TESTS["tokens_billions"] = napkin_test(
+    {'file_bytes': 2800000000000},
+    lambda file_bytes: file_bytes / 2 / 1e9,
+    "tokens_billions", "billion tokens", within_percent(2),
+    {2.0: "one byte per token? A uint16 takes 2 bytes.", 0.25: "8 bytes per token, as int64? The file holds uint16: 2 bytes each.", 1000.0: "millions where billions were asked?"})

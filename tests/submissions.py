@@ -74,9 +74,26 @@ def half_done(assignment: str) -> dict[str, nbformat.NotebookNode]:
 
 
 def _function_header(solution: str) -> str:
-    """The `def ...:` line (and docstring) of a solution cell, without its body."""
+    """The `def ...:` line (and docstring) of a solution cell, without its body ("" for a napkin answer)."""
     head = solution.split("\n")
+    if _napkin_name(solution):
+        return ""
     return "\n".join(head[: next(i for i, line in enumerate(head) if line.strip().startswith("'''")) + 1])
+
+
+NAPKIN_ANSWER = re.compile(r"^(\w+) = None  # your answer")
+
+
+def _napkin_name(solution: str) -> str | None:
+    """The variable a napkin-math answer cell assigns (utils/napkin.py), or None for a cell that defines code."""
+    match = NAPKIN_ANSWER.match(solution)
+    return match.group(1) if match else None
+
+
+def _returning(solution: str, value: str) -> str:
+    """The solution cell's function made to return `value` (code text); a napkin answer is set to it instead."""
+    name = _napkin_name(solution)
+    return f"{name} = {value}\n" if name else _function_header(solution) + f"\n    return {value}\n"
 
 
 ALWAYS_EQUAL = '''
@@ -92,7 +109,7 @@ class AlwaysEqual(float):
 def always_equal(assignment: str) -> dict[str, nbformat.NotebookNode]:
     """Every function returns an object whose __eq__ always says True."""
     return _fill(assignment, lambda i, g, solution:
-                 ALWAYS_EQUAL + _function_header(solution) + "\n    return AlwaysEqual(0.0)\n")
+                 ALWAYS_EQUAL + _returning(solution, "AlwaysEqual(0.0)"))
 
 
 PATCH_COMPARISONS = '''
@@ -107,13 +124,15 @@ numpy.testing.assert_allclose = lambda *args, **kwargs: None
 def patched_comparisons(assignment: str) -> dict[str, nbformat.NotebookNode]:
     """Wrong answers of the right type, after rebinding torch's and numpy's comparison functions to always pass."""
     return _fill(assignment, lambda i, g, solution:
-                 PATCH_COMPARISONS + _function_header(solution) + "\n    return 0\n")
+                 PATCH_COMPARISONS + _returning(solution, "0"))
 
 
 def _with_warning(solution: str) -> str:
     """The solution, made to print a warning on stderr each time it is called (as torch sometimes does)."""
     header = _function_header(solution)
     warn = '    import warnings; warnings.warn("a harmless warning from correct code", UserWarning, stacklevel=1)\n'
+    if _napkin_name(solution):  # a number: the warning comes when the answer cell runs
+        return warn.lstrip() + solution
     return header + "\n" + warn + solution[len(header) + 1:]
 
 
@@ -192,13 +211,17 @@ torch.Tensor.__eq__ = lambda self, other: True
 def shadowed_tools(assignment: str) -> dict[str, nbformat.NotebookNode]:
     """Wrong answers, after rebinding the checks the tests import (in the notebook and in utils.grading),
     builtins.isinstance and torch.Tensor.__eq__."""
-    return _fill(assignment, lambda i, g, solution: SHADOW_TOOLS + _function_header(solution) + "\n    return 0\n")
+    return _fill(assignment, lambda i, g, solution: SHADOW_TOOLS + _returning(solution, "0"))
 
 
 def tamper_during_call(assignment: str) -> dict[str, nbformat.NotebookNode]:
     """Wrong answers whose functions, when the test calls them, silence utils.grading's failure helper."""
-    return _fill(assignment, lambda i, g, solution: _function_header(solution) +
-                 "\n    import utils.grading\n    utils.grading._fail = lambda *args, **kwargs: None\n    return 0\n")
+    def body(solution: str) -> str:
+        if _napkin_name(solution):  # nothing of a number's runs in its test: silence the failures now
+            return "import utils.grading\nutils.grading._fail = lambda *args, **kwargs: None\n" + _returning(solution, "0")
+        return _function_header(solution) + \
+            "\n    import utils.grading\n    utils.grading._fail = lambda *args, **kwargs: None\n    return 0\n"
+    return _fill(assignment, lambda i, g, solution: body(solution))
 
 
 # Issue #24: reach the instructor's answers from inside the notebook process, by every route we know. Anything that
@@ -282,6 +305,8 @@ def answer_thief(assignment: str) -> dict[str, nbformat.NotebookNode]:
     """Every answer asks THIEF for the instructor's answer (computed imports, find_spec, sys.meta_path, sys.modules,
     gc.get_objects, the test's stack frames, files under the course); what it finds, it prints and returns."""
     def body(solution: str) -> str:
+        if _napkin_name(solution):
+            return THIEF + f"{_napkin_name(solution)} = _steal({_napkin_name(solution)!r}, {{}})\n"
         header = _function_header(solution)
         name = re.match(r"\s*(?:def|class)\s+(\w+)", header.split("\n")[0] if header.strip().startswith(("def", "class"))
                         else next(line for line in header.split("\n") if line.strip().startswith(("def", "class"))))

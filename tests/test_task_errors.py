@@ -58,9 +58,9 @@ def test_an_answer_that_raises_gets_the_tasks_hint(assignment):
     """A solution replaced by `raise TypeError(...)`: the visible test says which task raised and gives its hint; the
     hidden part gives a hint too (the task's, or its own check's where it records what the code raised)."""
     answers = {grade_id: code for kind, grade_id, code in cells(assignment) if kind == "answer"}
-    for kind, test, _ in cells(assignment):
-        if kind != "test":
-            continue
+    for kind, test, test_code in cells(assignment):
+        if kind != "test" or "check_napkin_answer(" in test_code:
+            continue  # a napkin answer is a number: no code of the student's runs in its test (tests/test_napkin.py)
         task = _task_before(assignment, test)
         code = _answer_that_raises(answers[task], "TypeError(\"unsupported operand type(s) for +: 'int' and 'str'\")")
         visible, hidden = feedback(assignment, Wrong(task, "raises", "", code))

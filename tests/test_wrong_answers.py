@@ -7,9 +7,20 @@ import pytest
 
 from autograder.course import assignments
 from tests.exercise_cells import cells
-from tests.wrong_answers import Wrong, corpus, graded, names_mistake, visible_feedback
+from tests.wrong_answers import Wrong, corpus, feedback, graded, names_mistake, visible_feedback
 
 ASSIGNMENTS = assignments()
+
+
+def napkin_tasks(assignment: str) -> set[str]:
+    """The answer cells of the napkin questions: those whose test cell checks its number with check_napkin_answer."""
+    found, answer = set(), None
+    for kind, grade_id, code in cells(assignment):
+        if kind == "answer":
+            answer = grade_id
+        elif kind == "test" and "check_napkin_answer(" in code:
+            found.add(answer)
+    return found
 
 
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
@@ -22,9 +33,14 @@ def test_every_task_has_at_least_two_wrong_answers(assignment):
 
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
 def test_each_wrong_answer_fails_visibly_with_its_mistake_named(assignment):
+    """A napkin answer's visible test knows no expected value (utils/napkin.py), so a wrong number that is a number
+    passes it: there the grade's feedback, from the hidden check, must name the mistake."""
     misses = []
+    napkin = napkin_tasks(assignment)
     for wrong in corpus(assignment):
         message = visible_feedback(assignment, wrong)
+        if wrong.task in napkin and message is None:
+            message = feedback(assignment, wrong)[1]
         if not names_mistake(message, wrong):
             misses.append(f"{wrong.task}: {wrong.mistake}\n    wants /{wrong.names}/, got: "
                           f"{'the visible test passes' if message is None else message[:400]}")

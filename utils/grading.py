@@ -420,6 +420,26 @@ RAISED_HINTS = {
     ("10_accounting_a_training_run", "test_training_days"): "training_days gets a GPT2Shape, a token count, a GPU count, "
         "a device name and an MFU; peak_flops may return None for a device it does not know (lecture 10, "
         "section 9).",
+    ("01_floats", "test_weights_gib"): "weights_gib is one number, set by the answer cell above: replace its raise line "
+        "with `weights_gib = ` and your number (an expression of plain numbers is fine), then run that cell.",
+    ("02_tensors_on_gpu", "test_copy_seconds"): "copy_seconds is one number, set by the answer cell above: replace its raise line "
+        "with `copy_seconds = ` and your number (an expression of plain numbers is fine), then run that cell.",
+    ("03_strides_views", "test_copy_mib"): "copy_mib is one number, set by the answer cell above: replace its raise line "
+        "with `copy_mib = ` and your number (an expression of plain numbers is fine), then run that cell.",
+    ("04_einops_jaxtyping", "test_scores_gib"): "scores_gib is one number, set by the answer cell above: replace its raise line "
+        "with `scores_gib = ` and your number (an expression of plain numbers is fine), then run that cell.",
+    ("05_flops_mfu", "test_matmul_ms"): "matmul_ms is one number, set by the answer cell above: replace its raise line "
+        "with `matmul_ms = ` and your number (an expression of plain numbers is fine), then run that cell.",
+    ("06_gradients", "test_step_flops"): "step_flops is one number, set by the answer cell above: replace its raise line "
+        "with `step_flops = ` and your number (an expression of plain numbers is fine), then run that cell.",
+    ("07_models_optimizers", "test_adamw_gb"): "adamw_gb is one number, set by the answer cell above: replace its raise line "
+        "with `adamw_gb = ` and your number (an expression of plain numbers is fine), then run that cell.",
+    ("08_training_loop", "test_tokens_billions"): "tokens_billions is one number, set by the answer cell above: replace its raise line "
+        "with `tokens_billions = ` and your number (an expression of plain numbers is fine), then run that cell.",
+    ("09_mixed_precision", "test_mixed_adamw_gb"): "mixed_adamw_gb is one number, set by the answer cell above: replace its raise line "
+        "with `mixed_adamw_gb = ` and your number (an expression of plain numbers is fine), then run that cell.",
+    ("10_accounting_a_training_run", "test_run_mfu"): "run_mfu is one number, set by the answer cell above: replace its raise line "
+        "with `run_mfu = ` and your number (an expression of plain numbers is fine), then run that cell.",
 }
 
 

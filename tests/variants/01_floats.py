@@ -63,4 +63,7 @@ def after_cast(value: float, exponent_bits: int, mantissa_bits: int) -> str:
         return "subnormal"
     return "normal"
 """,
+    "weights_gib": """
+weights_gib = 7 * 10**9 * 16 / 8 / 1024**3
+""",
 }

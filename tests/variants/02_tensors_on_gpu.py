@@ -66,4 +66,7 @@ def copy_gb_per_s(copy: Callable[[], object], nbytes: int, synchronize: Callable
     median = times[middle] if len(times) % 2 == 1 else (times[middle - 1] + times[middle]) / 2
     return (nbytes / 1e9) / median
 """,
+    "copy_seconds": """
+copy_seconds = (4 * 1024**3) / (25 * 1000**3)
+""",
 }

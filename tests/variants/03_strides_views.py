@@ -65,4 +65,7 @@ def can_view(shape: tuple[int, ...], strides: tuple[int, ...], new_shape: tuple[
         new_edges.add(elements)
     return chunk_edges <= new_edges
 """,
+    "copy_mib": """
+copy_mib = 8192 * 4096 * 32 / 8 / 1024 / 1024
+""",
 }

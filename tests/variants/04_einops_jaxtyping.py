@@ -38,4 +38,7 @@ def checked_masked_mean(x: Float[Tensor, "batch seq hidden"],
     weights = mask.to(x.dtype) / counts     # 1 / count at real tokens, 0 at padding
     return einsum(weights, x, "batch seq, batch seq hidden -> batch hidden")
 """,
+    "scores_gib": """
+scores_gib = 8 * 12 * 2048**2 * 32 / 8 / 1024**3
+""",
 }

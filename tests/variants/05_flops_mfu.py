@@ -66,4 +66,7 @@ def roofline_seconds(ops: list[tuple[float, float]], peak_flops_per_second: floa
         times.append(flops / rate)
     return float(sum(sorted(times)))
 """,
+    "matmul_ms": """
+matmul_ms = 1000 * (2 * 8192 * 8192 * 8192) / (0.6 * 312 * 10**12)
+""",
 }

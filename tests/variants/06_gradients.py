@@ -63,4 +63,7 @@ def stack_flops(batch: int, dims: list[int], x_requires_grad: bool = False) -> t
             backward += cost                  # input gradient
     return forward, backward
 """,
+    "step_flops": """
+step_flops = (2 + 4) * 1_300_000_000 * (512 * 1024)
+""",
 }

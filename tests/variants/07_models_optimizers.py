@@ -105,4 +105,7 @@ def largest_model(num_gpus: int, bytes_per_gpu: int, optimizer: str, param_dtype
         return 0
     return (free_per_gpu * num_gpus) // bytes_per_param
 """,
+    "adamw_gb": """
+adamw_gb = 13 * 16
+""",
 }

@@ -76,4 +76,7 @@ def load_checkpoint(path: str, model: torch.nn.Module, optimizer: torch.optim.Op
         torch.cuda.set_rng_state_all(states["cuda"])
     return int(saved["step"])
 """,
+    "tokens_billions": """
+tokens_billions = 2_800_000_000_000 // 2 / 10**9
+""",
 }

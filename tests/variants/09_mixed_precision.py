@@ -65,4 +65,7 @@ def autocast_dtype(op: str, input_dtype: torch.dtype) -> torch.dtype:
         return torch.float64   # autocast leaves fp64 alone
     return AUTOCAST_RULES.get(op, input_dtype)   # ops on neither list follow their input
 """,
+    "mixed_adamw_gb": """
+mixed_adamw_gb = 7 * (2 * 2 + 3 * 4)
+""",
 }

@@ -50,4 +50,7 @@ def training_days(shape: GPT2Shape, tokens: float, num_gpus: int, device_name: s
     tokens_per_day = cluster_flops_per_day / training_flops_per_token(shape)
     return tokens / tokens_per_day
 """,
+    "run_mfu": """
+run_mfu = (6 * 124_000_000 * 524_288 / 1.2) / 8 / 312e12
+""",
 }

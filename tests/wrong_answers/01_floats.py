@@ -107,4 +107,13 @@ def after_cast(value, exponent_bits, mantissa_bits):
         return "subnormal"
     return "normal"
 """),
+    Wrong("weights_gib", 'GB (10^9 bytes) where GiB were asked', r"GB \(10\^9", """
+weights_gib = 7e9 * 2 / 1e9
+"""),
+    Wrong("weights_gib", '4 bytes per parameter, as if the weights were fp32', r"fp32|4 bytes", """
+weights_gib = 7e9 * 4 / 2**30
+"""),
+    Wrong("weights_gib", 'the answer written as a string with its unit', r"plain number", """
+weights_gib = "13 GiB"
+"""),
 ]

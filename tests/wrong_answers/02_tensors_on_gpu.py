@@ -110,4 +110,13 @@ def pick_device(cuda_count, mps_available, local_rank=0):
         return f"cuda:{local_rank}"
     return "cpu"
 """),
+    Wrong("copy_seconds", 'milliseconds where seconds were asked', r"milliseconds", """
+copy_seconds = 4 * 2**30 / 25e9 * 1000
+"""),
+    Wrong("copy_seconds", '4 GiB taken as 4 GB', r"GiB", """
+copy_seconds = 4e9 / 25e9
+"""),
+    Wrong("copy_seconds", 'the bandwidth read as bits per second', r"gigabits", """
+copy_seconds = 4 * 2**30 * 8 / 25e9
+"""),
 ]

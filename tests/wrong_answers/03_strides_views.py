@@ -122,4 +122,13 @@ def can_view(shape, strides, new_shape):
             chunks += 1
     return len([s for s in new_shape if s != 1]) >= chunks
 """),
+    Wrong("copy_mib", 'elements counted, not bytes', r"elements", """
+copy_mib = 8192 * 4096 / 2**20
+"""),
+    Wrong("copy_mib", 'MB where MiB were asked', r"MB \(10\^6", """
+copy_mib = 8192 * 4096 * 4 / 1e6
+"""),
+    Wrong("copy_mib", '0: takes the copy for a view', r"above 0", """
+copy_mib = 0
+"""),
 ]

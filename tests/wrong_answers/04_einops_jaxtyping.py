@@ -68,4 +68,10 @@ def checked_masked_mean(x: Float[Tensor, "batch seq hidden"], mask: Bool[Tensor,
     total = einsum(x, mask.to(x.dtype), "batch seq hidden, batch seq -> batch hidden")
     return total / x.shape[1]
 """),
+    Wrong("scores_gib", 'the head axis forgotten', r"head", """
+scores_gib = 8 * 2048 * 2048 * 4 / 2**30
+"""),
+    Wrong("scores_gib", 'seq x head width, not seq x seq', r"seq x seq", """
+scores_gib = 8 * 12 * 2048 * 64 * 4 / 2**30
+"""),
 ]

@@ -77,4 +77,13 @@ def roofline_seconds(ops, peak_flops_per_second, bytes_per_second):
     memory = sum(nbytes for _, nbytes in ops) / bytes_per_second
     return max(compute, memory)
 """),
+    Wrong("matmul_ms", 'multiply-adds counted, not FLOPs', r"multiply-add", """
+matmul_ms = 8192**3 / (312e12 * 0.6) * 1e3
+"""),
+    Wrong("matmul_ms", 'seconds where milliseconds were asked', r"seconds where milliseconds", """
+matmul_ms = 2 * 8192**3 / (312e12 * 0.6)
+"""),
+    Wrong("matmul_ms", 'the MFU left out: the time at the peak', r"MFU|peak", """
+matmul_ms = 2 * 8192**3 / 312e12 * 1e3
+"""),
 ]

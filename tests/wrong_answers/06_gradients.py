@@ -115,4 +115,10 @@ def stack_flops(batch, dims, x_requires_grad=False):
         backward -= 2 * batch * dims[0] * dims[1]
     return forward, backward
 """),
+    Wrong("step_flops", 'the forward pass only', r"forward pass alone", """
+step_flops = 2 * 1.3e9 * 512 * 1024
+"""),
+    Wrong("step_flops", 'backward counted like forward', r"twice", """
+step_flops = 4 * 1.3e9 * 512 * 1024
+"""),
 ]

@@ -295,4 +295,13 @@ def largest_model(num_gpus, bytes_per_gpu, optimizer, param_dtype=torch.float32,
                 v_hat = state["exp_avg_sq"] / (1 - beta2**t)
                 p.sub_(self.defaults["lr"] * m_hat / (v_hat.sqrt() + group["eps"]))
 """),
+    Wrong("adamw_gb", 'the optimizer state left out', r"two fp32 moments", """
+adamw_gb = 13e9 * (4 + 4) / 1e9
+"""),
+    Wrong("adamw_gb", 'one moment, not two', r"m and v", """
+adamw_gb = 13e9 * 12 / 1e9
+"""),
+    Wrong("adamw_gb", 'GiB where GB were asked', r"GiB \(2\^30", """
+adamw_gb = 13e9 * 16 / 2**30
+"""),
 ]

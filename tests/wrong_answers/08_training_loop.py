@@ -164,4 +164,10 @@ def save_checkpoint(path, model, optimizer, step, generator):
            "torch": torch.get_rng_state(), "batches": generator.get_state()}
     torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "step": torch.tensor(step), "rng": rng}, path)
 """),
+    Wrong("tokens_billions", 'one byte per token', r"one byte", """
+tokens_billions = 2.8e12 / 1e9
+"""),
+    Wrong("tokens_billions", '8 bytes per token, as int64', r"uint16|int64", """
+tokens_billions = 2.8e12 / 8 / 1e9
+"""),
 ]

@@ -148,4 +148,10 @@ def autocast_dtype(op, input_dtype):
     for param, master in zip(model_params, master_params):
         master.grad = param.grad.float()
     optimizer.step()''' + _CLEAR)),
+    Wrong("mixed_adamw_gb", 'the fp32 master weights left out', r"master", """
+mixed_adamw_gb = 7e9 * (2 + 2 + 4 + 4) / 1e9
+"""),
+    Wrong("mixed_adamw_gb", 'everything in bf16', r"everything in bf16", """
+mixed_adamw_gb = 7e9 * 4 * 2 / 1e9
+"""),
 ]

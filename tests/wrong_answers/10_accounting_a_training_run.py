@@ -151,4 +151,10 @@ def training_days(shape, tokens, num_gpus, device_name, mfu):
         return None
     return 6 * training_flops_per_token(shape) * tokens / (num_gpus * peak * mfu) / 86400
 """),
+    Wrong("run_mfu", 'a percentage, not a fraction', r"percentage", """
+run_mfu = 100 * 6 * 124e6 * 524288 / 1.2 / (8 * 312e12)
+"""),
+    Wrong("run_mfu", "one GPU's peak, not eight", r"8 x the peak", """
+run_mfu = 6 * 124e6 * 524288 / 1.2 / 312e12
+"""),
 ]

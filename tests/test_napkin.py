@@ -1,0 +1,173 @@
+"""Napkin-math answers (issue #52; utils/napkin.py): the checks themselves, and every napkin question of the course,
+whose visible test knows no answer, whose text states its inputs, unit and tolerance, and whose hidden check says by
+how much and which way a wrong number is off without saying the answer. About 2 s."""
+import json
+import math
+import re
+
+import pytest
+
+from autograder.course import assignments
+from reference import hidden
+from tests.exercise_cells import REPO, cells
+from utils.grading import task_errors
+from utils.napkin import (BITS_FOR_BYTES, GB_FOR_GIB, check_napkin, check_napkin_answer, off_by, within_factor,
+                          within_percent)
+
+CALL = re.compile(r'check_napkin_answer\((\w+), "(\w+)", "([^"]+)"\)')
+KEY = re.compile(r'hand_in\("(\w+\.\w+)"')
+
+
+def questions() -> list[tuple[str, str, str, str, str]]:
+    """(assignment, variable, unit its visible test names, hidden test key, the visible part) of every napkin test."""
+    found = []
+    for assignment in assignments():
+        for kind, grade_id, code in cells(assignment):
+            call = CALL.search(code) if kind == "test" else None
+            if call:
+                visible = code.partition("### BEGIN HIDDEN TESTS")[0]
+                found.append((assignment, call.group(1), call.group(3), KEY.search(code).group(1), visible))
+    return found
+
+
+QUESTIONS = questions()
+
+
+def question_text(assignment: str, variable: str) -> str:
+    """The markdown of the task whose answer cell assigns `variable`."""
+    notebook = json.loads(next((REPO / "source" / assignment).glob("*.ipynb")).read_text())
+    text = ""
+    for cell in notebook["cells"]:
+        if cell["cell_type"] == "markdown":
+            text = "".join(cell["source"])
+        elif cell["metadata"].get("nbgrader", {}).get("grade_id") == variable:
+            return text
+    raise KeyError(variable)
+
+
+def stated(value: float) -> set[str]:
+    """The ways a question may write `value`: 4096, 524,288, 0.6, 7 x 10^9, 2.8 x 10^12."""
+    forms = {str(value), f"{value:,}"}
+    for exponent in range(3, 16):
+        mantissa = value / 10**exponent
+        if 1 <= mantissa < 1000 and round(mantissa, 3) == mantissa:
+            forms.add(f"{mantissa:g} x 10^{exponent}")
+    return forms
+
+
+def test_every_exercise_has_one_to_three_napkin_questions():
+    per_exercise = {a: sum(q[0] == a for q in QUESTIONS) for a in assignments()}
+    assert all(1 <= n <= 3 for n in per_exercise.values()), per_exercise
+
+
+@pytest.mark.parametrize("assignment, variable, unit, key, visible", QUESTIONS, ids=[q[1] for q in QUESTIONS])
+def test_the_visible_test_knows_no_answer(assignment, variable, unit, key, visible):
+    """Any positive number passes the visible part, from 1e-30 to 1e30: it cannot tell a student anything about the
+    value. None, a string and 0 fail it, with a hint."""
+    def run(value) -> str | None:
+        namespace = {"task_errors": task_errors, "check_napkin_answer": check_napkin_answer, variable: value}
+        try:
+            exec(compile(visible, variable, "exec"), namespace)
+        except AssertionError as error:
+            return str(error)
+        return None
+    for value in (1e-30, 1, 3.7, 10**9, 1e30):
+        assert run(value) is None, (value, run(value))
+    for value in (None, "12 GiB", 0, -1.0, math.nan, True):
+        assert "Hint:" in (run(value) or ""), value
+
+
+@pytest.mark.parametrize("assignment, variable, unit, key, visible", QUESTIONS, ids=[q[1] for q in QUESTIONS])
+def test_the_text_states_inputs_unit_and_tolerance(assignment, variable, unit, key, visible):
+    test = hidden.hidden_test(key)
+    assert isinstance(test, hidden.NapkinTest) and test.unit == unit
+    text = question_text(assignment, variable)
+    assert f"`{variable}`" in text and str(test.tolerance) in text, (str(test.tolerance), text)
+    for name, value in test.cases():
+        assert any(re.search(rf"(?<![\d.])(?<!\d,){re.escape(form)}(?!\d|[.,]\d)", text) for form in stated(value)), \
+            f"{variable}: the input {name} = {value} is not in the question's text"
+
+
+NUMBER = re.compile(r"(\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)?)(?: x 10\^(\d+))?")
+
+
+def numbers(text: str) -> list[float]:
+    """Every number written in `text`: 4096, 524,288, 2.8e12, 7 x 10^9."""
+    return [float(m.group(1).replace(",", "")) * 10 ** int(m.group(2) or 0) for m in NUMBER.finditer(text)]
+
+
+def released_cells(assignment: str, variable: str) -> str:
+    """What a student receives of the question: its text, its answer cell and its test cell, as released."""
+    notebook = json.loads(next((REPO / "release" / assignment).glob("*.ipynb")).read_text())
+    ids = [cell["metadata"].get("nbgrader", {}).get("grade_id") for cell in notebook["cells"]]
+    at = ids.index(variable)
+    return "\n".join("".join(cell["source"]) for cell in notebook["cells"][at - 1:at + 2])
+
+
+@pytest.mark.parametrize("assignment, variable, unit, key, visible", QUESTIONS, ids=[q[1] for q in QUESTIONS])
+def test_the_answer_is_nowhere_in_what_the_student_receives(assignment, variable, unit, key, visible):
+    """No number in the released question, its answer cell or its test cell lies within twice the tolerance of the
+    answer (nor does the answer's own text appear there)."""
+    test, expected = hidden.hidden_test(key), hidden.expected(key)
+    text = released_cells(assignment, variable)
+    near = [n for n in numbers(text) if n and abs(n / expected - 1) <= 2 * test.tolerance.relative]
+    assert not near and repr(expected) not in text, (variable, near)
+
+
+@pytest.mark.parametrize("assignment, variable, unit, key, visible", QUESTIONS, ids=[q[1] for q in QUESTIONS])
+def test_the_hidden_check_passes_within_the_tolerance_and_never_says_the_answer(assignment, variable, unit, key,
+                                                                               visible):
+    test, expected = hidden.hidden_test(key), hidden.expected(key)
+    tolerance = test.tolerance.relative
+    for inside in (expected, expected * (1 + tolerance * 0.99), expected * (1 - tolerance * 0.99), int(expected) or 1):
+        if abs(inside / expected - 1) <= tolerance:
+            hidden.check(key, inside)
+    for ratio in (1 + tolerance * 1.5, 1 - tolerance * 1.5, 3.0, 1e-3):
+        with pytest.raises(AssertionError) as caught:
+            hidden.check(key, expected * ratio)
+        message = str(caught.value)
+        assert "\nHint: about " in message and ("too large" if ratio > 1 else "too small") in message
+        for form in {f"{expected:.4g}", f"{expected:.3g}", repr(expected)}:
+            assert form not in message.replace(repr(expected * ratio), ""), (form, message)
+
+
+def test_off_by_says_the_factor_then_the_orders_of_magnitude():
+    assert off_by(2.0) == "about 2x too large" and off_by(0.5) == "about 2x too small"
+    assert off_by(8.0) == "about 8x too large" and off_by(1.074) == "about 1.1x too large"
+    assert off_by(1000.0) == "about 3 orders of magnitude (1,000x) too large"
+    assert off_by(1 / 12.0) == "about 1 order of magnitude (10x) too small"
+    assert off_by(2e-6) == "about 6 orders of magnitude (1,000,000x) too small"
+
+
+def test_tolerances():
+    assert within_percent(5).allows(1.05) and not within_percent(5).allows(1.051) and within_percent(5).allows(0.95)
+    assert within_factor(2).allows(0.5) and within_factor(2).allows(2.0) and not within_factor(2).allows(2.01)
+    assert str(within_percent(2)) == "within 2%" and str(within_factor(3)) == "within a factor of 3"
+
+
+def test_a_known_slip_is_named_and_an_unknown_one_gets_the_factor():
+    slips = {**BITS_FOR_BYTES, **GB_FOR_GIB}
+    expected = 7e9 * 2 / 2**30
+    with pytest.raises(AssertionError, match=r"Hint: about 8x too large: bits where bytes were asked\?"):
+        check_napkin(expected * 8, expected, "weights_gib", "GiB", within_percent(2), slips)
+    with pytest.raises(AssertionError, match=r"Hint: about 1.1x too large: GB \(10\^9 bytes\) where GiB"):
+        check_napkin(7e9 * 2 / 1e9, expected, "weights_gib", "GiB", within_percent(2), slips)
+    with pytest.raises(AssertionError, match=r"Hint: about 3 orders of magnitude \(1,000x\) too small: recheck"):
+        check_napkin(expected / 1000, expected, "weights_gib", "GiB", within_percent(2), slips)
+    check_napkin(13, expected, "weights_gib", "GiB", within_percent(2), slips)   # an int, 0.3% off
+
+
+@pytest.mark.parametrize("value", [None, True, "13", 0, -2.5, math.inf, math.nan, 10**400, [13.0]])
+def test_only_a_plain_positive_finite_number_is_an_answer(value):
+    with pytest.raises(AssertionError, match="Hint: "):
+        check_napkin_answer(value, "x", "GiB")
+    with pytest.raises(AssertionError):
+        check_napkin(value, 13.0, "x", "GiB", within_percent(2))
+
+
+def test_numpy_and_torch_numbers_are_refused():
+    import numpy
+    import torch
+    for value in (numpy.float64(13.0), torch.tensor(13.0), numpy.int64(13)):
+        with pytest.raises(AssertionError, match="plain number"):
+            check_napkin_answer(value, "x", "GiB")

@@ -55,7 +55,7 @@ def seed_everything(seed):
     np.random.default_rng(seed)
     torch.manual_seed(seed)
 """),
-    Wrong("train", "never zeroes the gradients", r"zero_grad", _TRAIN.format(body='''
+    Wrong("train", "never zeroes the gradients", r"zero_grad|clear(s)? the gradients", _TRAIN.format(body='''
         step_loss = 0.0
         for _ in range(accumulation_steps):
             inputs, targets = get_batch(data, batch_size, context_length, device, generator)

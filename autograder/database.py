@@ -24,14 +24,40 @@ class GradebookError(Exception):
     """The gradebook could not be read or written; the message says why and what to do."""
 
 
+def reason(error: BaseException) -> str:
+    """The first line of what the database driver said (or the error's own text)."""
+    return (str(getattr(error, "orig", None) or error).strip().splitlines() or [""])[0][:300]
+
+
+def after_commit(error: GradebookError, db_url: str, submissions: int, out) -> str:
+    """A database error after a run's commit went through (the server stopped, say): the grades are in the gradebook,
+    and the message must not say that nothing was written (issue #49)."""
+    cause = reason(error.__context__) if error.__context__ is not None else str(error)
+    return (f"this run's grades are in the gradebook ({safe_url(db_url)}): its commit of {submissions} submission(s) "
+            f"went through. Afterwards the gradebook could not be read back ({cause}), so {out}/grades.csv and "
+            f"{out}/summary.txt were not written. Run the same command again once the database answers: it reuses "
+            "every result, writes the same grades again, and then writes those files.")
+
+
 def explain(error: BaseException, db_url: str) -> str:
     """A database error in words, with what to do (never the password of the URL)."""
-    text = str(getattr(error, "orig", None) or error).strip().splitlines()[0][:300]
+    text = reason(error)
     where = f"the gradebook ({safe_url(db_url)})"
     if "locked" in text:
         return (f"{where} is locked by another process (a formgrader saving a score, or another grading run): {text}. "
                 "Nothing was written and the grades in it are as before; run the command again when that process "
                 "is done. The graded results are kept, so the notebooks will not run again.")
+    if "duplicate key value violates unique constraint" in text or "UNIQUE constraint failed" in text:
+        return (f"{where} refused this run's write: another grading run wrote the same submissions into it at the same "
+                f"time ({text}). That is two graders given the same shard (the same --shard K/N, or one Slurm array "
+                "task or Kubernetes index running twice at once), or a whole-class run beside shards on a machine "
+                "that does not share their course folder. Nothing was written by this run; the other run's grades "
+                "stand. Make sure each shard runs once (squeue, kubectl get pods), then run this one again if it is "
+                "still needed: its graded results are kept, so no notebook runs again.")
+    if "too many clients" in text or "remaining connection slots are reserved" in text:
+        return (f"{where} has no connection left for this run ({text}): every connection the server allows "
+                "(max_connections) is taken by other clients. Nothing was written; the grades in it are as before. "
+                "Run again when fewer clients are connected, or raise the server's max_connections.")
     if "not a database" in text or "malformed" in text or "file is encrypted" in text:
         return (f"{where} is not a readable database ({text}). Nothing was written and the file was not changed; "
                 "restore it from a backup.")

@@ -19,6 +19,23 @@ from typing import Any, Callable
 PR_SET_PDEATHSIG = 1
 
 
+def fork_ignoring_interrupts() -> int:
+    """os.fork(), with a child that ignores SIGINT from its first instruction on.
+
+    A Ctrl-C goes to the terminal's whole process group: the grader and every child it forked. It is the grader's to
+    handle (it stops the run and says so, autograder/grade.py); a child that raised KeyboardInterrupt would instead
+    report a failure the grader would charge to itself (NOT GRADED), and one interrupted in the instant after the fork,
+    before it reaches its own code, would run on as a copy of the grader, stopping the grader's zygote on its way out
+    (issue #49). So SIGINT is held across the fork: the child ignores it before letting it in; the parent gets it
+    (KeyboardInterrupt) as soon as the fork returns."""
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    pid = os.fork()
+    if pid == 0:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_SETMASK, held)
+    return pid
+
+
 class ChildFailed(Exception):
     """The child raised (the message is its traceback), died without an answer, or ran past its time."""
 
@@ -29,7 +46,7 @@ class Child:
 
     def __init__(self, work: Callable, serves: bool = False):
         read_fd, write_fd = os.pipe()
-        self.pid = os.fork()
+        self.pid = fork_ignoring_interrupts()
         if self.pid == 0:
             os.close(read_fd)
             _serve(work, write_fd, serves)

@@ -33,13 +33,18 @@ a log, with notebooks done of the total, the rate, the time elapsed and left, an
 
 Exit status: 0 when every submission was graded; 2 when the run could not start or stopped (nothing written to the
 gradebook; the message says why); 3 when the grader failed on some submissions (the others are graded; summary.txt
-lists each). What a run costs is measured in bench/ (the figures: docs/benchmarks.md).
+lists each); 130 when it was interrupted (Ctrl-C: the grader alone handles it, autograder/forked.py, and says what is
+kept). What a run costs is measured in bench/ (the figures: docs/benchmarks.md).
 """
 from __future__ import annotations
 
 import argparse
+import errno
 import os
+import re
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 from autograder import database, shards
@@ -110,9 +115,14 @@ def main() -> None:
         raise SystemExit(2) from None
     except OSError as error:
         said = f"{error.strerror}: {error.filename}" if error.filename else (error.strerror or str(error))
-        print(f"error: {said}. The gradebook was not written past this point; what was graded is kept in "
-              f"{args.out / 'results'} and a re-run reuses it.", file=sys.stderr)
+        full = full_folders(error, {"the temporary folder": Path(tempfile.gettempdir()), "the output folder": args.out,
+                                    "autograded/": course.folder("autograded")})
+        print(f"error: {said}.{full} {kept(args.out)}", file=sys.stderr)
         raise SystemExit(2) from None
+    except KeyboardInterrupt:
+        print(f"error: interrupted (Ctrl-C); the run stopped. The gradebook is written in one transaction, at the end: "
+              f"it holds all of this run's grades or none of them. {kept(args.out)}", file=sys.stderr)
+        raise SystemExit(130) from None
     for r in rows:
         if r.task in (TOTAL, "-"):
             score = "-" if r.score is None else f"{r.score:g}"
@@ -125,6 +135,55 @@ def main() -> None:
         print(f"error: the grader failed on {len(failed)} submission(s), which were not graded (summary.txt says why; "
               "a re-run grades them again)", file=sys.stderr)
         raise SystemExit(3)
+
+
+def kept(out: Path) -> str:
+    """What a stopped run leaves for the next one: the graded results in OUT/results (this run's and earlier ones')."""
+    count = sum(1 for _ in (out / "results").glob("*/*.json")) if (out / "results").is_dir() else 0
+    if count == 0:
+        return (f"No submission had been graded yet ({out / 'results'} holds no result), and nothing was written to "
+                "the gradebook; run again once the cause is fixed.")
+    return (f"The gradebook was not written past this point; the {count} graded result(s) in {out / 'results'} are "
+            "kept, and a re-run reuses them (it runs only what is missing).")
+
+
+def full_folders(error: OSError, folders: dict[str, Path]) -> str:
+    """For a full disk (ENOSPC, EDQUOT): the folders of the run the error may come from (the one it names, else all of
+    `folders`), each with the room on its file system now that the run has stopped; '' for any other error."""
+    if error.errno not in (errno.ENOSPC, errno.EDQUOT):
+        return ""
+    found = error.filename or next(iter(re.findall(r"could not write (/\S+?):", error.strerror or "")), None)
+    if found:
+        named = Path(found)
+        folders = {what: path for what, path in folders.items() if named.is_relative_to(path.resolve())} or \
+            {"the folder": named.parent}
+    shown = []
+    for what, path in folders.items():
+        room = _room(path)
+        tmpdir = " (TMPDIR)" if what == "the temporary folder" else ""
+        size = f"{_size(room[0])} free now, of {_size(room[1])}" if room else "its room cannot be measured"
+        shown.append(f"{what} {path}{tmpdir}: {size}")
+    return (f" The disk is full where the run writes: {'; '.join(shown)}. Make room there, or point TMPDIR or --out "
+            "at a folder with room.")
+
+
+def _room(path: Path) -> tuple[int, int] | None:
+    """(free bytes, size) of the file system holding `path` (or its nearest existing parent)."""
+    path = path.resolve()
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    try:
+        usage = shutil.disk_usage(path)
+    except OSError:
+        return None
+    return usage.free, usage.total
+
+
+def _size(count: int) -> str:
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if count >= scale:
+            return f"{count / scale:.1f} {unit}"
+    return f"{count} bytes"
 
 
 if __name__ == "__main__":

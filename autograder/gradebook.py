@@ -399,9 +399,10 @@ def _write_one(gradebook, item: Graded, plugin, create_students: bool, resubmitt
     if seconds_late > 0:
         gradebook.db.flush()
         gradebook.db.expire(submission, ["late_submission_penalty"])
-        late.append(f"{item.student} {item.assignment}: {seconds_late / 3600:.1f} h after the due date "
+        from autograder.late import how_late, points
+        late.append(f"{item.student} {item.assignment}: {how_late(seconds_late)} after the due date "
                     f"{'(with an extension) ' if submission.extension else ''}"
-                    f"-> late penalty {submission.late_submission_penalty or 0:g} points")
+                    f"-> late penalty {points(submission.late_submission_penalty or 0)}")
     return late
 
 

@@ -28,3 +28,22 @@ class PerDayPenalty(LateSubmissionPlugin):
         days = math.ceil(total_seconds_late / SECONDS_PER_DAY)
         percent = min(self.max_percent, self.percent_per_day * days)
         return score * percent / 100.0
+
+
+def how_late(seconds: float) -> str:
+    """A time after the due date in the unit that shows it: '40 s', '12 min', '3.5 h', '2.3 days'; never '0.0 h'
+    for a submission that was late (issue #49)."""
+    if seconds < 0.5:
+        return "under 1 s"
+    if seconds < 59.5:
+        return f"{seconds:.0f} s"
+    if seconds < 3570:  # 59.5 min and more reads as 1.0 h
+        return f"{seconds / 60:.0f} min"
+    if seconds < 48 * 3600:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / SECONDS_PER_DAY:.1f} days"
+
+
+def points(value: float) -> str:
+    """'1 point', '0 points', '1.5 points' (nbgrader's scores are floats: shown to 6 significant digits)."""
+    return f"{value:g} point{'' if value == 1 else 's'}"

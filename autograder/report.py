@@ -35,6 +35,7 @@ from pathlib import Path
 from autograder import gradebook
 from autograder.autograded import graded_cells, strip_ansi
 from autograder.course import Course
+from autograder.late import how_late, points
 from autograder.gradebook import TOTAL
 
 TOP_HINTS = 3
@@ -137,8 +138,8 @@ def attention(course: Course, names: list[str], rows: list, out: Path) -> list[d
                 seconds = submission.total_seconds_late or 0
                 if seconds > 0:
                     extension = " (with an extension)" if submission.extension else ""
-                    add(key, "late", f"{seconds / 3600:.1f} h after the due date{extension}: penalty "
-                                     f"{float(submission.late_submission_penalty or 0):g} points")
+                    add(key, "late", f"{how_late(seconds)} after the due date{extension}: penalty "
+                                     f"{points(float(submission.late_submission_penalty or 0))}")
                 flagged = [nb.name for nb in submission.notebooks if nb.flagged]
                 if flagged:
                     reasons = [part for part in notes.get(key, "").split("; ")

@@ -171,10 +171,14 @@ def check_output(out: Path, shard: tuple[int, int]) -> None:
     """ShardError when `out` holds another shard's grades (say a re-run of task 3 given another count of shards than
     the first run: its shard 3 would be other students), before anything is read or written."""
     record = read_output_record(out)
-    if record and (record["index"], record["count"]) != tuple(shard):
-        raise ShardError(f"{out} holds shard {record['index']} of {record['count']}, but this run is shard "
-                         f"{shard[0]} of {shard[1]}: a re-run must use the first run's number of shards "
-                         f"({COUNT_VARIABLE}={record['count']}), or give this run another --out; nothing was graded")
+    if not record or (record["index"], record["count"]) == tuple(shard):
+        return
+    held = f"{out} holds shard {record['index']} of {record['count']}, but this run is shard {shard[0]} of {shard[1]}"
+    if record["count"] == shard[1]:  # the same count, another index: this run was pointed at another shard's folder
+        raise ShardError(f"{held}: each shard writes a folder of its own (--out out/shard-{shard[0]}; the shipped "
+                         "scripts name it after the shard); give this run its own --out; nothing was graded")
+    raise ShardError(f"{held}: a re-run must use the first run's number of shards ({COUNT_VARIABLE}="
+                     f"{record['count']}), or give this run another --out; nothing was graded")
 
 
 def write_output_record(out: Path, shard: tuple[int, int], students: Sequence[str]) -> None:

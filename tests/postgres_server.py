@@ -112,6 +112,15 @@ class Postgres:
         self.sql(f'CREATE DATABASE "{name}" OWNER {USER}')
         return self.url(name)
 
+    def halt(self) -> None:
+        """Stop the server (fast shutdown: open connections are cut) and keep its data, for `resume`."""
+        _run([str(binaries() / "pg_ctl"), "-D", str(self.folder / "data"), "-m", "fast", "-w", "stop"], self.run_as,
+             timeout=60)
+
+    def resume(self) -> None:
+        """Start the halted server again, on the same port, with the same data."""
+        _start(self.folder, self.port, self.run_as)
+
     def stop(self) -> None:
         """Stop the server (fast shutdown) and remove its folder."""
         try:
@@ -128,6 +137,14 @@ def _run(command: list[str], run_as: str | None, **kwargs) -> subprocess.Complet
         entry = pwd.getpwnam(run_as)
         extra = dict(user=entry.pw_uid, group=entry.pw_gid, extra_groups=[])
     return subprocess.run(command, check=True, capture_output=True, text=True, **extra, **kwargs)
+
+
+def _start(folder: Path, port: int, run_as: str | None) -> None:
+    """pg_ctl start on the data folder of `folder`, listening on `port` and on a socket in `folder`."""
+    options = (f"-h 127.0.0.1 -p {port} -k {folder} -c fsync=off -c synchronous_commit=off "
+               "-c full_page_writes=off -c shared_buffers=32MB -c max_connections=50")
+    _run([str(binaries() / "pg_ctl"), "-D", str(folder / "data"), "-l", str(folder / "log"), "-o", options,
+          "-w", "-t", "60", "start"], run_as, timeout=90)
 
 
 def start(parent: str | None = None) -> Postgres:
@@ -149,10 +166,7 @@ def start(parent: str | None = None) -> Postgres:
         # For tests and benchmarks only: without fsync a crash can lose confirmed commits (one in four tries lost one).
         # A class's gradebook is a server of its own with PostgreSQL's defaults; nothing in the course starts one with
         # these options (tests/test_grading_faults.py checks that no shipped file sets them).
-        options = (f"-h 127.0.0.1 -p {port} -k {folder} -c fsync=off -c synchronous_commit=off "
-                   "-c full_page_writes=off -c shared_buffers=32MB -c max_connections=50")
-        _run([str(bin_dir / "pg_ctl"), "-D", str(folder / "data"), "-l", str(folder / "log"), "-o", options,
-              "-w", "-t", "60", "start"], run_as, timeout=90)
+        _start(folder, port, run_as)
     except (subprocess.CalledProcessError, subprocess.TimeoutExpired, OSError, KeyError) as error:
         log = (folder / "log").read_text(errors="replace")[-2000:] if (folder / "log").exists() else ""
         detail = getattr(error, "stderr", "") or ""

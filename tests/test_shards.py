@@ -78,8 +78,21 @@ def test_a_shard_output_folder_refuses_another_shard(tmp_path):
     shards.write_output_record(tmp_path, (3, 4), ["carol", "grace"])
     shards.check_output(tmp_path, (3, 4))
     assert shards.read_output_record(tmp_path) == {"index": 3, "count": 4, "students": ["carol", "grace"]}
-    with pytest.raises(ShardError, match="holds shard 3 of 4, but this run is shard 3 of 8"):
+    with pytest.raises(ShardError, match="holds shard 3 of 4, but this run is shard 3 of 8: a re-run must use the "
+                                         "first run's number of shards"):
         shards.check_output(tmp_path, (3, 8))
+
+
+def test_a_run_into_another_shards_folder_blames_the_folder_not_the_count(tmp_path):
+    """Issue #49, item 10: the same count and another index is a run pointed at another shard's --out; the message
+    says so, and does not send the instructor to change the number of shards."""
+    shards.write_output_record(tmp_path, (1, 2), ["ann"])
+    with pytest.raises(ShardError) as refused:
+        shards.check_output(tmp_path, (2, 2))
+    message = str(refused.value)
+    assert "holds shard 1 of 2, but this run is shard 2 of 2: each shard writes a folder of its own " \
+           "(--out out/shard-2" in message and "nothing was graded" in message, message
+    assert "number of shards" not in message and "GRADER_SHARDS" not in message
 
 
 def test_kubernetes_indexed_job_with_the_count_given():

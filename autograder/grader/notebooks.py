@@ -58,7 +58,9 @@ class Zygote:
         start = "import sys; sys.path.insert(0, sys.argv[1]); from autograder.sandboxed.zygote import main; main()"
         self.process = subprocess.Popen(
             [sys.executable, "-I", "-c", start, str(REPO_ROOT), str(theirs.fileno()), str(os.getpid())],
-            env=environment, pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, cwd="/")
+            env=environment, pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, cwd="/",
+            process_group=0)  # out of the terminal's group: a Ctrl-C is the grader's to handle, not the zygote's
+        self.owner = os.getpid()
         theirs.close()
         self.control = ours
         self.control.sendall(Init([str(p) for p in walled]).to_line())
@@ -71,10 +73,12 @@ class Zygote:
 
     def close(self) -> None:
         """Stop the zygote now, even mid-start (a run that found nothing to grade): it holds nothing to save, and
-        the notebook processes it made are already gone."""
+        the notebook processes it made are already gone. Only the grader that started it stops it, never a forked
+        child of the grader."""
         self.control.close()
-        self.process.kill()
-        self.process.wait()
+        if os.getpid() == self.owner:
+            self.process.kill()
+            self.process.wait()
 
 
 def _write_all(fd: int, data: bytes) -> None:

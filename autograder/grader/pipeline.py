@@ -80,11 +80,17 @@ def grade(submitted: Path | None, out: Path, names: list[str] | None = None, lim
             results = [unwritten.get((j.student, j.assignment)) or read_result(result_path(out, j))
                        or not_graded(j, f"its result file {result_path(out, j)} could not be read back")
                        for j in jobs]
-            notes, failures = record(run, jobs, results, bool(course.config.Autograde.get("create_student", True)))
-            run_module.write_ledger(run)
-            run.summary.insert(1, f"recorded {len(jobs)} submission(s) in the gradebook and autograded/ in "
-                                  f"{time.monotonic() - recording:.1f} s")
-            rows = write(run, names, jobs, results, on_roster, notes, failures, extra_rows)
+            try:
+                notes, failures = record(run, jobs, results, bool(course.config.Autograde.get("create_student", True)))
+            except database.GradebookError as error:  # nothing written: say what the notebooks' run left
+                raise database.GradebookError(f"{error}{kept_for_a_rerun(run, todo, unwritten, str(error))}") from None
+            try:
+                run_module.write_ledger(run)
+                run.summary.insert(1, f"recorded {len(jobs)} submission(s) in the gradebook and autograded/ in "
+                                      f"{time.monotonic() - recording:.1f} s")
+                rows = write(run, names, jobs, results, on_roster, notes, failures, extra_rows)
+            except database.GradebookError as error:  # after the commit: the grades are in, say so
+                raise database.GradebookError(database.after_commit(error, course.db_url, len(jobs), out)) from None
             shards.write_output_record(out, shard, sorted(run.mine))  # last: the shard's output is complete
             return rows
     finally:
@@ -92,6 +98,16 @@ def grade(submitted: Path | None, out: Path, names: list[str] | None = None, lim
             setting.checker.close()
         if zygote is not None:
             zygote.close()
+
+
+def kept_for_a_rerun(run: run_module.Run, todo: list, unwritten: dict, said: str) -> str:
+    """What a run that ran its notebooks but could not write the gradebook leaves for the next (issue #49)."""
+    if not todo or "results are kept" in said:
+        return ""
+    kept = len(todo) - len(unwritten)
+    return (f" The {kept} submission(s) this run graded are kept in {run.out / 'results'}: a re-run only writes them "
+            "into the gradebook, and no notebook runs again" + (f" ({len(unwritten)} whose result file could not be "
+                                                                  "written are graded again)" if unwritten else "") + ".")
 
 
 def _check_folders(course: Course, submitted: Path, out: Path) -> None:

@@ -317,3 +317,9 @@ HIDDEN_TESTS["run_mfu"] = napkin_test(
     lambda parameters, tokens_per_step, seconds_per_step, gpus, peak_flops_per_second: 6 * parameters * tokens_per_step / seconds_per_step / (gpus * peak_flops_per_second),
     "run_mfu", "MFU (a fraction)", within_percent(5),
     {**PERCENT_FOR_FRACTION, 8.0: "one GPU's peak? The step runs on all 8: divide by 8 x the peak.", 1 / 3: "the forward pass alone? A training step is 6 x tokens x parameters FLOPs."})
+
+HIDDEN_TESTS["gpt3_days"] = napkin_test(
+    {'parameters': 175000000000, 'tokens': 300000000000, 'gpus': 1024, 'peak_flops_per_second': 312000000000000, 'mfu': 0.4},
+    lambda parameters, tokens, gpus, peak_flops_per_second, mfu: 6 * parameters * tokens / (gpus * peak_flops_per_second * mfu) / 86400,
+    "gpt3_days", "days", within_percent(5),
+    {24.0: "hours where days were asked? A day is 24 hours.", 86400.0: "seconds where days were asked? A day is 86,400 seconds.", 1 / 3: "the forward pass alone? Training is 6 x tokens x parameters FLOPs.", 0.4: "the time at the peak? At MFU 0.4 the GPUs deliver 0.4 of it, so the run takes longer."})

@@ -295,3 +295,9 @@ HIDDEN_TESTS["matmul_ms"] = napkin_test(
     lambda n, peak_flops_per_second, mfu: 2 * n**3 / (peak_flops_per_second * mfu) * 1000,
     "matmul_ms", "milliseconds", within_percent(5),
     {**MULTIPLY_ADDS, **S_FOR_MS, 0.6: "the time at the peak? At MFU 0.6 the matmul runs at 0.6 of the peak, so it takes longer than at the peak."})
+
+HIDDEN_TESTS["two_weeks_flops"] = napkin_test(
+    {'gpus': 8, 'peak_flops_per_second': 989500000000000, 'days': 14, 'mfu': 0.5},
+    lambda gpus, peak_flops_per_second, days, mfu: gpus * peak_flops_per_second * mfu * days * 86400,
+    "two_weeks_flops", "FLOPs", within_percent(5),
+    {1 / 86400: "days where seconds were needed? A FLOP/s rate times seconds gives FLOPs: a day is 86,400 s.", 1 / 1440: "minutes where seconds were needed? A day is 86,400 seconds.", 1 / 24: "hours where seconds were needed? A day is 86,400 seconds.", 2.0: "the MFU left out? At MFU 0.5 the GPUs deliver half their peak.", 1 / 8: "one GPU's FLOPs? All 8 work at once."})

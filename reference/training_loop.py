@@ -516,3 +516,9 @@ HIDDEN_TESTS["tokens_billions"] = napkin_test(
     lambda file_bytes: file_bytes / 2 / 1e9,
     "tokens_billions", "billion tokens", within_percent(2),
     {2.0: "one byte per token? A uint16 takes 2 bytes.", 0.25: "8 bytes per token, as int64? The file holds uint16: 2 bytes each.", 1000.0: "millions where billions were asked?"})
+
+HIDDEN_TESTS["read_minutes"] = napkin_test(
+    {'file_bytes': 2800000000000, 'bytes_per_second': 2000000000},
+    lambda file_bytes, bytes_per_second: file_bytes / bytes_per_second / 60,
+    "read_minutes", "minutes", within_percent(5),
+    {60.0: "seconds where minutes were asked? A minute is 60 seconds.", 1 / 60: "hours where minutes were asked?", 1e9 / 2**30: "GiB/s where GB/s were given? 2 GB/s is 2 x 10^9 bytes per second."})

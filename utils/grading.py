@@ -440,6 +440,12 @@ RAISED_HINTS = {
         "with `mixed_adamw_gb = ` and your number (an expression of plain numbers is fine), then run that cell.",
     ("10_accounting_a_training_run", "test_run_mfu"): "run_mfu is one number, set by the answer cell above: replace its raise line "
         "with `run_mfu = ` and your number (an expression of plain numbers is fine), then run that cell.",
+    ("05_flops_mfu", "test_two_weeks_flops"): "two_weeks_flops is one number, set by the answer cell above: replace its raise line "
+        "with `two_weeks_flops = ` and your number (an expression of plain numbers is fine), then run that cell.",
+    ("08_training_loop", "test_read_minutes"): "read_minutes is one number, set by the answer cell above: replace its raise line "
+        "with `read_minutes = ` and your number (an expression of plain numbers is fine), then run that cell.",
+    ("10_accounting_a_training_run", "test_gpt3_days"): "gpt3_days is one number, set by the answer cell above: replace its raise line "
+        "with `gpt3_days = ` and your number (an expression of plain numbers is fine), then run that cell.",
 }
 
 

@@ -69,4 +69,7 @@ def roofline_seconds(ops: list[tuple[float, float]], peak_flops_per_second: floa
     "matmul_ms": """
 matmul_ms = 1000 * (2 * 8192 * 8192 * 8192) / (0.6 * 312 * 10**12)
 """,
+    "two_weeks_flops": """
+two_weeks_flops = 14 * 86_400 * (8 * 989.5 * 10**12) / 2
+""",
 }

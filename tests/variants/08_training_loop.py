@@ -79,4 +79,7 @@ def load_checkpoint(path: str, model: torch.nn.Module, optimizer: torch.optim.Op
     "tokens_billions": """
 tokens_billions = 2_800_000_000_000 // 2 / 10**9
 """,
+    "read_minutes": """
+read_minutes = (2_800_000 / 2_000) / 60
+""",
 }

@@ -53,4 +53,7 @@ def training_days(shape: GPT2Shape, tokens: float, num_gpus: int, device_name: s
     "run_mfu": """
 run_mfu = (6 * 124_000_000 * 524_288 / 1.2) / 8 / 312e12
 """,
+    "gpt3_days": """
+gpt3_days = (6 * 175 * 300 * 10**18) / (0.4 * 1024 * 312 * 10**12 * 24 * 3600)
+""",
 }

@@ -86,4 +86,10 @@ matmul_ms = 2 * 8192**3 / (312e12 * 0.6)
     Wrong("matmul_ms", 'the MFU left out: the time at the peak', r"MFU|peak", """
 matmul_ms = 2 * 8192**3 / 312e12 * 1e3
 """),
+    Wrong("two_weeks_flops", 'days left as days, not seconds', r"86,400", """
+two_weeks_flops = 8 * 989.5e12 * 0.5 * 14
+"""),
+    Wrong("two_weeks_flops", 'the MFU left out', r"MFU", """
+two_weeks_flops = 8 * 989.5e12 * 14 * 86400
+"""),
 ]

@@ -170,4 +170,10 @@ tokens_billions = 2.8e12 / 1e9
     Wrong("tokens_billions", '8 bytes per token, as int64', r"uint16|int64", """
 tokens_billions = 2.8e12 / 8 / 1e9
 """),
+    Wrong("read_minutes", 'seconds where minutes were asked', r"seconds where minutes", """
+read_minutes = 2.8e12 / 2e9
+"""),
+    Wrong("read_minutes", 'hours where minutes were asked', r"hours", """
+read_minutes = 2.8e12 / 2e9 / 3600
+"""),
 ]

@@ -157,4 +157,10 @@ run_mfu = 100 * 6 * 124e6 * 524288 / 1.2 / (8 * 312e12)
     Wrong("run_mfu", "one GPU's peak, not eight", r"8 x the peak", """
 run_mfu = 6 * 124e6 * 524288 / 1.2 / 312e12
 """),
+    Wrong("gpt3_days", 'hours where days were asked', r"hours where days", """
+gpt3_days = 6 * 175e9 * 300e9 / (1024 * 312e12 * 0.4) / 3600
+"""),
+    Wrong("gpt3_days", 'the forward pass alone', r"forward pass alone", """
+gpt3_days = 2 * 175e9 * 300e9 / (1024 * 312e12 * 0.4) / 86400
+"""),
 ]

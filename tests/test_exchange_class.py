@@ -132,3 +132,34 @@ def test_the_exchange_root_is_nbgraders_own_default_where_nothing_names_one():
     from traitlets.config import Config
     assert exchange_root(Config()) == Path(Exchange.class_traits()["root"].default_value)
     assert exchange_root(Config({"Exchange": {"root": "/x/y"}})) == Path("/x/y")
+
+
+# ---- the students' nbgrader (issue #49, item 11) -------------------------------------------------------------------
+
+def as_nobody(script: Path) -> bool:
+    """Whether the account `nobody` (a student, as far as files go) can run `script --version`."""
+    return subprocess.run(["runuser", "-u", "nobody", "--", str(script), "--version"], capture_output=True,
+                          timeout=120, cwd="/").returncode == 0
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="runs nbgrader as another account (runuser): needs root")
+def test_the_check_of_the_students_environment_agrees_with_a_student_account(tmp_path):
+    """`python -m autograder.exchange check-students-env ENV` (docs/instructors.md) says what `nobody` finds: the
+    environment running these tests (the course's .venv; here its Python lives under /root, closed to others), the
+    class hub's environment where `make hub-test-env` built it (readable by every account), and that same environment
+    reached through a folder closed to others."""
+    from autograder.exchange import main, students_nbgrader
+    own = Path(sys.prefix)
+    assert (students_nbgrader(own) == []) == as_nobody(own / "bin" / "nbgrader"), students_nbgrader(own)
+    hub = Path(os.environ.get("HUB_TEST_PREFIX", "/var/tmp/cs336-hub-test")) / "env"
+    if not (hub / "bin" / "nbgrader").is_file():
+        pytest.skip(f"no class hub environment at {hub} (make hub-test-env builds it)")
+    assert students_nbgrader(hub) == [] and as_nobody(hub / "bin" / "nbgrader")
+    assert main(["check-students-env", str(hub)]) == 0
+    closed = tmp_path / "closed"
+    closed.mkdir(mode=0o700)
+    (closed / "env").symlink_to(hub)
+    obstacles = students_nbgrader(closed / "env")
+    assert any(f"{closed} (mode drwx------) does not let other accounts in" in line for line in obstacles), obstacles
+    assert not as_nobody(closed / "env" / "bin" / "nbgrader")
+    assert main(["check-students-env", str(closed / "env")]) == 1

@@ -145,3 +145,36 @@ def napkin_test(inputs: dict[str, object], answer: Callable[..., float], what: s
         check_napkin(results, expected, what, unit, tolerance, slips)
     return NapkinTest(lambda: tuple(inputs.items()), lambda cases: float(answer(**dict(cases))), check,
                       unit=unit, tolerance=tolerance)
+
+
+@dataclass(frozen=True)
+class CostBudget:
+    """What one task's code may cost (issue #52), declared beside its hidden test and measured by the grader from
+    outside the notebook process (autograder/grader/cost.py). After the task's test cell passes, the grader runs
+    `prepare` (not measured: it builds the inputs), then `call` (the student's function on them), measuring `call`
+    with the kernel's counters. Each limit left None is not budgeted.
+
+    peak_bytes: peak resident memory above the call's start, bytes. file, file_bytes, faults: bytes read from the
+    file whose path ends with `file` (its mapped pages plus bytes read by system calls), and the page faults that
+    reading may take. cpu_seconds: CPU time of the call. seconds: the call's wall-clock limit (a copy that is also
+    slow fails by time, without holding up the run). A budget is shown to the student; it is no expected value."""
+    key: str            # the hidden test ("<module>.<test>") whose test cell the measured call follows
+    what: str           # the call, in words a student recognises: "sliding_windows(torch.empty(2**20), 128)"
+    prepare: str
+    call: str
+    hint: str
+    peak_bytes: int | None = None
+    file: str = ""
+    file_bytes: int | None = None
+    faults: int = 0
+    cpu_seconds: float | None = None
+    seconds: float = 20.0
+
+
+def budgets(key: str) -> list[CostBudget]:
+    """The cost budgets of hidden test `key` (`COST_BUDGETS` in its reference module), in order; [] if none."""
+    match = KEY.match(key)
+    if not match:
+        return []
+    module = importlib.import_module(f"reference.{match.group(1)}")
+    return [budget for budget in getattr(module, "COST_BUDGETS", ()) if budget.key == key]

@@ -103,7 +103,7 @@ def _pick_check(cases, expected, results) -> None:
         if want is None:
             if given != ("raised", "ValueError"):
                 raise AssertionError(f"{what} should raise ValueError: there is no GPU {rank}.\n"
-                                     f"Hint: a local_rank needs a GPU of that index: 0 <= local_rank < cuda_count.")
+                                     f"Hint: a local_rank needs a GPU of that index, and the GPUs are numbered from 0.")
             continue
         if given[0] == "raised":
             raise AssertionError(f"{what} raised {given[1]}\nHint: only a local_rank with no GPU of its index raises.")

@@ -256,9 +256,9 @@ def _seed_check(cases, expected, results) -> None:
     for seed, want, got in zip(cases["seeds"], expected, results):
         check_type(got, list, f"the draws after seed_everything({seed})")
         check_int(len(got), 4, f"the draws after seed_everything({seed})")
-        check_tensor(got[0], want[0], f"torch.rand(3) after seed_everything({seed})", hint="torch.manual_seed(seed)")
-        check_tensor(got[1], want[1], f"np.random.rand(3) after seed_everything({seed})", hint="np.random.seed(seed)")
-        check_float(got[2], want[2], f"random.random() after seed_everything({seed})", hint="random.seed(seed)")
+        check_tensor(got[0], want[0], f"torch.rand(3) after seed_everything({seed})", hint="torch's global generator was not seeded with `seed` (lecture 8, section 3).")
+        check_tensor(got[1], want[1], f"np.random.rand(3) after seed_everything({seed})", hint="numpy's global generator was not seeded with `seed` (lecture 8, section 3).")
+        check_float(got[2], want[2], f"random.random() after seed_everything({seed})", hint="Python's random module was not seeded with `seed` (lecture 8, section 3).")
         if cases["cuda"]:
             check_int(got[3], seed, f"torch.cuda.initial_seed() after seed_everything({seed})",
                       hint="torch.manual_seed seeds every CUDA device too.")
@@ -326,8 +326,8 @@ def _train_check(cases, expected, results) -> None:
         # as close to the float64 run as the reference's float32 run, up to rounding (rules at the top)
         check_as_accurate_as_torch(torch.tensor(got, dtype=torch.float32), torch.tensor(want_losses, dtype=torch.float32),
                                    torch.tensor(exact_losses, dtype=torch.float64), f"losses of {what}",
-                                   hint="the step's loss is the mean of its micro-batches' losses; backward each "
-                                        "micro-batch's loss / accumulation_steps.")
+                                   hint="the step's loss is the mean of its micro-batches' losses, and their gradients "
+                                        "must add up to the gradient of that mean (lecture 8, section 4).")
         params = _check_dict(result.get("params"), f"the parameters after {what}")
         for name, tensor in want_params.items():
             check_as_accurate_as_torch(params.get(name), tensor, exact_params[name], f"parameter {name} after {what}",
@@ -399,13 +399,15 @@ def _save_check(cases, expected, results) -> None:
         check_int(checkpoint.get("step"), case["steps"], f"'step' of {what}")
         saved_model = checkpoint.get("model")
         if type(saved_model) is not dict:
-            raise AssertionError(f"'model' of {what} is not a state dict.\nHint: model.state_dict().")
+            raise AssertionError(f"'model' of {what} is not a state dict.\nHint: save what the model's state dict holds, its "
+                                 "tensors by name, not the model object (lecture 8, section 6).")
         check_int(len(saved_model), len(want["model"]), f"number of tensors in 'model' of {what}")
         for name, tensor in want["model"].items():
             check_tensor(saved_model.get(name), tensor, f"'model'[{name!r}] of {what}")
         saved_optimizer = checkpoint.get("optimizer")
         if type(saved_optimizer) is not dict or type(saved_optimizer.get("state")) is not dict:
-            raise AssertionError(f"'optimizer' of {what} is not a state dict.\nHint: optimizer.state_dict().")
+            raise AssertionError(f"'optimizer' of {what} is not a state dict.\nHint: save what the optimizer's state dict "
+                                 "holds, its state tensors and settings, not the optimizer object (lecture 8, section 6).")
         for index, state in want["optimizer"].items():
             saved_state = _check_dict(saved_optimizer["state"].get(str(index)), f"'optimizer' state {index} of {what}")
             for key, tensor in state.items():
@@ -480,7 +482,7 @@ def _load_check(cases, expected, results) -> None:
         if type(flags) is not list or not flags or any(flag is not True for flag in flags):
             raise AssertionError(f"load_checkpoint must read the file with torch.load(path, weights_only=True) ({label}).")
         check_int(result.get("step"), case["stop"], f"the step load_checkpoint returned ({label})",
-                  hint="return checkpoint['step'].")
+                  hint="return the step the checkpoint was saved at, as an int (task 4 saved it).")
         losses = result.get("losses")
         check_type(losses, list, f"the losses of the resumed run ({label})")
         check_int(len(losses), len(want["losses"]), f"the number of losses of the resumed run ({label})")

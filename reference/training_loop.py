@@ -209,32 +209,6 @@ def _get_batch_check(cases, expected, results) -> None:
         _check_global_draws(result.get("global_draws"), case["global_seed"], what)
 
 
-BIG_TOKENS = 2_000_000  # the hidden test's array-like: np.arange(BIG_TOKENS, dtype=np.uint32) % 50_000
-
-
-def _big_cases() -> list[dict]:
-    return [dict(batch_size=b, context_length=c, seed=3) for b, c in [(8, 64), (32, 16), (1, 1000)]]
-
-
-def _big_expected(cases: list[dict]) -> list[tuple]:
-    big = np.arange(BIG_TOKENS, dtype=np.uint32) % 50_000
-    return [get_batch(big, c["batch_size"], c["context_length"], "cpu", torch.Generator().manual_seed(c["seed"]))
-            for c in cases]
-
-
-def _big_check(cases, expected, results) -> None:
-    _check_list(results, len(cases), "get_batch on a 2,000,000-token array-like")
-    for case, want, result in zip(cases, expected, results):
-        size = f"({case['batch_size']}, {case['context_length']})"
-        result = _check_dict(result, f"get_batch on a 2,000,000-token array-like, {size}")
-        _check_batch(result.get("batch"), want, f"get_batch on a 2,000,000-token array-like, {size}")
-        read, limit = result.get("tokens_read"), 2 * case["batch_size"] * (case["context_length"] + 1)
-        check_type(read, int, "the tokens get_batch read")
-        if read > limit:
-            raise AssertionError(f"get_batch read {read:,} tokens for a {size} batch; it needs at most {limit:,}.\n"
-                                 f"Hint: read only the windows.")
-
-
 # ---- task 2: seed_everything
 SEEDS = (1, 42, 2025, 123456789, 2**31 - 1)
 
@@ -501,7 +475,6 @@ def _load_check(cases, expected, results) -> None:
 
 HIDDEN_TESTS = {
     "get_batch": HiddenTest(cases=_get_batch_cases, expected=_get_batch_expected, check=_get_batch_check),
-    "get_batch_reads": HiddenTest(cases=_big_cases, expected=_big_expected, check=_big_check),
     "seed_everything": HiddenTest(cases=_seed_cases, expected=_seed_expected, check=_seed_check),
     "train": HiddenTest(cases=_train_cases, expected=_train_expected, check=_train_check),
     "save_checkpoint": HiddenTest(cases=_save_cases, expected=_save_expected, check=_save_check),
@@ -524,3 +497,21 @@ HIDDEN_TESTS["read_minutes"] = napkin_test(
     lambda file_bytes, bytes_per_second: file_bytes / bytes_per_second / 60,
     "read_minutes", "minutes", within_percent(5),
     {60.0: "seconds where minutes were asked? A minute is 60 seconds.", 1 / 60: "hours where minutes were asked?", 1e9 / 2**30: "GiB/s where GB/s were given? 2 GB/s is 2 x 10^9 bytes per second."})
+
+# ---- cost budgets (issue #52): measured by the grader from outside the notebook process, after the test cell passes.
+# They replace the CountingTokens stand-in: a real memmap file, read however the code likes (slices, a new mapping,
+# a new file descriptor), counted by the kernel.
+from reference.hidden import CostBudget  # noqa: E402
+from utils import cost as _cost  # noqa: E402
+
+COST_BUDGETS = [CostBudget(
+    key="training_loop.get_batch",
+    what=f"get_batch(a memmap of {_cost.BATCH_FILE_TOKENS:,} uint16 tokens (32 MiB), {_cost.BATCH_SIZE}, "
+         f"{_cost.BATCH_CONTEXT}, 'cpu', generator)",
+    prepare=("_cost_path = os.path.join(tempfile.mkdtemp(), 'cost-tokens.bin')\n"
+             f"np.arange({_cost.BATCH_FILE_TOKENS}, dtype=np.uint16).tofile(_cost_path)\n"
+             "_cost_data = np.memmap(_cost_path, dtype=np.uint16, mode='r')"),
+    call=(f"_cost_batch = get_batch(_cost_data, {_cost.BATCH_SIZE}, {_cost.BATCH_CONTEXT}, 'cpu', "
+          "torch.Generator().manual_seed(3)); del _cost_batch"),
+    hint="read only the windows a batch needs, as slices data[a:b] of the memmap (lecture 8, section 1).",
+    file="cost-tokens.bin", file_bytes=_cost.BATCH_FILE_BYTES, faults=_cost.BATCH_FAULTS, seconds=20.0)]

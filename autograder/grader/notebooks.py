@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 
 from autograder.course import REPO_ROOT
+from autograder.grader import cost
 from autograder.grader.plan import Plan
 from autograder.limits import Limits
 from autograder.protocol import (CellRequest, CellResult, Exited, Files, Init, Message, ProtocolError, Ready, Spawn,
@@ -269,6 +270,13 @@ def run_plan(plan: Plan, limits: Limits, zygote: Zygote, slot: int, files: dict[
                                                           {key: cases[key] for key in cell.hidden_keys if key in cases})
                 except Died as died:
                     results[index] = {**failed(str(died)), "seconds": round(time.monotonic() - started, 3)}
+                    crashed.add(index)
+                    raise
+                try:  # a budgeted task's cost, measured from outside (issue #52): after its test cell passes
+                    cost.run_budgets(process, cell, result)
+                except Died as died:
+                    results[index] = {**result, "ok": False, "error": f"the measured call of this task's cost "
+                                      f"budget was stopped: {died}", "line": None}
                     crashed.add(index)
                     raise
                 result["seconds"] = round(time.monotonic() - started, 3)  # wall time: for the instructor

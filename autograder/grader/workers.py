@@ -17,7 +17,7 @@ from pathlib import Path
 
 from autograder import autograded, feedback
 from autograder.forked import Child, ChildFailed
-from autograder.grader import rules
+from autograder.grader import cost, rules
 from autograder.grader.find import Unreadable, assignment_files, read_capped
 from autograder.grader.notebooks import GraderFault, Zygote, failed, run_plan
 from autograder.grader.plan import NotANotebook, make_plan, read_notebook
@@ -155,7 +155,7 @@ def grade_submission(job: Job, setting: Setting, slot: int) -> dict:
         record = autograded.record(source, submitted, plan, results, own_stubs, problem)
         if problem:  # as nbgrader does for a missing notebook: every graded cell scores 0
             record["grades"] = {gid: 0.0 for gid in record["grades"]}
-        flags = plan.flags + rules.flags(judged)
+        flags = plan.flags + rules.flags(judged) + (cost.flags(results) if runnable else [])
         notebooks[name] = {"cells": cells, "flags": flags, "notes": plan.notes, "ran": bool(runnable),
                            "problem": problem, **record}
     return {"key": job.key, "student": job.student, "assignment": job.assignment, "problems": problems,

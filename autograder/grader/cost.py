@@ -1,0 +1,231 @@
+"""Runs in the grader: what one call of the student's code costs, measured by the kernel from outside the notebook
+process (issue #52), and the verdict against the instructor's budget (reference/hidden.py, CostBudget).
+
+What is measured, and how (all read by the grader from /proc/<pid>/..., never from anything the notebook says):
+- peak memory above the call's baseline: `VmHWM` (the kernel's resident high-water mark of the process's memory,
+  all threads) after writing 5 to `clear_refs` (which resets it to the resident size then); bytes. Freeing memory
+  afterwards (in a signal handler or anywhere) cannot lower a high-water mark, and the notebook cannot reset it
+  itself: Landlock gives it no write access to /proc.
+- bytes read from a named file: the resident pages of every mapping of that file at the end of the call (`smaps`,
+  `Rss`), plus the bytes the process read through system calls (`/proc/<pid>/io` `rchar`, less the grader's own
+  request). A mapping made and dropped inside the call leaves no `Rss`, but each of its pages was a page fault:
+  faults (`/proc/<pid>/stat` minflt + majflt) past the budget's allowance fail the call too.
+- CPU seconds: utime + stime of `/proc/<pid>/stat` (all threads), in clock ticks.
+- work done elsewhere: a child process's memory and faults are not the notebook's. A child alive or a zombie at the
+  end (the process's `children`), a child reaped during the call (its faults and CPU time land in the notebook's
+  cminflt, cutime: a forked Python process always faults), or SIGCHLD ignored (`SigIgn`: children then vanish
+  unaccounted) each refuse the measurement: the call fails its budget and the notebook is flagged for a person.
+
+The notebook's working folder is a tmpfs, so the file's pages are always in memory and `mincore` on the file cannot
+tell a read page from an unread one; the process's own mappings and counters can.
+"""
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+PAGE = os.sysconf("SC_PAGE_SIZE")
+TICKS = os.sysconf("SC_CLK_TCK")
+SIGCHLD_BIT = 1 << (17 - 1)  # SIGCHLD is 17 on x86-64 and arm64
+_MAPPING = re.compile(r"^[0-9a-f]+-[0-9a-f]+ \S+ \S+ \S+ \d+\s*(.*)$")
+
+
+@dataclass(frozen=True)
+class Counters:
+    """One reading of the notebook process's counters. Bytes, clock ticks and counts."""
+    rss_bytes: int
+    hwm_bytes: int
+    faults: int
+    child_faults_and_ticks: int
+    ticks: int
+    read_bytes: int
+    sigchld_ignored: bool
+
+
+@dataclass(frozen=True)
+class Measured:
+    """What one call cost: peak memory above its baseline and bytes read from the budget's file (bytes), page faults,
+    CPU seconds; `elsewhere`: why the call did work outside the process (empty when it did none)."""
+    peak_bytes: int
+    file_bytes: int
+    faults: int
+    cpu_seconds: float
+    elsewhere: tuple[str, ...] = ()
+
+    def as_dict(self) -> dict:
+        return {**asdict(self), "elsewhere": list(self.elsewhere)}
+
+
+def pid_of(pidfd: int) -> int:
+    """The process a pidfd refers to, as the kernel says (fdinfo), in the grader's PID namespace."""
+    for line in Path(f"/proc/self/fdinfo/{pidfd}").read_text().splitlines():
+        if line.startswith("Pid:"):
+            return int(line.split()[1])
+    raise OSError("no Pid in the pidfd's fdinfo")
+
+
+def _status(pid: int) -> dict[str, str]:
+    return dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines() if ":" in line)
+
+
+def read_counters(pid: int) -> Counters:
+    """The counters of process `pid` now (OSError if it is gone)."""
+    status = _status(pid)
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    minflt, cminflt, majflt, cmajflt = (int(fields[i]) for i in (7, 8, 9, 10))
+    utime, stime, cutime, cstime = (int(fields[i]) for i in (11, 12, 13, 14))
+    io = dict(line.split(": ") for line in Path(f"/proc/{pid}/io").read_text().splitlines())
+    return Counters(rss_bytes=int(status["VmRSS"].split()[0]) * 1024, hwm_bytes=int(status["VmHWM"].split()[0]) * 1024,
+                    faults=minflt + majflt, child_faults_and_ticks=cminflt + cmajflt + cutime + cstime,
+                    ticks=utime + stime, read_bytes=int(io["rchar"]),
+                    sigchld_ignored=bool(int(status["SigIgn"].strip(), 16) & SIGCHLD_BIT))
+
+
+def reset_peak(pid: int) -> None:
+    """Set the process's memory high-water mark (VmHWM) to its resident size now."""
+    Path(f"/proc/{pid}/clear_refs").write_text("5")
+
+
+def file_resident_bytes(pid: int, name: str) -> int:
+    """Bytes of every mapping of a file whose path ends with `name` that are in the process's page tables now."""
+    total, inside = 0, False
+    for line in Path(f"/proc/{pid}/smaps").read_text().splitlines():
+        header = _MAPPING.match(line)
+        if header:
+            inside = bool(name) and header.group(1).endswith(name)
+        elif inside and line.startswith("Rss:"):
+            total += int(line.split()[1]) * 1024
+    return total
+
+
+def children(pid: int) -> list[int]:
+    """Every descendant of `pid` that exists now, zombies included."""
+    found, todo = [], [pid]
+    while todo:
+        parent = todo.pop()
+        try:
+            tasks = os.listdir(f"/proc/{parent}/task")
+        except OSError:
+            continue
+        for task in tasks:
+            try:
+                kids = [int(k) for k in Path(f"/proc/{parent}/task/{task}/children").read_text().split()]
+            except OSError:
+                continue
+            found += kids
+            todo += kids
+    return found
+
+
+class Meter:
+    """Measures one call in process `pid`: `start()` before the grader sends the cell, `stop()` after its reply."""
+
+    def __init__(self, pid: int, file_name: str = "", request_bytes: int = 0):
+        self.pid, self.file_name, self.request_bytes = pid, file_name, request_bytes
+        self.before: Counters | None = None
+        self.file_before = 0
+
+    def start(self) -> None:
+        reset_peak(self.pid)
+        self.file_before = file_resident_bytes(self.pid, self.file_name)
+        self.before = read_counters(self.pid)
+
+    def stop(self) -> Measured:
+        assert self.before is not None, "Meter.stop before start"
+        after, before = read_counters(self.pid), self.before
+        elsewhere = []
+        kids = children(self.pid)
+        if kids:
+            elsewhere.append(f"{len(kids)} child process(es) still there after the call")
+        if after.child_faults_and_ticks != before.child_faults_and_ticks:
+            elsewhere.append("a child process ran and was waited for during the call")
+        if after.sigchld_ignored:
+            elsewhere.append("SIGCHLD is ignored (children would vanish unaccounted)")
+        mapped = max(file_resident_bytes(self.pid, self.file_name) - self.file_before, 0)
+        read = max(after.read_bytes - before.read_bytes - self.request_bytes, 0)
+        return Measured(peak_bytes=max(after.hwm_bytes - before.rss_bytes, 0),
+                        file_bytes=mapped + read if self.file_name else 0,
+                        faults=after.faults - before.faults, cpu_seconds=(after.ticks - before.ticks) / TICKS,
+                        elsewhere=tuple(elsewhere))
+
+
+def mib(n: float) -> str:
+    return f"{n / 2**20:,.1f} MiB"
+
+
+def describe(budget, measured: Measured) -> str:
+    """One line per budgeted quantity: the measured cost beside the budget (shown to the student)."""
+    lines = [f"Measured by the grader (the kernel's counters of your notebook process) for {budget.what}:"]
+    if budget.peak_bytes is not None:
+        lines.append(f"  peak memory above the call's start: {mib(measured.peak_bytes)} (budget {mib(budget.peak_bytes)})")
+    if budget.file_bytes is not None:
+        lines.append(f"  bytes read from {budget.file}: {mib(measured.file_bytes)} (budget {mib(budget.file_bytes)}); "
+                     f"page faults {measured.faults:,} (budget {budget.faults:,})")
+    if budget.cpu_seconds is not None:
+        lines.append(f"  CPU time: {measured.cpu_seconds:.2f} s (budget {budget.cpu_seconds:g} s)")
+    return "\n".join(lines)
+
+
+def verdict(budget, measured: Measured) -> str:
+    """'' when `measured` is within `budget`, else the failure message (with the budget's hint)."""
+    if measured.elsewhere:
+        return (f"{budget.what} did work outside the notebook process ({'; '.join(measured.elsewhere)}): its cost "
+                f"cannot be measured, so it does not meet its budget; your instructor will look.\n"
+                f"Hint: do the work in the call itself, without starting processes.")
+    over = []
+    if budget.peak_bytes is not None and measured.peak_bytes > budget.peak_bytes:
+        over.append(f"its peak memory was {mib(measured.peak_bytes)}, over the budget of {mib(budget.peak_bytes)}")
+    if budget.file_bytes is not None and measured.file_bytes > budget.file_bytes:
+        over.append(f"it read {mib(measured.file_bytes)} of {budget.file}, over the budget of {mib(budget.file_bytes)}")
+    if budget.file_bytes is not None and measured.faults > budget.faults:
+        over.append(f"it took {measured.faults:,} page faults, over the budget of {budget.faults:,} (a mapping "
+                    f"read and dropped within the call still faults once per page it maps)")
+    if budget.cpu_seconds is not None and measured.cpu_seconds > budget.cpu_seconds:
+        over.append(f"it used {measured.cpu_seconds:.2f} s of CPU, over the budget of {budget.cpu_seconds:g} s")
+    if not over:
+        return ""
+    return f"{budget.what}: {'; '.join(over)}.\nHint: {budget.hint}"
+
+
+def budgets_of(cell) -> list:
+    """The cost budgets that follow a test cell (reference/hidden.py, CostBudget), by its hidden tests' keys."""
+    if cell.kind != "test":
+        return []
+    from reference import hidden
+    return [budget for key in cell.hidden_keys for budget in hidden.budgets(key)]
+
+
+def run_budgets(process, cell, result: dict) -> None:
+    """After a passed test cell: run each of its budgets' calls in `process` (a NotebookProcess), measured from
+    outside, and fail `result` (in place) with the verdict when one is over; `result["costs"]` keeps what was
+    measured, and its output gains the measured cost beside the budget. Raises Died (notebooks.py) as `run` does."""
+    from autograder.protocol import CellRequest
+    if not result.get("ok"):
+        return
+    for budget in budgets_of(cell):
+        prepared = process.run("test", budget.prepare, budget.seconds)
+        if not prepared["ok"]:
+            raise RuntimeError(f"the cost budget of {budget.key} could not prepare its inputs: {prepared['error']}")
+        meter = Meter(pid_of(process.pidfd), budget.file,
+                      len(CellRequest("0" * 16, "test", budget.call, {}).to_line()))
+        meter.start()
+        called = process.run("test", budget.call, budget.seconds)
+        measured = meter.stop()
+        shown = describe(budget, measured)
+        failure = verdict(budget, measured) if called["ok"] else \
+            f"{budget.what} failed when the grader measured its cost: {called['error']}"
+        result.setdefault("costs", []).append({"what": budget.what, **measured.as_dict(), "ok": not failure,
+                                               "budget": {k: getattr(budget, k) for k in
+                                                          ("peak_bytes", "file", "file_bytes", "faults", "cpu_seconds")}})
+        result["output"] = (result.get("output") or "") + shown + "\n"
+        if failure:
+            result.update(ok=False, error=f"AssertionError: {failure}", line=None)
+            return
+
+
+def flags(results: list[dict]) -> list[str]:
+    """A flag for a person per measured call that did work outside the notebook process."""
+    return [f"cost: {cost['what']} did work outside the notebook process ({'; '.join(cost['elsewhere'])})"
+            for result in results for cost in result.get("costs", []) if cost.get("elsewhere")]

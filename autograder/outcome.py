@@ -1,0 +1,269 @@
+"""Runs in the grader and in the instructor's tools: one graded submission, typed, from the worker to the report.
+
+    worker --SubmissionOutcome--> results/<student>/<assignment>.json --> record, write, report, canvas
+
+A worker grades a submission into a `SubmissionOutcome` (its notebooks, each a `NotebookOutcome` of `CellOutcome`s);
+`to_json` writes it to the results file and `from_json` reads it back strictly: exactly the declared fields, each of
+its declared type, and OutcomeError otherwise (the file is then graded again, never half trusted).
+
+Why something failed is a `Failure`, set where the failure happens (notebooks.py, workers.py, rules.py); whether a
+submission was graded is a `Status`. Neither is ever read back from the English shown to people.
+
+Results files written before these types (2026-11-28, no "format" field) still read: `from_json` gives their cells the
+`Failure` their error text meant when they were written (`_legacy_cell_failure`, the only reader of that text, for
+those files only).
+"""
+from __future__ import annotations
+
+import enum
+import json
+import re
+from dataclasses import dataclass, fields
+from types import NoneType, UnionType
+from typing import Any, ClassVar, Union, get_args, get_origin, get_type_hints
+
+FORMAT = 2  # the "format" of a results file written with these types; files without one are format 1
+
+
+class OutcomeError(ValueError):
+    """A results file that is not a graded submission: wrong fields, wrong types, not JSON. The message says where."""
+
+
+class Failure(enum.Enum):
+    """Why a cell, a notebook or a whole submission lost its points or was not graded. The value is what the results
+    file holds."""
+    TIMEOUT = "timeout"                      # a cell, or the notebook, ran past its time limit
+    CRASH = "crash"                          # the notebook process died, flooded or broke the grader's channel
+    NOT_RUN = "not run"                      # never run: restarts or time used up, or no notebook to run
+    SYNTAX = "syntax"                        # the cell is not valid Python
+    ERROR = "error"                          # an exception, or a failed visible or hidden check
+    TAMPERED = "tampered"                    # the tests' tools were changed while they ran
+    RULE = "rule"                            # the task broke its rule (utils/rules.py), judged on its code
+    MISSING_NOTEBOOK = "missing notebook"    # a notebook of the assignment is not in the submission
+    NOT_A_NOTEBOOK = "not a notebook"        # the file is there but is not a notebook the grader can read
+    GRADER = "grader"                        # NOT GRADED: the grader's own fault, never the student's
+
+
+class Status(enum.Enum):
+    """What happened to one student's assignment in a run: a gradebook row's and grades.csv's `status`."""
+    GRADED = "graded"                        # graded (some parts may have scored 0: see the notes)
+    NOT_GRADED = "not graded"                # the grader failed on it: the gradebook keeps what it had
+    NO_SUBMISSION = "no submission"          # nothing handed in: 0 points
+    UNKNOWN_ASSIGNMENT = "unknown assignment"  # a folder named after no assignment of the course
+
+
+# ---- strict reading ------------------------------------------------------------------------------------------------
+def _matches(value: object, kind: Any) -> bool:
+    """Whether `value` (parsed JSON) is of the annotation `kind`; bool is never taken for a number."""
+    origin, args = get_origin(kind), get_args(kind)
+    if kind is Any:
+        return True
+    if kind is NoneType:
+        return value is None
+    if origin in (Union, UnionType):
+        return any(_matches(value, a) for a in args)
+    if kind is float:
+        return type(value) in (int, float)
+    if isinstance(kind, type) and issubclass(kind, enum.Enum):
+        return any(value == member.value for member in kind)
+    if origin is tuple:
+        return type(value) is list and all(_matches(v, args[0]) for v in value)
+    if origin is dict:
+        return type(value) is dict and all(_matches(k, args[0]) and _matches(v, args[1]) for k, v in value.items())
+    if origin is list:
+        return type(value) is list and all(_matches(v, args[0]) for v in value)
+    return type(value) is kind
+
+
+def _field_values(cls: type, obj: object, where: str, optional: frozenset[str] = frozenset()) -> dict[str, Any]:
+    """The fields of dataclass `cls` from the JSON object `obj`, each checked against its annotation: every field
+    without a default is required, `optional` ones may be missing, no other key is allowed."""
+    if type(obj) is not dict:
+        raise OutcomeError(f"{where}: expected an object, got {type(obj).__name__}")
+    hints = get_type_hints(cls)
+    declared = {f.name for f in fields(cls)}
+    missing = declared - set(obj) - optional
+    extra = set(obj) - declared
+    if missing or extra:
+        raise OutcomeError(f"{where}: missing {sorted(missing)}, unexpected {sorted(extra)}")
+    values = {}
+    for name, value in obj.items():
+        if not _matches(value, hints[name]):
+            raise OutcomeError(f"{where}.{name}: expected {hints[name]}, got {type(value).__name__}")
+        values[name] = value
+    return values
+
+
+def _plain(value: object) -> object:
+    """`value` as JSON: enums by their value, tuples as lists."""
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
+# ---- the outcome ---------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class CellOutcome:
+    """One cell of the plan (plan.py) as it ran. `kind`: setup, answer, test or added; `line`: the line of the visible
+    code a failure is shown at (None: none, or a hidden test's); `seconds`: wall time (None: never ran);
+    `error_full`: the whole error where students see only a hint (instructors only); `costs`: a budgeted task's
+    measured costs (grader/cost.py); `failure`: why it failed (None when it passed)."""
+    kind: str
+    grade_id: str
+    points: float
+    visible_code: str
+    ok: bool
+    output: str
+    error: str
+    restored: tuple[str, ...]
+    tampered: tuple[str, ...]
+    line: int | None
+    seconds: float | None = None
+    error_full: str | None = None
+    costs: tuple[dict[str, Any], ...] | None = None
+    failure: Failure | None = None
+
+    OMITTED_WHEN_NONE: ClassVar[frozenset[str]] = frozenset({"seconds", "error_full", "costs"})  # absent: None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {f.name: _plain(getattr(self, f.name)) for f in fields(self)
+                if not (f.name in self.OMITTED_WHEN_NONE and getattr(self, f.name) is None)}
+
+    @classmethod
+    def from_dict(cls, obj: object, where: str, legacy: bool) -> CellOutcome:
+        if legacy and type(obj) is dict:
+            obj = {k: v for k, v in obj.items() if k != "handed"}  # format 1 kept it on cells that never ran
+            obj.setdefault("failure", None if obj.get("ok") else _legacy_cell_failure(obj))
+        values = _field_values(cls, obj, where, cls.OMITTED_WHEN_NONE)
+        values["restored"], values["tampered"] = tuple(values["restored"]), tuple(values["tampered"])
+        if values.get("costs") is not None:
+            values["costs"] = tuple(values["costs"])
+        if values["failure"] is not None:
+            values["failure"] = Failure(values["failure"])
+        return cls(**values)
+
+
+@dataclass(frozen=True)
+class NotebookOutcome:
+    """One notebook of a submission: its cells, nbgrader's flags for a person, notes on the whole notebook, whether
+    it ran, why it could not be used (`problem`, with its `failure`), and what nbgrader keeps of it (autograded.py):
+    the autograded notebook, grades and comments by grade_id."""
+    cells: tuple[CellOutcome, ...]
+    flags: tuple[str, ...]
+    notes: tuple[str, ...]
+    ran: bool
+    problem: str
+    notebook: dict[str, Any]
+    grades: dict[str, float | None]
+    comments: dict[str, str | None]
+    failure: Failure | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"cells": [c.to_dict() for c in self.cells], "flags": list(self.flags), "notes": list(self.notes),
+                "ran": self.ran, "problem": self.problem, "notebook": self.notebook, "grades": self.grades,
+                "comments": self.comments, "failure": _plain(self.failure)}
+
+    @classmethod
+    def from_dict(cls, obj: object, where: str, legacy: bool) -> NotebookOutcome:
+        if legacy and type(obj) is dict:
+            obj = {**obj, "failure": _legacy_problem_failure(obj.get("problem"))}
+        raw = _field_values(cls, {**obj, "cells": []} if type(obj) is dict else obj, where)
+        cells = obj["cells"] if type(obj) is dict else None
+        if type(cells) is not list:
+            raise OutcomeError(f"{where}.cells: expected a list")
+        raw["cells"] = tuple(CellOutcome.from_dict(c, f"{where}.cells[{i}]", legacy) for i, c in enumerate(cells))
+        raw["flags"], raw["notes"] = tuple(raw["flags"]), tuple(raw["notes"])
+        raw["grades"] = {k: None if v is None else float(v) for k, v in raw["grades"].items()}
+        raw["failure"] = None if raw["failure"] is None else Failure(raw["failure"])
+        return cls(**raw)
+
+
+@dataclass(frozen=True)
+class SubmissionOutcome:
+    """One student's assignment as graded: `key` is what the grade depended on (pipeline.job_key); `problems`: parts
+    that could not be graded (scored 0); `grader_errors`: the grader's own faults (the submission is NOT GRADED)."""
+    key: str
+    student: str
+    assignment: str
+    notebooks: dict[str, NotebookOutcome]
+    problems: tuple[str, ...] = ()
+    grader_errors: tuple[str, ...] = ()
+    format: int = FORMAT
+
+    @property
+    def status(self) -> Status:
+        return Status.NOT_GRADED if self.grader_errors else Status.GRADED
+
+    @property
+    def flagged(self) -> dict[str, tuple[str, ...]]:
+        """{notebook: its flags} of the notebooks flagged for a person."""
+        return {name: nb.flags for name, nb in self.notebooks.items() if nb.flags}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"format": self.format, "key": self.key, "student": self.student, "assignment": self.assignment,
+                "notebooks": {name: nb.to_dict() for name, nb in self.notebooks.items()},
+                "problems": list(self.problems), "grader_errors": list(self.grader_errors)}
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict())
+
+    @classmethod
+    def from_dict(cls, obj: object) -> SubmissionOutcome:
+        legacy = type(obj) is dict and "format" not in obj
+        if legacy:
+            obj = {**obj, "format": 1}  # type: ignore[dict-item]
+        raw = _field_values(cls, {**obj, "notebooks": {}} if type(obj) is dict else obj, "result")
+        if raw["format"] not in (1, FORMAT):
+            raise OutcomeError(f"result.format: {raw['format']} is not one this grader reads (1 or {FORMAT})")
+        notebooks = obj["notebooks"] if type(obj) is dict else None
+        if type(notebooks) is not dict:
+            raise OutcomeError("result.notebooks: expected an object")
+        raw["notebooks"] = {name: NotebookOutcome.from_dict(nb, f"result.notebooks[{name!r}]", legacy)
+                            for name, nb in notebooks.items()}
+        raw["problems"], raw["grader_errors"] = tuple(raw["problems"]), tuple(raw["grader_errors"])
+        return cls(**raw)
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> SubmissionOutcome:
+        """The outcome in `text` (a results file, either format); OutcomeError if it is not one."""
+        try:
+            obj = json.loads(text)
+        except (ValueError, RecursionError) as error:
+            raise OutcomeError(f"not JSON: {error.__class__.__name__}") from None
+        return cls.from_dict(obj)
+
+
+def not_graded(key: str, student: str, assignment: str, why: str) -> SubmissionOutcome:
+    """A submission the grader could not grade (its own fault, never the student's): NOT GRADED with the reason."""
+    return SubmissionOutcome(key, student, assignment, {}, (), (why,))
+
+
+# ---- results files written before these types (format 1) ---------------------------------------------------------
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")  # autograded.ANSI
+_SYNTAX_NAMES = re.compile(r"^(?:[\w.]+\.)?(SyntaxError|IndentationError|TabError)\b")
+
+
+def _legacy_cell_failure(cell: dict[str, Any]) -> str:
+    """The Failure a format-1 cell's error text meant when it was written (autograded.failure's rule of that day)."""
+    if cell.get("tampered"):
+        return Failure.TAMPERED.value
+    error = _ANSI.sub("", str(cell.get("error", ""))).strip()
+    if "ran longer than" in error or "ran past its" in error:
+        return Failure.TIMEOUT.value
+    if error.startswith("not run"):
+        return Failure.NOT_RUN.value
+    if error.startswith(("the notebook process", "the notebook wrote")):
+        return Failure.CRASH.value
+    last = error.splitlines()[-1] if error else ""
+    return Failure.SYNTAX.value if _SYNTAX_NAMES.match(last) else Failure.ERROR.value
+
+
+def _legacy_problem_failure(problem: object) -> str | None:
+    """The Failure of a format-1 notebook's problem (workers.py wrote one of two sentences)."""
+    if not problem:
+        return None
+    return Failure.MISSING_NOTEBOOK.value if str(problem).startswith("missing notebook") else Failure.NOT_A_NOTEBOOK.value

@@ -18,8 +18,9 @@ given with --assignment NAME=ID (the number in the assignment's Canvas address, 
 
 Scores are the gradebook's final ones, as `nbgrader export` and grades.csv have them: automatic and manual scores,
 extra credit, less the late penalty, and 0 for no submission. Held back (blank, so Canvas keeps what it has, and listed
-on stderr): a submission with answers still waiting for a person in Formgrader, and one the grader could not grade
-("NOT GRADED" in the run's grades.csv). The export stops when a late penalty is stale, that is was computed before the
+on stderr): a submission with answers still waiting for a person in Formgrader, that is any cell nbgrader flags for
+manual grading (`needs_manual_grade`: one nobody scored, and a hand-scored one whose submission changed since, as a
+resubmission after a hand grade), and one the grader could not grade ("NOT GRADED" in the run's grades.csv). The export stops when a late penalty is stale, that is was computed before the
 last manual score (run `make grade` again: it recomputes penalties from the final scores, running nothing).
 Exit status: 0 written (held-back cells listed), 2 refused (nothing written; the message says why).
 """
@@ -120,6 +121,7 @@ def scores(course: Course, names: list[str], graded: Path) -> tuple[dict, dict, 
     failures = not_graded(graded)
     rows = gradebook.rows(course, students, names, set(), {}, {}, failures)
     waiting = {(r.student, r.assignment) for r in rows if r.task != TOTAL and r.score is None}
+    flagged = gradebook.flagged_for_a_person(course, names)  # a stale hand score counts, not only a missing one
     final: dict[tuple[str, str], float | None] = {}
     points: dict[str, float] = {}
     held: list[str] = []
@@ -134,6 +136,10 @@ def scores(course: Course, names: list[str], graded: Path) -> tuple[dict, dict, 
         elif key in waiting:
             final[key] = None
             held.append(f"{r.student}/{r.assignment}: answers wait for manual grading in Formgrader")
+        elif key in flagged:
+            final[key] = None
+            held.append(f"{r.student}/{r.assignment}: nbgrader flags {', '.join(flagged[key])} for manual grading "
+                        "(a hand score older than the submission or its automatic score): review them in Formgrader")
         else:
             final[key] = r.score
     return final, points, held

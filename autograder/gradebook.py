@@ -448,6 +448,31 @@ def recorded(course: Course) -> tuple[set[tuple[str, str]], set[str]]:
 
 # ---- reading it back -----------------------------------------------------------------------------------------
 
+def flagged_for_a_person(course: Course, names: list[str]) -> dict[tuple[str, str], list[str]]:
+    """{(student, assignment): the grade ids nbgrader flags for manual grading (`Grade.needs_manual_grade`)} for the
+    named assignments: a cell nobody scored yet, and a hand-scored one whose submission or automatic score changed
+    since (a resubmission: its manual score is stale until a person looks again). One query."""
+    from nbgrader.api import Assignment, BaseCell, Grade, Student, SubmittedAssignment, SubmittedNotebook
+    from sqlalchemy.exc import SQLAlchemyError
+    gradebook = open_gradebook(course)
+    try:
+        query = (gradebook.db.query(Student.id, Assignment.name, BaseCell.name)
+                 .select_from(Grade).join(SubmittedNotebook, Grade.notebook_id == SubmittedNotebook.id)
+                 .join(SubmittedAssignment, SubmittedNotebook.assignment_id == SubmittedAssignment.id)
+                 .join(Assignment, SubmittedAssignment.assignment_id == Assignment.id)
+                 .join(Student, SubmittedAssignment.student_id == Student.id)
+                 .join(BaseCell, Grade.cell_id == BaseCell.id)
+                 .filter(Grade.needs_manual_grade.is_(True), Assignment.name.in_(names)))
+        found: dict[tuple[str, str], list[str]] = {}
+        for student, assignment, grade_id in query:
+            found.setdefault((student, assignment), []).append(grade_id)
+        return {key: sorted(ids) for key, ids in found.items()}
+    except SQLAlchemyError as error:
+        raise GradebookError(explain(error, course.db_url)) from None
+    finally:
+        gradebook.close()
+
+
 @dataclass
 class Row:
     """One line of grades.csv: a graded cell ('task' is its grade_id), or the assignment's total (task 'TOTAL')."""

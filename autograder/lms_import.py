@@ -7,11 +7,14 @@ Canvas names each file `<name>_[LATE_]<user id>_<submission id>_<the student's f
 `alice_12345_67890_01_floats.ipynb`; a re-upload may carry `-1`, `-2` before `.ipynb`, and a file downloaded
 again by a browser ` (1)`, ` (2)`: both are taken off to find the notebook's name. `<name>` is the student's
 login or sortable name squeezed to lower case ("smithjane"). It is matched against the gradebook's roster
-(`nbgrader db student import`): a student's id, "lastfirst", "firstlast" or the part of their e-mail before the
-@, compared as lower-case letters and digits. Each file lands in `submitted/<student>/<assignment>/<notebook>.ipynb`,
+(`nbgrader db student import`) by the Canvas user id first: a student whose `lms_user_id` (the roster's column of
+that name, kept in the gradebook) is the file's user id is its owner, whatever the name says (a middle name, two
+students of one name). Only for students the roster gives no Canvas user id is the name used: a student's id,
+"lastfirst", "firstlast" or the part of their e-mail before the @, compared as lower-case letters and digits. Each file lands in `submitted/<student>/<assignment>/<notebook>.ipynb`,
 the layout `python -m autograder.grade` reads.
 
-Listed and skipped, never guessed: names that match no student or more than one, files that are not one of the
+Listed and skipped, never guessed: a Canvas user id that two roster rows share, names that match no student or
+more than one (ambiguous: the message asks for the lms_user_id column), a name whose student has another Canvas id, files that are not one of the
 assignment's notebooks, and files too large to be a notebook. A file already in `submitted/` is never
 overwritten: an identical one is reported as already there, a different one is reported and left alone (move it
 away to import the new one). A Canvas download holds no submission time, so no timestamp.txt is written and the
@@ -44,6 +47,7 @@ CANVAS = re.compile(r"^(?P<name>[^_]+)_(?:(?P<late>LATE|late)_)?(?P<user>\d+)_(?
 # Canvas's re-upload suffix (`-1`) and a browser's second download (` (1)`), in either order, before `.ipynb`.
 RESUBMITTED = re.compile(r"(?:-\d+| \(\d+\))+(?=\.ipynb$)")
 RECORD = "lms_import.txt"
+LATE_LINE = "Canvas marked it LATE"  # the line of RECORD for a file Canvas named with _LATE_
 
 
 @dataclass
@@ -75,16 +79,55 @@ def squeeze(text: str | None) -> str:
     return re.sub(r"[^a-z0-9]", "", (text or "").lower())
 
 
-def roster_index(course: Course) -> dict[str, set[str]]:
-    """Squeezed id, lastfirst, firstlast and e-mail name of every student in the gradebook -> student ids."""
+@dataclass
+class RosterIndex:
+    """The gradebook's students as a Canvas file name can find them: by Canvas user id (`lms_user_id`, from the
+    roster's column of that name) and by squeezed name (id, lastfirst, firstlast, e-mail name)."""
+    by_canvas_id: dict[str, set[str]]   # Canvas user id -> student ids (more than one is a roster error)
+    by_name: dict[str, set[str]]        # squeezed name -> student ids
+    canvas_id_of: dict[str, str]        # student id -> their Canvas user id, where the roster gives one
+
+    def __bool__(self) -> bool:
+        return bool(self.by_name)
+
+    def find(self, name: str, user_id: str) -> tuple[str | None, str]:
+        """(the student a Canvas file `<name>_<user_id>_...` belongs to, or None; why not). The Canvas user id
+        decides when the roster has it; a name is used only for students the roster gives no Canvas id, so a
+        middle name or a namesake cannot pick the wrong student, and a name that fits two is refused."""
+        owners = self.by_canvas_id.get(user_id, set())
+        if len(owners) == 1:
+            return next(iter(owners)), ""
+        if owners:
+            return None, (f"Canvas user id {user_id} is given to {len(owners)} students on the roster "
+                          f"({', '.join(sorted(owners))}): fix their lms_user_id and import the roster again")
+        named = self.by_name.get(squeeze(name), set())
+        free = {student for student in named if student not in self.canvas_id_of}
+        if len(free) == 1:
+            return next(iter(free)), ""
+        if len(free) > 1:
+            return None, (f"{name!r} matches {', '.join(sorted(free))} and the roster gives none of them Canvas user "
+                          f"id {user_id}: ambiguous; add the lms_user_id column to the roster (Canvas's user ids) "
+                          "and import it again (nbgrader db student import)")
+        if named:
+            return None, (f"{name!r} matches {', '.join(sorted(named))}, whose Canvas user id on the roster is "
+                          f"{', '.join(sorted({self.canvas_id_of[s] for s in named}))}, not {user_id}")
+        return None, f"{name!r} matches no student on the roster (nor does Canvas user id {user_id})"
+
+
+def roster_index(course: Course) -> RosterIndex:
+    """Every student of the gradebook by Canvas user id and by squeezed id, lastfirst, firstlast and e-mail name."""
     book = gradebook.open_gradebook(course)
     try:
-        index: dict[str, set[str]] = {}
+        index = RosterIndex({}, {}, {})
         for s in book.students:
             keys = {squeeze(s.id), squeeze(f"{s.last_name}{s.first_name}"), squeeze(f"{s.first_name}{s.last_name}"),
                     squeeze((s.email or "").split("@")[0])}
             for key in keys - {""}:
-                index.setdefault(key, set()).add(s.id)
+                index.by_name.setdefault(key, set()).add(s.id)
+            canvas_id = (s.lms_user_id or "").strip()
+            if canvas_id:
+                index.by_canvas_id.setdefault(canvas_id, set()).add(s.id)
+                index.canvas_id_of[s.id] = canvas_id
         return index
     finally:
         book.close()
@@ -126,15 +169,14 @@ def import_download(course: Course, download: Path, submitted: Path, assignment:
             report.unmatched.append(f"{name}: {original!r} is not a notebook of "
                                     f"{assignment or 'any assignment'} ({', '.join(sorted(set().union(*notebooks.values())))})")
             continue
-        students = index.get(squeeze(match["name"]), set())
-        if len(students) != 1:
-            why = "matches no student on the roster" if not students else f"matches {', '.join(sorted(students))}"
-            report.unmatched.append(f"{name}: {match['name']!r} {why}")
+        student, why = index.find(match["name"], match["user"])
+        if student is None:
+            report.unmatched.append(f"{name}: {why}")
             continue
         if size > MAX_NOTEBOOK_BYTES:
             report.unmatched.append(f"{name}: {size:,} bytes, more than a notebook may have ({MAX_NOTEBOOK_BYTES:,})")
             continue
-        student, owner = next(iter(students)), owners[0]
+        owner = owners[0]
         if not SAFE_NAME.match(student):
             report.unmatched.append(f"{name}: student id {student!r} cannot be a folder name (letters, digits, _.@+-)")
             continue
@@ -150,12 +192,21 @@ def import_download(course: Course, download: Path, submitted: Path, assignment:
         target.parent.mkdir(parents=True, exist_ok=True)
         if _write_new(target, data):
             report.imported.append(where)
-            record = [f"{target.name} <- {name}"] + (["Canvas marked it LATE"] if match["late"] else [])
+            record = [f"{target.name} <- {name}"] + ([LATE_LINE] if match["late"] else [])
             with open(target.parent / RECORD, "a") as out:  # one line per notebook of the submission
                 out.write("\n".join(record) + "\n")
         else:
             report.kept.append(where)
     return report
+
+
+def marked_late(folder: Path) -> bool:
+    """True when the submission in `folder` (submitted/<student>/<assignment>/) came from a Canvas download that
+    marked it LATE (its RECORD file says so)."""
+    try:
+        return LATE_LINE in (folder / RECORD).read_text(errors="replace").splitlines()
+    except OSError:
+        return False
 
 
 def _write_new(target: Path, data: bytes) -> bool:

@@ -5,7 +5,8 @@ assignment, as one HTML page with PNG plots, from the gradebook.
 
 Writes, after a grading run (`make grade`, or the shards' outputs merged with `autograder.merge`):
   OUT/report.html              first the students who need a person, by name, in one table that sorts by any column
-                               (click its heading): no submission, late (hours and penalty), NOT GRADED (the grader
+                               (click its heading): no submission, late (hours and penalty), late but not checked
+                               (Canvas marked it LATE; its download had no submission time), NOT GRADED (the grader
                                failed on it: the reason), flagged for review in Formgrader (why), answers waiting for
                                manual grading; the run's one summary (merged over shards by autograder.merge); then per
                                assignment: submitted, missing, late; the score distribution; each task's pass rate and
@@ -36,6 +37,7 @@ from autograder import gradebook
 from autograder.autograded import graded_cells, strip_ansi
 from autograder.course import Course
 from autograder.late import how_late, points
+from autograder.lms_import import marked_late
 from autograder.gradebook import TOTAL
 
 TOP_HINTS = 3
@@ -110,8 +112,9 @@ def utc(moment: datetime.datetime | None) -> str | None:
 
 def attention(course: Course, names: list[str], rows: list, out: Path) -> list[dict]:
     """The students an instructor must act on, one entry per student, assignment and reason:
-    {student, assignment, status, detail, score}. Status is one of: no submission, late, NOT GRADED, flagged,
-    waits for a person."""
+    {student, assignment, status, detail, score}. Status is one of: no submission, late, late, not checked (Canvas
+    marked it LATE, and the download had no submission time: lms_import.py), NOT GRADED, flagged, waits for a
+    person."""
     totals = {(r.student, r.assignment): r for r in rows if r.task == TOTAL}
     notes, failed = run_notes(out), not_graded(out)
     found = []
@@ -136,6 +139,9 @@ def attention(course: Course, names: list[str], rows: list, out: Path) -> list[d
             for submission in book.find_assignment(name).submissions:
                 key = (submission.student.id, name)
                 seconds = submission.total_seconds_late or 0
+                if submission.timestamp is None and marked_late(course.folder("submitted", key[0], name)):
+                    add(key, "late, not checked", "Canvas marked it LATE; its download has no submission time, so "
+                                                  "the grader took no penalty: check it, and grant an extension or not")
                 if seconds > 0:
                     extension = " (with an extension)" if submission.extension else ""
                     add(key, "late", f"{how_late(seconds)} after the due date{extension}: penalty "

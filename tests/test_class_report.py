@@ -28,7 +28,7 @@ import nbformat
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from autograder import canvas, report
+from autograder import canvas, lms_import, report
 from autograder.course import Course
 from autograder.grade import grade
 from autograder.limits import load_limits
@@ -50,7 +50,8 @@ ROSTER = ("id,first_name,last_name,email,lms_user_id,sis_user_id,sis_login_id,se
           "cy,Cy,Young,cy@example.org,1003,,cy,CS336-02\n"
           "dee,Dee,Dee,dee@example.org,1004,S-1004,,CS336-02\n"
           "eve,Eve,Hacker,eve@example.org,1005,S-1005,eve,CS336-01\n"
-          "fay,Fay,Wray,fay@example.org,,,fay,CS336-02\n")
+          "fay,Fay,Wray,fay@example.org,,,fay,CS336-02\n"
+          "gus,Gus,Grissom,gus@example.org,1007,S-1007,gus,CS336-02\n")
 CANVAS_ID = "4021"
 
 
@@ -92,6 +93,11 @@ def graded(tmp_path_factory):
     for student, filled, stamp in (("ada", right, ON_TIME), ("ben", right, LATE), ("dee", right, ON_TIME),
                                    ("eve", wrong, ON_TIME), ("fay", right, ON_TIME)):
         hand_in(root, release, student, filled, stamp)
+    download = root / "canvas-download"  # gus's work came from Canvas, marked LATE, under his full Canvas name
+    download.mkdir()
+    nbformat.write(tiny_course.submission(release, right), download / f"grissomgusivan_LATE_1007_5001_{A}.ipynb")
+    imported = lms_import.import_download(course, download, root / "submitted", A)
+    assert imported.imported == [f"gus/{A}/{A}.ipynb <- grissomgusivan_LATE_1007_5001_{A}.ipynb"], imported.lines()
     (root / "graded" / "results").mkdir(parents=True)
     (root / "graded" / "results" / "dee").write_text("in the way")  # dee's result cannot be written: NOT GRADED
     grade(None, root / "graded", None, LIMITS, course=course)
@@ -122,6 +128,9 @@ def test_the_report_names_every_student_who_needs_a_person(graded):
     assert "resubmitted after a hand grade" in found[("eve", "flagged")]
     assert found[("fay", "waits for a person")] == "3 answer(s) to grade in Formgrader"
     assert not any(student == "ada" for student, _ in found)  # nothing to do for ada
+    # issue #49 item 9: Canvas marked gus LATE, and his download has no time: lateness was not checked
+    assert "Canvas marked it LATE" in found[("gus", "late, not checked")]
+    assert ("ben", "late, not checked") not in found and ("gus", "late") not in found
 
 
 def test_the_report_sorts_tasks_by_difficulty_with_one_label_and_says_its_time_zone(graded):
@@ -220,15 +229,19 @@ def test_canvas_gets_the_final_scores_with_late_penalties_and_manual_grades(grad
     assert read["assignments"] == {CANVAS_ID: A} and read["points"] == {CANVAS_ID: "14"}
     by_login = {s["SIS Login ID"] or s["SIS User ID"]: s for s in read["students"]}
     scores = {who: s["grades"][CANVAS_ID] for who, s in by_login.items()}
-    assert scores == {"ada": "14", "ben": "9.6", "cy": "0", "S-1004": "", "eve": "14", "fay": ""}, scores
+    # eve resubmitted after her hand grade: nbgrader flags those cells again, so her old hand scores are held back
+    # (issue #49 item 3); gus's written answers wait for a person
+    assert scores == {"ada": "14", "ben": "9.6", "cy": "0", "S-1004": "", "eve": "", "fay": "", "gus": ""}, scores
     assert by_login["ada"]["ID"] == "1001" and by_login["ada"]["name"] == "Lovelace, Ada"
     assert by_login["ada"]["Section"] == "CS336-01"
     # the same final scores as nbgrader's own export and our grades.csv
     totals = {r.student: r.score for r in graded["rows"] if r.task == "TOTAL"}
-    assert totals["ben"] == pytest.approx(9.6) and totals["eve"] == 14 and totals["cy"] == 0
+    assert totals["ben"] == pytest.approx(9.6) and totals["eve"] == 14 and totals["cy"] == 0  # eve's stale total
     assert "held back (blank in the CSV, Canvas keeps what it has): dee/00_tiny: NOT GRADED" in done.stderr
     assert "held back (blank in the CSV, Canvas keeps what it has): fay/00_tiny: answers wait for manual grading" \
         in done.stderr
+    assert ("held back (blank in the CSV, Canvas keeps what it has): eve/00_tiny: nbgrader flags explain, plot, "
+            "style for manual grading") in done.stderr
 
 
 def test_a_canvas_export_before_the_penalties_are_final_is_refused(graded):

@@ -17,6 +17,7 @@ import pytest
 from autograder.limits import load_limits
 from autograder.course import Course
 from autograder.feedback import render
+from autograder.outcome import CellOutcome, Failure
 from autograder.grade import grade
 from tests import tiny_course
 
@@ -150,10 +151,10 @@ def test_submissions_are_only_read(tiny):
 
 
 def test_feedback_page_names_tasks_and_explains_failures():
-    cells = [{"kind": "answer", "grade_id": "f", "points": 0, "visible_code": "x", "ok": False, "output": RED,
-              "error": "the cell ran longer than 5 s and was stopped", "restored": [], "tampered": []},
-             {"kind": "test", "grade_id": "test_f", "points": 2, "visible_code": "assert f()", "ok": False,
-              "output": "", "error": "not run: the notebook ran past its 300 s limit", "restored": [], "tampered": []}]
+    cells = (CellOutcome("answer", "f", 0, "x", False, RED, "the cell ran longer than 5 s and was stopped", (), (), None,
+                         failure=Failure.TIMEOUT),
+             CellOutcome("test", "test_f", 2, "assert f()", False, "", "not run: the notebook ran past its 300 s limit",
+                         (), (), None, failure=Failure.NOT_RUN))
     page = render("s", "a", "nb", cells, [], {"test_f": "Task 1: f (2 points)"},
                   {"test_f": "answer cell 'f': timed out: the cell ran longer than 5 s and was stopped"})
     assert "Task 1: f (2 points)" in page and "timed out" in page and "\x1b" not in page and "red text" in page
@@ -248,6 +249,44 @@ def test_lms_download_is_imported_by_roster_and_never_overwrites(tiny, tmp_path)
             archive.writestr(f"sub/{name}", text)
     again = import_download(course, tmp_path / "download.zip", submitted)
     assert again.imported == [] and again.unchanged == [f"jsmith/{A}/{A}.ipynb <- smithjane_LATE_12345_67890_00_tiny-1.ipynb"]
+
+
+def test_lms_import_finds_students_by_canvas_user_id_before_names(tiny, tmp_path):
+    """Issue #49 item 8: the Canvas user id in the file name decides (a middle name in Canvas, two students of one
+    name); a name that fits two students without Canvas ids, and a Canvas id on two roster rows, are refused."""
+    from autograder.lms_import import import_download
+    from nbgrader.api import Gradebook
+    course = tiny["course"]
+    with Gradebook(course.db_url, course.course_id) as gb:
+        for student, first, last, canvas_id in (("lee1", "Ann", "Lee", "7001"), ("lee2", "Ann", "Lee", "7002"),
+                                                ("mayr", "Otto", "Mayr", "7003"), ("kim1", "Jo", "Kim", None),
+                                                ("kim2", "Jo", "Kim", None), ("twin1", "Al", "Twin", "7009"),
+                                                ("twin2", "Bo", "Twin", "7009")):
+            gb.update_or_create_student(student, first_name=first, last_name=last, lms_user_id=canvas_id)
+    notebook = nbformat.writes(tiny_course.submission(tiny["release"], tiny_course.answers()))
+    download = tmp_path / "download"
+    download.mkdir()
+    files = ["leeann_7002_1_00_tiny.ipynb",            # one of two Ann Lees: the id says which
+             "leeann_7001_2_00_tiny.ipynb",            # and the other
+             "mayrottomaria_7003_3_00_tiny.ipynb",     # Canvas has a middle name the roster lacks
+             "leeann_7999_4_00_tiny.ipynb",            # the name of two students, an id of neither
+             "kimjo_7100_5_00_tiny.ipynb",             # two Jo Kims without Canvas ids: ambiguous
+             "twinal_7009_6_00_tiny.ipynb"]            # a Canvas id two roster rows share
+    for name in files:
+        (download / name).write_text(notebook)
+    submitted = tmp_path / "submitted"
+    report = import_download(course, download, submitted)
+    assert sorted(report.imported) == sorted([f"lee2/{A}/{A}.ipynb <- leeann_7002_1_00_tiny.ipynb",
+                                              f"lee1/{A}/{A}.ipynb <- leeann_7001_2_00_tiny.ipynb",
+                                              f"mayr/{A}/{A}.ipynb <- mayrottomaria_7003_3_00_tiny.ipynb"])
+    skipped = {line.split(":")[0]: line for line in report.unmatched}
+    assert set(skipped) == {"leeann_7999_4_00_tiny.ipynb", "kimjo_7100_5_00_tiny.ipynb", "twinal_7009_6_00_tiny.ipynb"}
+    assert "whose Canvas user id on the roster is 7001, 7002, not 7999" in skipped["leeann_7999_4_00_tiny.ipynb"]
+    assert "matches kim1, kim2" in skipped["kimjo_7100_5_00_tiny.ipynb"]
+    assert "ambiguous" in skipped["kimjo_7100_5_00_tiny.ipynb"] and "lms_user_id" in skipped["kimjo_7100_5_00_tiny.ipynb"]
+    assert "Canvas user id 7009 is given to 2 students on the roster (twin1, twin2)" in skipped["twinal_7009_6_00_tiny.ipynb"]
+    assert not report.complete
+    assert sorted(p.name for p in submitted.iterdir()) == ["lee1", "lee2", "mayr"]  # nothing for the refused ones
 
 
 def test_extensions_live_in_the_gradebook(tiny):

@@ -290,3 +290,18 @@ HIDDEN_TESTS["copy_mib"] = napkin_test(
     lambda rows, cols: rows * cols * 4 / 2**20,
     "copy_mib", "MiB", within_percent(2),
     {**BITS_FOR_BYTES, 0.25: "elements counted where bytes were asked? Each float32 element is 4 bytes.", 2**20 / 1e6: "MB (10^6 bytes) where MiB (2^20 bytes) were asked?"})
+
+# ---- cost budgets (issue #52): measured by the grader from outside the notebook process, after the test cell passes
+from reference.hidden import CostBudget  # noqa: E402
+from utils import cost as _cost  # noqa: E402
+
+COST_BUDGETS = [CostBudget(
+    key="strides_views.sliding_windows",
+    what=f"sliding_windows(torch.empty({_cost.WINDOWS_LENGTH:,}), {_cost.WINDOWS_WIDTH}) (a "
+         f"{_cost.WINDOWS_LENGTH - _cost.WINDOWS_WIDTH + 1:,} x {_cost.WINDOWS_WIDTH} result: 256 MiB if copied)",
+    # torch.empty maps its memory without touching it: the input is not resident, and a view touches nothing.
+    prepare=f"_cost_x = torch.empty({_cost.WINDOWS_LENGTH})",
+    call=f"_cost_windows = sliding_windows(_cost_x, {_cost.WINDOWS_WIDTH}); del _cost_windows",
+    hint="a view shares x's storage and costs no memory: set the size and strides with as_strided, copy nothing "
+         "(lecture 3).",
+    peak_bytes=_cost.WINDOWS_PEAK_BYTES, seconds=10.0)]

@@ -9,9 +9,10 @@ a comparison trick, two late) is graded three times, each into a gradebook of it
   (the test server's URL put in place of the printed one), the shipped script submitted with no option, tasks 1 and 2
   starting together with no step recording the assignment first, task 2 cancelled while it grades and re-run alone
   with `sbatch --array=2`, then the merge, the report and `nbgrader export`;
-- by the Kubernetes Job of deploy/k8s/grade-job.yaml, simulated: each index's pod is the container's command run with
-  the environment the manifest gives it (GRADER_SHARDS, the memory limit through the downward API, the URL from the
-  Secret, JOB_COMPLETION_INDEX), the course volume at its mount path, all pods at once as `parallelism` says.
+- by the Kubernetes kit of deploy/k8s/, simulated: the set-up Job (its environment already built, as on a second
+  run), then each index's pod of the grading Job, the container's command run with the environment the manifest gives
+  it (GRADER_SHARDS, the memory limit through the downward API, the URL from the Secret, JOB_COMPLETION_INDEX), the
+  course volume at its mount path, all pods at once as `parallelism` says, then the merge Job.
 Each course folder is laid out as a fresh clone (the grader, utils/, reference/, deploy/, nbgrader_config.py, one
 assignment; its .venv is the environment running the tests), its roster and due date put in with nbgrader's commands.
 
@@ -21,8 +22,10 @@ Without it that part is skipped, or fails where CI=true or REQUIRE_SLURM=1.
 from __future__ import annotations
 
 import csv
+import importlib.metadata
 import math
 import os
+import platform
 import re
 import shutil
 import subprocess
@@ -50,7 +53,8 @@ ROSTER = sorted([*CLASS, "ivan", "kim"])
 MAKERS = {"solved": submissions.solved, "variant": submissions.variant, "half": submissions.half_done,
           "blank": submissions.release_notebooks, "alwaysequal": submissions.always_equal}
 # What a clone of the repository holds that grading needs (tests/ and the other assignments are left out).
-CLONE = ["autograder", "utils", "reference", "deploy", "nbgrader_config.py", ".gitignore", f"source/{A}"]
+CLONE = ["autograder", "utils", "reference", "deploy", "nbgrader_config.py", "pyproject.toml", ".gitignore",
+         f"source/{A}"]
 
 
 def blocks() -> list[str]:
@@ -319,7 +323,8 @@ def test_one_summary_and_one_report_for_the_sharded_run(run):
 
 # ---- Kubernetes: the Job's pods, each the container's command with the environment the manifest gives it ---------
 
-MANIFEST = REPO / "deploy" / "k8s" / "grade-job.yaml"
+KIT = REPO / "deploy" / "k8s"
+STEPS = ["course.yaml", "setup-job.yaml", "grade-job.yaml", "merge-job.yaml"]  # in the order they are applied
 SECRET = "cs336-gradebook"
 UNITS = {"": 1, "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40}
 
@@ -368,9 +373,17 @@ def pod_environment(container: dict, index: int, secrets: dict) -> dict:
     return env
 
 
+def documents(name: str) -> list[dict]:
+    return [d for d in yaml.safe_load_all((KIT / name).read_text()) if d]
+
+
+def job_of(name: str) -> dict:
+    return next(d for d in documents(name) if d["kind"] == "Job")
+
+
 def start_pod(job: dict, index: int, course: Path, secrets: dict) -> subprocess.Popen:
-    """One pod of the Indexed Job: the container's command and args, expanded, with the course volume's mount path
-    standing for `course`, run in its working folder with the pod's environment."""
+    """One pod of a Job (of index `index`, for an Indexed Job): the container's command and args, expanded, with the
+    course volume's mount path standing for `course`, run in its working folder with the pod's environment."""
     container = job["spec"]["template"]["spec"]["containers"][0]
     mount = container["volumeMounts"][0]["mountPath"]
     env = pod_environment(container, index, secrets)
@@ -380,16 +393,25 @@ def start_pod(job: dict, index: int, course: Path, secrets: dict) -> subprocess.
                             stderr=subprocess.STDOUT, text=True)
 
 
+def run_pod(job: dict, course: Path, secrets: dict) -> tuple[int, str]:
+    """The one pod of a plain Job, to its end: its exit status and log."""
+    pod = start_pod(job, 0, course, secrets)
+    log = pod.communicate(timeout=600)[0]
+    return pod.returncode, log
+
+
 @pytest.fixture(scope="module")
 def kubernetes(shared):
     started = time.monotonic()
     url = shared["pg"].create_database("k8s_class")
-    course = clone(shared["tmp"] / "k8s")
-    config = course / "nbgrader_config.py"  # the course volume's clone, as the manifest's comment says
-    config.write_text(config.read_text().replace("GRADEBOOK_ON_SERVER = False", "GRADEBOOK_ON_SERVER = True"))
-    enrol(course, shell_env(GRADEBOOK_URL=url))
-    job = next(d for d in yaml.safe_load_all(MANIFEST.read_text()) if d and d["kind"] == "Job")
+    course = clone(shared["tmp"] / "k8s")  # the volume, once the course is copied in (step 1)
     secrets = {SECRET: {"db_url": url}}
+    # Step 2, the set-up, with the environment already built from this pyproject.toml (as on a second run: the test
+    # does not install into the environment it runs in); it puts the gradebook on the server.
+    (course / ".venv.pyproject.toml").write_bytes((course / "pyproject.toml").read_bytes())
+    setup = run_pod(job_of("setup-job.yaml"), course, secrets)
+    enrol(course, shell_env(GRADEBOOK_URL=url))
+    job = job_of("grade-job.yaml")
     spec = job["spec"]
     begun = time.monotonic()
     pending, running, logs = list(range(spec["completions"])), {}, {}
@@ -404,23 +426,24 @@ def kubernetes(shared):
                 del running[index]
         time.sleep(0.2)
     pods = time.monotonic()
-    merged = bash("python -m autograder.merge out/shard-* --out graded", course, shell_env(GRADEBOOK_URL=url))
+    merged = run_pod(job_of("merge-job.yaml"), course, secrets)  # step 4
     without = subprocess.run([str(BIN / "nbgrader"), "export", "--to", "without-url.csv"], cwd=course,
                              env=shell_env(), capture_output=True, text=True, timeout=120)
     alone = shared["reference"]()
     timings = {"set-up": begun - started, "pods": pods - begun, "whole": time.monotonic() - started}
     print("\nKubernetes simulation (s): " + ", ".join(f"{k} {v:.1f}" for k, v in timings.items()))
-    return dict(course=course, alone=alone, job=job, logs=logs, merged=merged, without=without, url=url)
+    return dict(course=course, alone=alone, job=job, logs=logs, merged=merged, without=without, url=url, setup=setup)
 
 
-def test_the_kubernetes_job_fits_the_api_schema_of_kubernetes_1_25_and_1_37():
+def test_the_kubernetes_kit_fits_the_api_schema_of_kubernetes_1_25_and_1_37():
     """Strict: a field the API does not have there (such as backoffLimitPerIndex before 1.28) fails."""
     import kubernetes_validate
-    documents = [d for d in yaml.safe_load_all(MANIFEST.read_text()) if d]
-    for version in ("1.25.0", "1.37.0"):
-        for document in documents:
-            kubernetes_validate.validate(document, version, strict=True)
-    job = next(d for d in documents if d["kind"] == "Job")
+    assert sorted(p.name for p in KIT.glob("*.yaml")) == sorted(STEPS)
+    for name in STEPS:
+        for version in ("1.25.0", "1.37.0"):
+            for document in documents(name):
+                kubernetes_validate.validate(document, version, strict=True)
+    job = job_of("grade-job.yaml")
     spec = job["spec"]
     container = spec["template"]["spec"]["containers"][0]
     assert spec["completionMode"] == "Indexed" and spec["parallelism"] == spec["completions"]
@@ -455,3 +478,49 @@ def test_a_command_without_the_url_stops_where_the_config_asks_for_a_server(kube
     done, course = kubernetes["without"], kubernetes["course"]
     assert done.returncode != 0 and "the environment variable GRADEBOOK_URL is not set" in done.stderr, done.stderr
     assert not (course / "gradebook.db").exists() and not (course / "without-url.csv").exists()
+
+
+def test_the_kubernetes_kit_is_whole():
+    """Issue #49, item 6: a namespace that allows the grader's privileged pods, one ReadWriteMany volume claim that
+    every step mounts, the set-up that builds the environment on it and switches the gradebook to the server, the
+    grading pods privileged (the sandbox's namespaces, mounts and Landlock), the merge, and the note that a Job is
+    deleted before it is applied again; each manifest says which step it is, and the docs apply them in that order."""
+    course = documents("course.yaml")
+    namespace = next(d for d in course if d["kind"] == "Namespace")
+    assert namespace["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "privileged"
+    claim = next(d for d in course if d["kind"] == "PersistentVolumeClaim")
+    assert claim["spec"]["accessModes"] == ["ReadWriteMany"]
+    assert quantity(claim["spec"]["resources"]["requests"]["storage"]) >= 10 * 2**30
+    pods = [next(d for d in course if d["kind"] == "Pod")["spec"]] + [job_of(n)["spec"]["template"]["spec"]
+                                                                    for n in STEPS[1:]]
+    for spec in pods:
+        assert [v["persistentVolumeClaim"]["claimName"] for v in spec["volumes"]] == [claim["metadata"]["name"]]
+        assert {c["image"] for c in spec["containers"]} == {"python:3.11-slim"}
+    for number, name in enumerate(STEPS, 1):
+        text = (KIT / name).read_text()
+        assert f"step {number} of 4" in text, name
+        assert {d["metadata"].get("namespace") for d in documents(name) if d["kind"] != "Namespace"} == \
+            {namespace["metadata"]["name"]}
+    setup = job_of("setup-job.yaml")["spec"]["template"]["spec"]["containers"][0]["args"][0]
+    assert "python -m venv .venv" in setup and "scripts/install_env.py --torch cpu" in setup
+    assert "touch gradebook-on-server" in setup
+    grader = job_of("grade-job.yaml")["spec"]["template"]["spec"]["containers"][0]
+    assert grader["securityContext"] == {"privileged": True}
+    merge = job_of("merge-job.yaml")["spec"]["template"]["spec"]["containers"][0]["args"][0]
+    assert "autograder.merge out/shard-* --out graded" in merge and "autograder.report --out graded" in merge
+    text = section("docs/clusters.md", "## Grading on Kubernetes")
+    applied = re.findall(r"kubectl apply -f deploy/k8s/([\w-]+\.yaml)", bash_blocks(text)[0])
+    assert applied == STEPS, applied
+    assert "kubectl -n cs336 delete job cs336-grade" in (KIT / "grade-job.yaml").read_text()
+    assert "kubectl -n cs336 delete job cs336-grade cs336-merge" in text
+
+
+def test_the_kubernetes_set_up_and_merge_ran_as_their_manifests_say(kubernetes):
+    status, log = kubernetes["setup"]
+    assert status == 0 and f"the course environment on the volume is ready: Python {platform.python_version()}, " \
+        f"nbgrader {importlib.metadata.version('nbgrader')}\n" in log, log
+    assert (kubernetes["course"] / "gradebook-on-server").is_file()
+    status, log = kubernetes["merged"]
+    assert status == 0, log
+    assert (kubernetes["course"] / "graded" / "report.html").is_file() and (kubernetes["course"] / "grades.csv").is_file()
+    assert left_for_git(kubernetes["course"]) == []  # the kit's outputs, the switch and the stamp: all git-ignored

@@ -706,3 +706,74 @@ def linecache_reader(assignment: str) -> dict[str, nbformat.NotebookNode]:
             "import linecache\nprint('\\n'.join(''.join(entry[2]) for name, entry in list(linecache.cache.items())\n"
             "                if len(entry) > 2 and not name.endswith('.py')))"))   # the cells', not the libraries'
     return notebooks
+
+
+# Answers that are right but cost too much, or that try to hide their cost from the grader's measurement (issue #52):
+# each is a correct value on every case; the kernel's counters, read from outside the notebook process, tell them apart.
+COST_TRICKS = {
+    ("03_strides_views", "copy"): '''
+def sliding_windows(x, width):
+    rows = x.shape[0] - width + 1
+    copied = torch.stack([x[i:i + width] for i in range(rows)])  # every window copied, then thrown away
+    del copied
+    return x.as_strided((rows, width), (x.stride(0), x.stride(0)), x.storage_offset())
+''',
+    ("03_strides_views", "signal"): '''
+import os
+import signal as _signal
+_KEPT = []
+_signal.signal(_signal.SIGUSR1, lambda *_: _KEPT.clear())  # frees the copy as soon as it is made
+def sliding_windows(x, width):
+    rows = x.shape[0] - width + 1
+    _KEPT.append(torch.stack([x[i:i + width] for i in range(rows)]))  # a copy of every window
+    os.kill(os.getpid(), _signal.SIGUSR1)
+    return x.as_strided((rows, width), (x.stride(0), x.stride(0)), x.storage_offset())
+''',
+    ("08_training_loop", "full read"): '''
+def get_batch(data, batch_size, context_length, device, generator):
+    tokens = np.asarray(data)[:]  # the whole file, then the windows
+    tokens = np.array(tokens)
+    starts = torch.randint(0, len(data) - context_length, (batch_size,), generator=generator).tolist()
+    windows = np.stack([tokens[s:s + context_length + 1] for s in starts]).astype(np.int64)
+    return torch.from_numpy(windows[:, :-1].copy()).to(device), torch.from_numpy(windows[:, 1:].copy()).to(device)
+''',
+    ("08_training_loop", "new fd"): '''
+def get_batch(data, batch_size, context_length, device, generator):
+    name = getattr(data, "filename", None)
+    if name:  # the whole file through a descriptor of its own, not through `data`
+        with open(name, "rb") as f:
+            data = np.frombuffer(f.read(), dtype=data.dtype)
+    starts = torch.randint(0, len(data) - context_length, (batch_size,), generator=generator).tolist()
+    windows = np.stack([data[s:s + context_length + 1] for s in starts]).astype(np.int64)
+    return torch.from_numpy(windows[:, :-1].copy()).to(device), torch.from_numpy(windows[:, 1:].copy()).to(device)
+''',
+    ("08_training_loop", "new mapping"): '''
+def get_batch(data, batch_size, context_length, device, generator):
+    name = getattr(data, "filename", None)
+    if name:  # every page through a mapping of its own, dropped before the call returns
+        again = np.memmap(name, dtype=data.dtype, mode="r")
+        _ = int(again.sum())
+        del again
+    starts = torch.randint(0, len(data) - context_length, (batch_size,), generator=generator).tolist()
+    windows = np.stack([data[s:s + context_length + 1] for s in starts]).astype(np.int64)
+    return torch.from_numpy(windows[:, :-1].copy()).to(device), torch.from_numpy(windows[:, 1:].copy()).to(device)
+''',
+    ("08_training_loop", "fork"): '''
+def get_batch(data, batch_size, context_length, device, generator):
+    child = os.fork()
+    if child == 0:  # the whole file read in a child process, whose pages are not the notebook's
+        int(np.asarray(data).sum())
+        os._exit(0)
+    os.waitpid(child, 0)
+    starts = torch.randint(0, len(data) - context_length, (batch_size,), generator=generator).tolist()
+    windows = np.stack([data[s:s + context_length + 1] for s in starts]).astype(np.int64)
+    return torch.from_numpy(windows[:, :-1].copy()).to(device), torch.from_numpy(windows[:, 1:].copy()).to(device)
+''',
+}
+COST_TASKS = {"03_strides_views": "sliding_windows", "08_training_loop": "get_batch"}
+
+
+def cost_trick(assignment: str, trick: str) -> dict[str, nbformat.NotebookNode]:
+    """Solved, with the budgeted task answered by COST_TRICKS[(assignment, trick)]."""
+    return _fill(assignment, lambda i, g, solution: COST_TRICKS[(assignment, trick)].strip("\n") + "\n"
+                 if g == COST_TASKS[assignment] else solution)

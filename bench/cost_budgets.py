@@ -1,0 +1,92 @@
+"""What each cost budget measures for a correct answer and for typical wrong ones, over repeated runs (issue #52).
+
+    .venv/bin/python -m bench.cost_budgets [--runs 10]
+
+For each budgeted task (reference/*.py, COST_BUDGETS) and each answer (the instructor's solution, and the tricks of
+tests/submissions.py, COST_TRICKS), one sandboxed notebook process (the grader's own, autograder/grader/notebooks.py)
+runs the set-up cell and the answer, then the budget's prepare and call `--runs` times, each measured from outside by
+autograder/grader/cost.py. Prints, per answer, min / median / max of peak memory (MiB), bytes read from the file (MiB),
+page faults and CPU seconds, and whether the verdict passed; the machine and the date come first.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import statistics
+
+from autograder.course import REPO_ROOT
+from autograder.grader import cost
+from autograder.grader.notebooks import NotebookProcess, Zygote
+from autograder.grader.plan import make_plan
+from autograder.limits import load_limits
+from autograder.protocol import CellRequest
+from tests import submissions
+
+TASKS = {"03_strides_views": "sliding_windows", "08_training_loop": "get_batch"}
+
+
+def measure(assignment: str, notebooks: dict, runs: int, zygote: Zygote) -> list:
+    """(budget, [Measured] * runs) for the budgeted task of `assignment`, answered as in `notebooks`."""
+    source = json.loads((REPO_ROOT / "source" / assignment / f"{assignment}.ipynb").read_text())
+    plan = make_plan(assignment, source, json.loads(json.dumps(next(iter(notebooks.values())))))
+    process = NotebookProcess(zygote, 0, load_limits())
+    try:
+        for cell in plan.cells:
+            if cell.kind == "setup" or (cell.kind == "answer" and cell.grade_id == TASKS[assignment]):
+                process.run(cell.kind, cell.code, 60)
+        test = next(c for c in plan.cells if c.kind == "test" and c.grade_id == f"test_{TASKS[assignment]}")
+        out = []
+        for budget in cost.budgets_of(test):
+            process.run("test", budget.prepare, budget.seconds)
+            found = []
+            for _ in range(runs):
+                meter = cost.Meter(cost.pid_of(process.pidfd), budget.file,
+                                   len(CellRequest("0" * 16, "test", budget.call, {}).to_line()))
+                meter.start()
+                called = process.run("test", budget.call, budget.seconds)
+                found.append(meter.stop())
+                if not called["ok"]:
+                    print(f"  {budget.key}: the call failed: {called['error'][-300:]}")
+                if budget.file:  # a fresh file and mapping for the next run: pages mapped so far would not count
+                    process.run("test", "os.remove(_cost_path); del _cost_data", budget.seconds)
+                    prepared = process.run("test", budget.prepare, budget.seconds)
+                    assert prepared["ok"], prepared["error"]
+            out.append((budget, found))
+        return out
+    finally:
+        process.kill()
+
+
+def spread(values: list[float]) -> str:
+    return f"{min(values):9.2f} {statistics.median(values):9.2f} {max(values):9.2f}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=10)
+    args = parser.parse_args()
+    print(f"{datetime.date.today()}  {platform.node()}  {platform.machine()}  {os.cpu_count()} CPUs  Linux "
+          f"{platform.release()}  ATEN_CPU_CAPABILITY={os.environ.get('ATEN_CPU_CAPABILITY', '(auto)')}")
+    zygote = Zygote(walled=[REPO_ROOT / "reference", REPO_ROOT / "source"])
+    try:
+        for assignment in TASKS:
+            answers = {"solution": submissions.solved(assignment)}
+            answers.update({trick: submissions.cost_trick(assignment, trick)
+                            for a, trick in submissions.COST_TRICKS if a == assignment})
+            for name, notebooks in answers.items():
+                for budget, found in measure(assignment, notebooks, args.runs, zygote):
+                    verdicts = {"pass" if not cost.verdict(budget, m) else "FAIL" for m in found}
+                    print(f"{budget.key:32s} {name:12s} {'/'.join(sorted(verdicts)):9s} "
+                          f"peak MiB {spread([m.peak_bytes / 2**20 for m in found])} | "
+                          f"file MiB {spread([m.file_bytes / 2**20 for m in found])} | "
+                          f"faults {spread([m.faults for m in found])} | "
+                          f"CPU s {spread([m.cpu_seconds for m in found])}")
+    finally:
+        zygote.close()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,105 @@
+"""Cost budgets measured by the kernel from outside the notebook process (issue #52), attacked from the student's
+side: each submission below is graded by the real grader (`python -m autograder.grade`), in its sandbox.
+
+- correct work passes its budgets (exercise 3's sliding_windows: a view; exercise 8's get_batch on a real memmap);
+- a copy where a view is wanted fails its memory budget, even when the copy is thrown away before the call returns,
+  and even when a signal handler frees it (the kernel's high-water mark does not go down);
+- a full read fails the pages budget, whether through `data`, a descriptor of its own or a mapping of its own that
+  it drops before returning (the page faults are counted);
+- a child process that does the reading is refused, and the notebook flagged for a person.
+The same correct work passes under torch's generic CPU kernels (ATEN_CPU_CAPABILITY=default) and on a loaded machine.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests import submissions
+
+REPO = Path(__file__).resolve().parent.parent
+TASKS = {"03_strides_views": "test_sliding_windows", "08_training_loop": "test_get_batch"}
+
+
+def grade(root: Path, makers: dict, environment: dict | None = None) -> dict:
+    """Grade {(student, assignment): notebooks}; {(student, assignment): the budgeted test cell's result}."""
+    course = submissions.new_course(root)
+    for (student, assignment), notebooks in makers.items():
+        submissions.write_submission(course / "submitted", student, assignment, notebooks)
+    run = subprocess.run([sys.executable, "-m", "autograder.grade", str(course / "submitted"), "--course", str(course),
+                          "--out", str(course / "graded")], cwd=REPO, capture_output=True, text=True, timeout=900,
+                         env={**os.environ, **(environment or {})})
+    assert run.returncode == 0, run.stdout + run.stderr
+    found = {}
+    for (student, assignment) in makers:
+        result = json.loads((course / "graded" / "results" / student / f"{assignment}.json").read_text())
+        notebook = next(iter(result["notebooks"].values()))
+        cell = next(c for c in notebook["cells"] if c["grade_id"] == TASKS[assignment])
+        found[(student, assignment)] = {**cell, "flags": notebook["flags"]}
+    return found
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    makers = {("solved", a): submissions.solved(a) for a in TASKS}
+    makers.update({(trick.replace(" ", "-"), a): submissions.cost_trick(a, trick) for a, trick in submissions.COST_TRICKS})
+    return grade(tmp_path_factory.mktemp("cost"), makers)
+
+
+def cost(cell: dict) -> dict:
+    assert len(cell.get("costs", [])) == 1, cell
+    return cell["costs"][0]
+
+
+def test_correct_work_passes_its_budgets_and_sees_them(graded):
+    windows, batch = graded[("solved", "03_strides_views")], graded[("solved", "08_training_loop")]
+    assert windows["ok"] and batch["ok"], (windows["error"], batch["error"])
+    assert cost(windows)["peak_bytes"] < cost(windows)["budget"]["peak_bytes"] // 4
+    assert cost(batch)["file_bytes"] < cost(batch)["budget"]["file_bytes"] // 2
+    assert cost(batch)["faults"] < cost(batch)["budget"]["faults"] // 4
+    assert "(budget 16.0 MiB)" in windows["output"] and "(budget 2.0 MiB)" in batch["output"]
+    assert not windows["flags"] and not batch["flags"]
+
+
+@pytest.mark.parametrize("student", ["copy", "signal"])
+def test_a_copy_where_a_view_is_wanted_fails_its_memory_budget(graded, student):
+    cell = graded[(student, "03_strides_views")]
+    assert not cell["ok"]
+    assert cost(cell)["peak_bytes"] >= 256 * 2**20, cost(cell)
+    assert "over the budget of 16.0 MiB" in cell["error"] and "Hint:" in cell["error"]
+
+
+@pytest.mark.parametrize("student", ["full-read", "new-fd", "new-mapping"])
+def test_a_full_read_fails_the_pages_budget_however_it_reads(graded, student):
+    cell = graded[(student, "08_training_loop")]
+    assert not cell["ok"]
+    measured = cost(cell)
+    assert measured["file_bytes"] >= 32 * 2**20 or measured["faults"] >= 512, measured
+    assert "over the budget" in cell["error"], cell["error"]
+
+
+def test_work_done_in_a_child_process_is_refused_and_flagged(graded):
+    cell = graded[("fork", "08_training_loop")]
+    assert not cell["ok"]
+    assert cost(cell)["elsewhere"], cost(cell)
+    assert "did work outside the notebook process" in cell["error"]
+    assert any(flag.startswith("cost: get_batch") for flag in cell["flags"]), cell["flags"]
+
+
+def test_correct_work_passes_under_generic_cpu_kernels_and_under_load(tmp_path):
+    """ATEN_CPU_CAPABILITY=default (no AVX kernels) while two busy processes load both cores."""
+    burners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
+    try:
+        found = grade(tmp_path, {("solved", a): submissions.solved(a) for a in TASKS},
+                      {"ATEN_CPU_CAPABILITY": "default"})
+    finally:
+        for burner in burners:
+            burner.kill()
+            burner.wait()
+    for cell in found.values():
+        assert cell["ok"], cell["error"]
+        assert cost(cell)["ok"]

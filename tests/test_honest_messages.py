@@ -256,6 +256,7 @@ def test_ctrl_c_stops_the_run_promptly_and_says_it_was_interrupted(tmp_path):
     sent = time.monotonic()
     out, err = run.communicate(timeout=120)
     stopped_in = time.monotonic() - sent
+    print(f"\nCtrl-C: the run stopped {stopped_in:.2f} s after SIGINT")
     assert run.returncode == 130, out + err
     assert stopped_in < 10, stopped_in
     assert "error: interrupted (Ctrl-C); the run stopped" in err and "are kept, and a re-run reuses them" in err, err

@@ -22,10 +22,9 @@ from autograder.grader import cost
 from autograder.grader.notebooks import NotebookProcess, Zygote
 from autograder.grader.plan import make_plan
 from autograder.limits import load_limits
-from autograder.protocol import CellRequest
 from tests import submissions
 
-TASKS = {"03_strides_views": "sliding_windows", "08_training_loop": "get_batch"}
+TASKS = submissions.COST_TASKS
 
 
 def measure(assignment: str, notebooks: dict, runs: int, zygote: Zygote) -> list:
@@ -40,20 +39,16 @@ def measure(assignment: str, notebooks: dict, runs: int, zygote: Zygote) -> list
         test = next(c for c in plan.cells if c.kind == "test" and c.grade_id == f"test_{TASKS[assignment]}")
         out = []
         for budget in cost.budgets_of(test):
-            process.run("test", budget.prepare, budget.seconds)
             found = []
-            for _ in range(runs):
-                meter = cost.Meter(cost.pid_of(process.pidfd), budget.file,
-                                   len(CellRequest("0" * 16, "test", budget.call, {}).to_line()))
-                meter.start()
-                called = process.run("test", budget.call, budget.seconds)
-                found.append(meter.stop())
-                if not called["ok"]:
-                    print(f"  {budget.key}: the call failed: {called['error'][-300:]}")
-                if budget.file:  # a fresh file and mapping for the next run: pages mapped so far would not count
+            for _ in range(runs):  # each run on fresh inputs (a fresh file: pages mapped before would not count)
+                measured, failure = cost.measure_call(process, budget)
+                if measured is None:
+                    raise RuntimeError(failure)
+                if failure:
+                    print(f"  {budget.key}: {failure[-300:]}")
+                found.append(measured)
+                if budget.file:
                     process.run("test", "os.remove(_cost_path); del _cost_data", budget.seconds)
-                    prepared = process.run("test", budget.prepare, budget.seconds)
-                    assert prepared["ok"], prepared["error"]
             out.append((budget, found))
         return out
     finally:
@@ -79,7 +74,9 @@ def main() -> None:
             for name, notebooks in answers.items():
                 for budget, found in measure(assignment, notebooks, args.runs, zygote):
                     verdicts = {"pass" if not cost.verdict(budget, m) else "FAIL" for m in found}
-                    print(f"{budget.key:32s} {name:12s} {'/'.join(sorted(verdicts)):9s} "
+                    predicted = found[0].predicted_bytes
+                    print(f"{budget.key:37s} {name[:12]:12s} {'/'.join(sorted(verdicts)):9s} "
+                          + (f"predicted MiB {predicted / 2**20:.2f} | " if predicted is not None else "") +
                           f"peak MiB {spread([m.peak_bytes / 2**20 for m in found])} | "
                           f"file MiB {spread([m.file_bytes / 2**20 for m in found])} | "
                           f"faults {spread([m.faults for m in found])} | "

@@ -299,3 +299,24 @@ HIDDEN_TESTS["mixed_adamw_gb"] = napkin_test(
     lambda parameters: parameters * (2 + 2 + 4 + 4 + 4) / 1e9,
     "mixed_adamw_gb", "GB", within_percent(5),
     {**GIB_FOR_GB, 0.75: "no fp32 master weights? The optimizer updates an fp32 copy of every parameter: 4 more bytes each.", 0.5: "everything in bf16? Only the parameters and gradients are; the master weights and both moments are fp32."})
+
+# ---- cost budgets (issue #52): measured by the grader from outside the notebook process, after the test cell passes.
+# The forward pass of an MLP block (the first half of a training step) keeps the activations autograd saves, plus
+# its output: the input of up is x itself, made before the call, and the output is as large as x, so the peak above
+# the call's start is what mlp_activation_bytes counts. Warmed up first: a first matmul allocates its library's buffers.
+from reference.hidden import CostBudget  # noqa: E402
+from utils import cost as _cost  # noqa: E402
+
+_B, _S, _D, _H = _cost.MLP_SHAPE
+COST_BUDGETS = [CostBudget(
+    key="mixed_precision.mlp_activation_bytes",
+    what=f"down(F.gelu(up(x))) in fp32, x of shape ({_B}, {_S}, {_D}), hidden {_H}, with autograd recording",
+    prepare=(f"_cost_x = torch.randn({_B}, {_S}, {_D})\n"
+             f"_cost_up = torch.nn.Linear({_D}, {_H}, bias=False)\n"
+             f"_cost_down = torch.nn.Linear({_H}, {_D}, bias=False)\n"
+             "_cost_out = _cost_down(F.gelu(_cost_up(_cost_x))); del _cost_out"),
+    call="_cost_out = _cost_down(F.gelu(_cost_up(_cost_x))); del _cost_out",
+    predicted=f"mlp_activation_bytes({_B}, {_S}, {_D}, {_H}, torch.float32)", tolerance=_cost.MLP_TOLERANCE,
+    hint="autograd keeps the input of up, of GELU and of down until backward; the output is as large as x "
+         "(lecture 9, section 6).",
+    seconds=20.0)]

@@ -769,8 +769,13 @@ def get_batch(data, batch_size, context_length, device, generator):
     windows = np.stack([data[s:s + context_length + 1] for s in starts]).astype(np.int64)
     return torch.from_numpy(windows[:, :-1].copy()).to(device), torch.from_numpy(windows[:, 1:].copy()).to(device)
 ''',
+    ("09_mixed_precision", "forgets GELU's input"): '''
+def mlp_activation_bytes(batch, seq, dim, hidden, dtype):
+    return batch * seq * (dim + hidden) * dtype.itemsize  # one hidden-sized activation where autograd keeps two
+''',
 }
-COST_TASKS = {"03_strides_views": "sliding_windows", "08_training_loop": "get_batch"}
+COST_TASKS = {"03_strides_views": "sliding_windows", "08_training_loop": "get_batch",
+              "09_mixed_precision": "mlp_activation_bytes"}
 
 
 def cost_trick(assignment: str, trick: str) -> dict[str, nbformat.NotebookNode]:

@@ -6,7 +6,10 @@ side: each submission below is graded by the real grader (`python -m autograder.
   and even when a signal handler frees it (the kernel's high-water mark does not go down);
 - a full read fails the pages budget, whether through `data`, a descriptor of its own or a mapping of its own that
   it drops before returning (the page faults are counted);
-- a child process that does the reading is refused, and the notebook flagged for a person.
+- a child process that does the reading is refused, and the notebook flagged for a person;
+- exercise 9's MLP forward pass raises the peak memory by what the student's mlp_activation_bytes predicts, within
+  10%; a prediction that forgets an activation is 48% off (measured in a sandboxed notebook process, as the grader
+  does: such an answer fails its visible test before the grader's measurement).
 The same correct work passes under torch's generic CPU kernels (ATEN_CPU_CAPABILITY=default) and on a loaded machine.
 """
 from __future__ import annotations
@@ -22,7 +25,8 @@ import pytest
 from tests import submissions
 
 REPO = Path(__file__).resolve().parent.parent
-TASKS = {"03_strides_views": "test_sliding_windows", "08_training_loop": "test_get_batch"}
+TASKS = {"03_strides_views": "test_sliding_windows", "08_training_loop": "test_get_batch",
+         "09_mixed_precision": "test_mlp_activation_bytes"}
 
 
 def grade(root: Path, makers: dict, environment: dict | None = None) -> dict:
@@ -63,6 +67,26 @@ def test_correct_work_passes_its_budgets_and_sees_them(graded):
     assert cost(batch)["faults"] < cost(batch)["budget"]["faults"] // 4
     assert "(budget 16.0 MiB)" in windows["output"] and "(budget 2.0 MiB)" in batch["output"]
     assert not windows["flags"] and not batch["flags"]
+    mlp = graded[("solved", "09_mixed_precision")]
+    assert mlp["ok"], mlp["error"]
+    assert abs(cost(mlp)["peak_bytes"] - cost(mlp)["predicted_bytes"]) <= 0.1 * cost(mlp)["predicted_bytes"], cost(mlp)
+    assert "your prediction 66.0 MiB" in mlp["output"]
+
+
+def test_a_wrong_prediction_of_peak_memory_fails_against_the_machine(graded):
+    from autograder.course import REPO_ROOT
+    from autograder.grader import cost as grader_cost
+    from autograder.grader.notebooks import Zygote
+    from bench.cost_budgets import measure
+    assert not graded[("forgets-GELU's-input", "09_mixed_precision")]["ok"]   # its visible test says so first
+    zygote = Zygote(walled=[REPO_ROOT / "reference", REPO_ROOT / "source"])
+    try:
+        [(budget, found)] = measure("09_mixed_precision", submissions.cost_trick("09_mixed_precision",
+                                                                                 "forgets GELU's input"), 1, zygote)
+    finally:
+        zygote.close()
+    assert found[0].predicted_bytes == 34 * 2**20
+    assert "from your prediction of 34.0 MiB" in grader_cost.verdict(budget, found[0])
 
 
 @pytest.mark.parametrize("student", ["copy", "signal"])

@@ -1,8 +1,9 @@
 """What a call of your code costs, measured by the kernel: peak memory and bytes read from a file (issue #52).
 
 Three tasks of the course have a cost budget as well as a right answer: exercise 3's `sliding_windows` (a view costs
-no memory, a copy hundreds of MiB) and exercise 8's `get_batch` (a batch reads a few pages of the file, not all of
-it). When your work is graded, the grader measures the call from outside your notebook's process with the kernel's
+no memory, a copy hundreds of MiB), exercise 8's `get_batch` (a batch reads a few pages of the file, not all of it)
+and exercise 9's `mlp_activation_bytes` (the forward pass of an MLP block must raise the peak memory by what the
+function predicts, within 10%). When your work is graded, the grader measures the call from outside your notebook's process with the kernel's
 own counters (autograder/grader/cost.py). The visible tests measure the same quantities here, with your process
 measuring itself, so you see the cost beside the budget before you hand in:
 
@@ -38,6 +39,8 @@ BATCH_FILE_TOKENS = 2**24                              # get_batch on a memmap o
 BATCH_SIZE, BATCH_CONTEXT = 8, 64                      # get_batch(data, 8, 64, "cpu", generator)
 BATCH_FILE_BYTES = 2 * MiB                             # 8 windows of 65 tokens: at most 32 pages each, mapped
 BATCH_FAULTS = 256                                     # page faults the call may take (a full read takes 512 or more)
+MLP_SHAPE = (8, 256, 256, 4096)                        # (batch, seq, dim, hidden) of exercise 9's measured MLP forward
+MLP_TOLERANCE = 0.10                                   # its peak must match mlp_activation_bytes within 10%, either way
 
 _MAPPING = re.compile(r"^[0-9a-f]+-[0-9a-f]+ \S+ \S+ \S+ \d+\s*(.*)$")
 
@@ -161,3 +164,17 @@ def file_budget(path: str | Path, budget: int, windows: int) -> int:
     print(f"(here one read maps {touch / MiB:,.1f} MiB of the file, so this check allows {loosened / MiB:,.1f} MiB; the "
           f"grader counts 4 KiB pages)")
     return loosened
+
+
+def check_prediction(cost: Cost, predicted: int, tolerance: float, what: str, hint: str) -> None:
+    """Print the measured peak beside `predicted` (bytes); AssertionError (with `hint`) when they differ by more than
+    `tolerance` (a fraction of `predicted`), either way."""
+    if cost.peak_bytes is None:
+        print(f"{what}: peak memory is measured by the grader here (your prediction {predicted / MiB:,.1f} MiB)")
+        return
+    off = (cost.peak_bytes - predicted) / max(abs(predicted), 1)
+    print(f"{what}: peak memory {cost.peak_bytes / MiB:,.1f} MiB; your prediction {predicted / MiB:,.1f} MiB "
+          f"({off:+.1%}, within {tolerance:.0%} asked)")
+    if abs(off) > tolerance:
+        raise AssertionError(f"{what} raised this process's peak memory by {cost.peak_bytes / MiB:,.1f} MiB, "
+                             f"{off:+.0%} from your prediction of {predicted / MiB:,.1f} MiB\nHint: {hint}")

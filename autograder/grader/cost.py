@@ -21,6 +21,7 @@ tell a read page from an unread one; the process's own mappings and counters can
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from dataclasses import asdict, dataclass
@@ -29,6 +30,7 @@ from pathlib import Path
 PAGE = os.sysconf("SC_PAGE_SIZE")
 TICKS = os.sysconf("SC_CLK_TCK")
 SIGCHLD_BIT = 1 << (17 - 1)  # SIGCHLD is 17 on x86-64 and arm64
+PREDICTION = "__cost_prediction__"  # the line a budget's prepare cell prints with the student's prediction
 _MAPPING = re.compile(r"^[0-9a-f]+-[0-9a-f]+ \S+ \S+ \S+ \d+\s*(.*)$")
 
 
@@ -53,6 +55,7 @@ class Measured:
     faults: int
     cpu_seconds: float
     elsewhere: tuple[str, ...] = ()
+    predicted_bytes: int | None = None  # the student's own prediction of peak_bytes, where the budget asks for one
 
     def as_dict(self) -> dict:
         return {**asdict(self), "elsewhere": list(self.elsewhere)}
@@ -160,6 +163,9 @@ def describe(budget, measured: Measured) -> str:
     lines = [f"Measured by the grader (the kernel's counters of your notebook process) for {budget.what}:"]
     if budget.peak_bytes is not None:
         lines.append(f"  peak memory above the call's start: {mib(measured.peak_bytes)} (budget {mib(budget.peak_bytes)})")
+    if budget.predicted and measured.predicted_bytes is not None:
+        lines.append(f"  peak memory above the call's start: {mib(measured.peak_bytes)} (your prediction "
+                     f"{mib(measured.predicted_bytes)}, which it must match within {budget.tolerance:.0%})")
     if budget.file_bytes is not None:
         lines.append(f"  bytes read from {budget.file}: {mib(measured.file_bytes)} (budget {mib(budget.file_bytes)}); "
                      f"page faults {measured.faults:,} (budget {budget.faults:,})")
@@ -182,6 +188,11 @@ def verdict(budget, measured: Measured) -> str:
     if budget.file_bytes is not None and measured.faults > budget.faults:
         over.append(f"it took {measured.faults:,} page faults, over the budget of {budget.faults:,} (a mapping "
                     f"read and dropped within the call still faults once per page it maps)")
+    if budget.predicted and measured.predicted_bytes is not None and \
+            abs(measured.peak_bytes - measured.predicted_bytes) > budget.tolerance * abs(measured.predicted_bytes):
+        off = (measured.peak_bytes - measured.predicted_bytes) / max(abs(measured.predicted_bytes), 1)
+        over.append(f"its peak memory was {mib(measured.peak_bytes)}, {off:+.0%} from your prediction of "
+                    f"{mib(measured.predicted_bytes)} (within {budget.tolerance:.0%} was asked)")
     if budget.cpu_seconds is not None and measured.cpu_seconds > budget.cpu_seconds:
         over.append(f"it used {measured.cpu_seconds:.2f} s of CPU, over the budget of {budget.cpu_seconds:g} s")
     if not over:
@@ -197,34 +208,52 @@ def budgets_of(cell) -> list:
     return [budget for key in cell.hidden_keys for budget in hidden.budgets(key)]
 
 
+def measure_call(process, budget) -> tuple[Measured | None, str]:
+    """Prepare the inputs of `budget` in `process` (a NotebookProcess), then run its call measured from outside:
+    (what it cost, '') or (None or what it cost, why the measurement failed). Raises Died as `process.run` does."""
+    from autograder.protocol import CellRequest
+    prepare = budget.prepare + (f"\nprint({PREDICTION!r}, int({budget.predicted}))" if budget.predicted else "")
+    prepared = process.run("test", prepare, budget.seconds)
+    if not prepared["ok"]:  # the notebook's state broke the inputs' making (a full disk, a rebound name)
+        return None, f"the grader could not make the inputs of {budget.what} to measure its cost: {prepared['error']}"
+    meter = Meter(pid_of(process.pidfd), budget.file, len(CellRequest("0" * 16, "test", budget.call, {}).to_line()))
+    meter.start()
+    called = process.run("test", budget.call, budget.seconds)
+    measured = meter.stop()
+    if not called["ok"]:
+        return measured, f"{budget.what} failed when the grader measured its cost: {called['error']}"
+    if budget.predicted:
+        measured = dataclasses.replace(measured, predicted_bytes=prediction(prepared["output"]))
+        if measured.predicted_bytes is None:
+            return measured, f"your prediction for {budget.what} could not be read: it is no int"
+    return measured, ""
+
+
 def run_budgets(process, cell, result: dict) -> None:
     """After a passed test cell: run each of its budgets' calls in `process` (a NotebookProcess), measured from
     outside, and fail `result` (in place) with the verdict when one is over; `result["costs"]` keeps what was
     measured, and its output gains the measured cost beside the budget. Raises Died (notebooks.py) as `run` does."""
-    from autograder.protocol import CellRequest
     if not result.get("ok"):
         return
     for budget in budgets_of(cell):
-        prepared = process.run("test", budget.prepare, budget.seconds)
-        if not prepared["ok"]:  # the notebook's state broke the inputs' making (a full disk, a rebound name)
-            result.update(ok=False, line=None, error=f"AssertionError: the grader could not make the inputs of "
-                                                     f"{budget.what} to measure its cost: {prepared['error']}")
-            return
-        meter = Meter(pid_of(process.pidfd), budget.file,
-                      len(CellRequest("0" * 16, "test", budget.call, {}).to_line()))
-        meter.start()
-        called = process.run("test", budget.call, budget.seconds)
-        measured = meter.stop()
-        shown = describe(budget, measured)
-        failure = verdict(budget, measured) if called["ok"] else \
-            f"{budget.what} failed when the grader measured its cost: {called['error']}"
-        result.setdefault("costs", []).append({"what": budget.what, **measured.as_dict(), "ok": not failure,
-                                               "budget": {k: getattr(budget, k) for k in
-                                                          ("peak_bytes", "file", "file_bytes", "faults", "cpu_seconds")}})
-        result["output"] = (result.get("output") or "") + shown + "\n"
+        measured, failure = measure_call(process, budget)
+        if measured is not None:
+            failure = failure or verdict(budget, measured)
+            result.setdefault("costs", []).append({"what": budget.what, **measured.as_dict(), "ok": not failure,
+                                                   "budget": {k: getattr(budget, k) for k in
+                                                              ("peak_bytes", "file", "file_bytes", "faults",
+                                                               "cpu_seconds", "tolerance")}})
+            result["output"] = (result.get("output") or "") + describe(budget, measured) + "\n"
         if failure:
             result.update(ok=False, error=f"AssertionError: {failure}", line=None)
             return
+
+
+def prediction(output: str) -> int | None:
+    """The prediction the prepare cell printed last (`PREDICTION <int>`), or None."""
+    found = [line.split()[1] for line in output.splitlines() if line.startswith(PREDICTION + " ")
+             and len(line.split()) == 2]
+    return int(found[-1]) if found and re.fullmatch(r"-?\d{1,30}", found[-1]) else None
 
 
 def flags(results: list[dict]) -> list[str]:

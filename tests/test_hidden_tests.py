@@ -99,3 +99,24 @@ def test_no_stand_in_answers_a_hidden_case_of_its_own_task(module):
             own = own["calls"] if isinstance(own, dict) else own
             known = {repr(key) for key, _ in table}
             assert not known & {repr(case) for case in own}, (name, earlier)
+
+
+def test_every_cost_budget_follows_a_hidden_test_and_its_visible_test_measures_the_same():
+    """Issue #52: each CostBudget (reference/*.py, COST_BUDGETS) names a hidden test some test cell uses; its code
+    compiles; it budgets something; and that cell's visible part measures the same quantity with utils.cost, so a
+    student sees the budget before handing in."""
+    import importlib
+    cells = {key: cell for _, cell in TEST_CELLS for key in cell.hidden_keys}
+    budgets = [budget for path in sorted((REPO / "reference").glob("*.py"))
+               for budget in getattr(importlib.import_module(f"reference.{path.stem}"), "COST_BUDGETS", [])]
+    assert len(budgets) >= 3
+    for budget in budgets:
+        assert budget.key in cells, budget.key
+        assert hidden.budgets(budget.key) and budget in hidden.budgets(budget.key)
+        for code in (budget.prepare, budget.call, budget.predicted or "0"):
+            compile(code, budget.key, "exec")
+        assert budget.peak_bytes or budget.file_bytes or budget.cpu_seconds or budget.predicted, budget.key
+        assert budget.tolerance > 0 if budget.predicted else budget.tolerance == 0
+        visible = cells[budget.key].visible_code
+        assert "utils.cost.measure(" in visible and ("utils.cost.check_cost(" in visible
+                                                     or "utils.cost.check_prediction(" in visible), budget.key

@@ -11,6 +11,8 @@ from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
+from autograder import cgroups
+
 LIMITS_FILE = Path(__file__).resolve().parent / "limits.toml"
 MiB = 2**20
 
@@ -78,7 +80,7 @@ def usable_cpus(environ: Mapping[str, str] | None = None) -> int:
     count = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     quota = _cgroup_quota()
     if quota:
-        count = min(count, int(quota))
+        count = min(count, max(1, int(quota)))
     slurm = _whole(environ.get("SLURM_CPUS_PER_TASK"))
     if slurm:
         count = min(count, slurm)
@@ -123,16 +125,10 @@ def usable_memory_mib(environ: Mapping[str, str] | None = None) -> tuple[int, st
 
 
 def _cgroup_memory_mib() -> int | None:
-    """The cgroup's memory limit in MiB (v2 memory.max, v1 memory.limit_in_bytes), None when unlimited."""
-    for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
-        try:
-            text = Path(path).read_text().strip()
-        except OSError:
-            continue
-        if text.isdigit() and int(text) < 2**60:  # v1 writes "no limit" as a number near 2**63
-            return int(text) // MiB
-        return None
-    return None
+    """This process's own cgroup's memory limit in MiB (v2 memory.max, v1 memory.limit_in_bytes, the smallest from
+    its cgroup up: autograder/cgroups.py), None when unlimited."""
+    limit = cgroups.memory_limit_bytes()
+    return None if limit is None else limit // MiB
 
 
 class MemoryTooSmall(ValueError):
@@ -140,10 +136,12 @@ class MemoryTooSmall(ValueError):
 
 
 def fit_to_machine(limits: Limits, environ: Mapping[str, str] | None = None) -> tuple[Limits, str]:
-    """The limits with `workers` (when 0: one per usable CPU) and each notebook's `memory_mib` fitted to this job's
-    or pod's CPUs and memory, and a line saying how: workers are cut so that each gets at least MIN_NOTEBOOK_MIB
-    after the grader's GRADER_RESERVE_MIB, and each notebook's memory limit is at most its share. MemoryTooSmall when
-    not even one worker fits."""
+    """The limits with `workers` (when 0: one per usable CPU) fitted to this job's or pod's CPUs and memory, and a
+    line saying how. A notebook's own memory limit is part of its grade and never changes with the machine (issue
+    #49: a smaller one failed students an unlimited run passes); workers are cut so that each notebook's limit fits
+    after the grader's GRADER_RESERVE_MIB, down to one. Where even one does not fit, the line says so: a notebook the
+    kernel then stops for want of the job's memory is NOT GRADED (grader/notebooks.py), never charged. MemoryTooSmall
+    when the job cannot hold the grader and MIN_NOTEBOOK_MIB."""
     cpus = usable_cpus(environ)
     workers = limits.workers or cpus
     memory = usable_memory_mib(environ)
@@ -157,26 +155,18 @@ def fit_to_machine(limits: Limits, environ: Mapping[str, str] | None = None) -> 
                              f"{GRADER_RESERVE_MIB} MiB for itself and at least {MIN_NOTEBOOK_MIB} MiB per notebook: "
                              f"ask for at least {GRADER_RESERVE_MIB + MIN_NOTEBOOK_MIB} MiB (Slurm: --mem, Kubernetes: "
                              "resources.limits.memory); nobody was graded")
-    fitted = min(workers, budget // MIN_NOTEBOOK_MIB)
-    per_notebook = min(limits.memory_mib, budget // fitted)
+    fitted = max(1, min(workers, budget // limits.memory_mib))
     if fitted < workers:
         how = f"{fitted} worker(s) (memory for {fitted} of the {workers} wanted)"
     how += (f"; {total} MiB for the job ({source}), {GRADER_RESERVE_MIB} MiB kept for the grader: "
-            f"{per_notebook} MiB per notebook")
-    return replace(limits, workers=fitted, memory_mib=per_notebook), how
+            f"{limits.memory_mib} MiB per notebook")
+    if budget < limits.memory_mib:
+        how += (f" (more than the {budget} MiB left: a notebook the kernel stops for want of this job's memory is "
+                f"NOT GRADED, never charged; ask for {GRADER_RESERVE_MIB + limits.memory_mib} MiB)")
+    return replace(limits, workers=fitted), how
 
 
 def _cgroup_quota() -> float | None:
-    """CPUs allowed by the cgroup's quota (v2 cpu.max, or v1 cfs_quota_us / cfs_period_us), None when unlimited."""
-    try:
-        text = Path("/sys/fs/cgroup/cpu.max").read_text().split()
-        if text and text[0] != "max":
-            return int(text[0]) / int(text[1])
-    except (OSError, ValueError, IndexError):
-        pass
-    try:
-        quota = int(Path("/sys/fs/cgroup/cpu/cpu.cfs_quota_us").read_text())
-        period = int(Path("/sys/fs/cgroup/cpu/cpu.cfs_period_us").read_text())
-        return quota / period if quota > 0 and period > 0 else None
-    except (OSError, ValueError):
-        return None
+    """CPUs allowed by this process's own cgroup's quota (v2 cpu.max, v1 cfs_quota_us / cfs_period_us, the smallest
+    from its cgroup up: autograder/cgroups.py), None when unlimited."""
+    return cgroups.cpu_quota()

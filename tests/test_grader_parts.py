@@ -172,9 +172,11 @@ def test_workers_and_each_notebooks_memory_follow_the_job(monkeypatch):
     assert (fitted.workers, fitted.memory_mib) == (1, 3072), how
     assert how == ("1 worker(s) (1 usable CPU(s)); 4096 MiB for the job (SLURM_MEM_PER_CPU=4096 x 1 CPU(s)), "
                    "1024 MiB kept for the grader: 3072 MiB per notebook")
-    fitted, how = fit_to_machine(load_limits(overrides=["workers=8"]), {"GRADER_MEMORY_MIB": "4096"})
+    fitted, how = fit_to_machine(load_limits(overrides=["workers=8", "memory_mib=1024"]), {"GRADER_MEMORY_MIB": "4096"})
     assert (fitted.workers, fitted.memory_mib) == (3, 1024), how  # 3 GiB for notebooks: 3 of the 8 wanted
     assert how.startswith("3 worker(s) (memory for 3 of the 8 wanted)")
+    fitted, how = fit_to_machine(base, {"GRADER_MEMORY_MIB": "2200"})  # issue #49: a notebook's own limit stays
+    assert (fitted.workers, fitted.memory_mib) == (1, base.memory_mib) and "NOT GRADED, never charged" in how, how
     fitted, _ = fit_to_machine(base, {"SLURM_MEM_PER_NODE": "65536", "GRADER_MEMORY_MIB": "99999"})
     assert fitted.memory_mib == base.memory_mib  # plenty: the notebook's own limit stays
     with pytest.raises(MemoryTooSmall, match="ask for at least 2048 MiB"):

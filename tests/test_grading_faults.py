@@ -316,3 +316,103 @@ def test_without_landlock_the_grader_refuses_unless_told_and_then_says_so(tmp_pa
     with open(tmp_path / "graded" / "grades.csv") as f:
         double = next(r for r in csv.DictReader(f) if (r["student"], r["task"]) == ("ada", "test_double"))
     assert float(double["score"]) == float(double["max_score"]) > 0, double  # graded as ever, only less walled
+
+
+# ---- a machine short of memory or CPU (issue #49 item 1) ------------------------------------------------------------
+CPU_WORK = "return 2 * x\n_work = sum(range(115_000_000))"      # about 1.4 s of CPU at the answer cell's top level
+BIG = "return 2 * x\n_big = b'x' * (1200 * 2**20)"             # 1,200 MiB touched: inside its own memory limit
+SHORT_OF = {"ok": "return 2 * x", "cpu": CPU_WORK, "big": BIG, "sleepy": "return 2 * x\nimport time; time.sleep(30)"}
+
+
+class Cgroups:
+    """Real cgroups made for one test (v1: a memory cgroup under this process's own, a CPU cgroup with a quota; v2:
+    one child of this process's own cgroup with both); `enter` is a command prefix that runs a command inside."""
+
+    def __init__(self, name: str, memory_mib: int, cpus: float):
+        from autograder import cgroups
+        self.made: list[Path] = []
+        memory, cpu = cgroups.own_hierarchy("memory"), cgroups.own_hierarchy("cpu")
+        if memory is None or cpu is None:
+            pytest.skip("no memory or cpu cgroup controller is reachable from this process (/proc/self/cgroup)")
+        try:
+            if memory.version == 1 and cpu.version == 1:
+                memory_folder, cpu_folder = self._make(memory.own / name), self._make(cpu.own / name)
+                (memory_folder / "memory.limit_in_bytes").write_text(str(memory_mib * 2**20))
+                (cpu_folder / "cpu.cfs_period_us").write_text("100000")
+                (cpu_folder / "cpu.cfs_quota_us").write_text(str(int(cpus * 100000)))
+                self.procs = [memory_folder / "cgroup.procs", cpu_folder / "cgroup.procs"]
+            else:  # v2: the controllers must be enabled for children (the parent must hold no process of its own)
+                folder = self._make(memory.own / name)
+                (folder / "memory.max").write_text(str(memory_mib * 2**20))
+                (folder / "cpu.max").write_text(f"{int(cpus * 100000)} 100000")
+                self.procs = [folder / "cgroup.procs"]
+        except OSError as error:
+            self.remove()
+            pytest.skip(f"cannot make a cgroup here ({error}): the test needs root and a writable cgroup file system")
+        self.memory_procs = self.procs[0]
+
+    def _make(self, folder: Path) -> Path:
+        folder.mkdir()
+        self.made.append(folder)
+        return folder
+
+    def enter(self, procs: list[Path] | None = None) -> list[str]:
+        moves = " && ".join(f"echo $$ > {p}" for p in (procs or self.procs))
+        return ["sh", "-c", f'{moves} && exec "$@"', "sh"]
+
+    def remove(self) -> None:
+        for folder in reversed(self.made):
+            for _ in range(50):
+                try:
+                    folder.rmdir()
+                    break
+                except OSError:
+                    time.sleep(0.1)
+
+
+def scores(out: Path) -> dict[str, str]:
+    with open(out / "grades.csv") as f:
+        return {r["student"]: r["score"] if not r["note"].startswith("NOT GRADED") else "NOT GRADED"
+                for r in csv.DictReader(f) if r["task"] == "TOTAL"}
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="making cgroups needs root")
+def test_a_machine_short_of_memory_and_cpu_never_costs_a_student_a_point(tmp_path):
+    """The grader in a real cgroup of 2,200 MiB (700 of it held by another, smaller process of the job) and half a
+    CPU: it sizes itself from its own cgroup (1 worker, the cgroup's limit named); the
+    notebook that needs 1.4 s of CPU under a 2 s cell limit gets back the time it waited for the CPU and earns what
+    it earns unlimited; the one the kernel's OOM killer stops for want of the job's memory is NOT GRADED, naming
+    memory, the run exits 3, and a later run grades it (nothing of it was kept). A student who sleeps past the limit
+    is charged in both runs alike: only time spent waiting for a CPU is given back."""
+    make_class(tmp_path, SHORT_OF)
+    short = ["--limit", "cell_seconds=2", "--limit", "max_restarts=1"]
+    started = time.monotonic()
+    unlimited = grade(tmp_path, *short, out=tmp_path / "unlimited")
+    assert unlimited.returncode == 0, unlimited.stdout + unlimited.stderr
+    expected = scores(tmp_path / "unlimited")
+    assert expected["cpu"] == expected["ok"] == expected["big"] != expected["sleepy"], expected
+    groups = Cgroups(f"cs336-test-{os.getpid()}", memory_mib=2200, cpus=0.5)
+    neighbour = subprocess.Popen(groups.enter([groups.memory_procs]) + [
+        sys.executable, "-c", "import time; "
+        "held = b'x' * (700 * 2**20); print('holding', flush=True); time.sleep(300)"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert neighbour.stdout.readline().strip() == "holding"
+        limited = subprocess.run(groups.enter() + [sys.executable, "-m", "autograder.grade", "--course", str(tmp_path),
+                                                    "--out", str(tmp_path / "limited"), *short],
+                                 cwd=REPO, capture_output=True, text=True, timeout=300)
+    finally:
+        neighbour.kill()
+        neighbour.wait()
+        groups.remove()
+    said = limited.stdout + limited.stderr
+    assert (tmp_path / "limited" / "grades.csv").is_file(), said
+    got = scores(tmp_path / "limited")
+    print(f"\nunlimited {expected}, limited {got}, {time.monotonic() - started:.1f} s")
+    assert all(got[s] in (expected[s], "NOT GRADED") for s in SHORT_OF), (got, expected, said)  # never lower
+    assert got["cpu"] == expected["cpu"] and got["sleepy"] == expected["sleepy"], said
+    summary = (tmp_path / "limited" / "summary.txt").read_text()
+    assert "on this machine: 1 worker(s) (1 usable CPU(s)); 2200 MiB for the job" in summary, summary
+    assert got["big"] == "NOT GRADED" and limited.returncode == 3, said
+    assert "ran out of memory" in summary and "OOM killer" in summary, summary
+    again = grade(tmp_path, *short, out=tmp_path / "limited")  # unlimited now: the NOT GRADED one is graded
+    assert again.returncode == 0 and scores(tmp_path / "limited") == expected, again.stdout + again.stderr

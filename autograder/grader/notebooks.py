@@ -21,6 +21,7 @@ import sys
 import time
 from pathlib import Path
 
+from autograder import cgroups
 from autograder.course import REPO_ROOT
 from autograder.grader import cost
 from autograder.grader.plan import Plan
@@ -31,12 +32,18 @@ from autograder.sandboxed.zygote import KEPT_ENVIRONMENT
 
 
 START_SECONDS = 60  # for a notebook process to say Ready (many starting at once on a loaded machine)
+STARVED_FACTOR = 4  # a cell's wall time may stretch to this many times its limit while it waits for a CPU (issue #49)
 HANDIN_LIMIT_BYTES = 8 * 2**20  # utils.handin's (a test checks they agree): what a hidden test may hand in
 
 
 class GraderFault(Exception):
     """The grader could not run a submission (a notebook process that could not start, a zygote gone): never the
     student's fault; the submission is left NOT GRADED with this message, and not remembered."""
+
+
+class MachineShort(GraderFault):
+    """The machine or the grader's cgroup, not the student, was short (issue #49): the kernel killed the notebook
+    process for want of memory, or the process waited for a CPU longer than it ran; NOT GRADED, never cached."""
 
 
 class Died(Exception):
@@ -98,6 +105,7 @@ class NotebookProcess:
         self.reply_r, reply_w = os.pipe()
         self.status, status_theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.pidfd: int | None = None
+        self.given_back = 0.0  # seconds of wall time given back for waiting on a CPU (_read_reply)
         self.buffer = b""
         try:
             zygote.spawn(slot, limits, [request_r, reply_w, status_theirs.fileno()])
@@ -163,10 +171,50 @@ class NotebookProcess:
             _write_all(self.request_w, request.to_line())
         except OSError:
             raise Died("the notebook process had already exited") from None
-        reply = self._read_message(seconds)
+        reply = self._read_reply(seconds)
         if not isinstance(reply, CellResult) or reply.id != request.id or self.buffer:
             raise Died("the notebook wrote to the grader's channel (its result was not trusted)")
         return {k: v for k, v in reply.__dict__.items() if k != "id"}
+
+    def _read_reply(self, seconds: float) -> Message:
+        """The reply within `seconds` of the notebook process's own time: the time its threads waited for a CPU (the
+        kernel's run-queue delay, /proc/PID/task/*/schedstat: other processes, or the cgroup's CPU quota used up) is
+        given back, until the wall time reaches STARVED_FACTOR x `seconds`. MachineShort, not Died, when the machine
+        was short: the process still waited for a CPU then, or it died while the kernel's OOM killer acted in this
+        cgroup (its memory limit, not the notebook's own, ran out)."""
+        pid = cgroups.pid_of(self.pidfd) if self.pidfd is not None else None
+        before, memory = (cgroups.cpu_clock(pid) if pid else None), cgroups.memory_events()
+        try:
+            return self._reply_in_own_time(seconds, pid, before, memory)
+        finally:
+            after = cgroups.cpu_clock(pid) if pid and before else None
+            if before is not None and after is not None:  # the notebook's own deadline moves by the same
+                self.given_back += min(after.waiting - before.waiting, STARVED_FACTOR * seconds)
+
+    def _reply_in_own_time(self, seconds: float, pid: int | None, before: cgroups.CpuClock | None,
+                           memory: cgroups.MemoryEvents) -> Message:
+        started, wait, timed_out = time.monotonic(), seconds, None
+        while True:
+            try:
+                return self._read_message(wait)
+            except Died as died:
+                if not str(died).startswith("the cell ran longer than"):
+                    _check_memory(memory, died)
+                    raise
+                timed_out = timed_out or died
+            now = cgroups.cpu_clock(pid) if pid else None
+            if before is None or now is None:
+                raise timed_out
+            elapsed, waited = time.monotonic() - started, now.waiting - before.waiting
+            owed = seconds + waited - elapsed  # the process's own time still due: wall time less its wait for a CPU
+            if owed <= 0.01:
+                raise timed_out
+            if elapsed >= STARVED_FACTOR * seconds:
+                raise MachineShort(f"the machine was short of CPU, not the student: in {elapsed:.1f} s the notebook "
+                                   f"process ran {now.on_cpu - before.on_cpu:.1f} s and waited {waited:.1f} s for a "
+                                   f"CPU (other processes, or this job's CPU quota of {_quota()}); grade again with "
+                                   "fewer --workers or more CPUs") from None
+            wait = min(owed, STARVED_FACTOR * seconds - elapsed)
 
     def files(self, files: dict[str, bytes]) -> None:
         """Give the notebook the assignment's files (its working folder starts empty)."""
@@ -223,6 +271,24 @@ class NotebookProcess:
         self.status.close()
 
 
+def _quota() -> str:
+    quota = cgroups.cpu_quota()
+    return "no quota" if quota is None else f"{quota:g} CPU(s)"
+
+
+def _check_memory(before: cgroups.MemoryEvents, died: Exception) -> None:
+    """MachineShort when the kernel's OOM killer acted in this cgroup since `before` (the notebook's own memory
+    limit is an address-space limit, which fails an allocation inside the student's code instead of killing)."""
+    after = cgroups.memory_events()
+    if after.oom_kills > before.oom_kills:
+        limit = cgroups.memory_limit_bytes()
+        raise MachineShort(f"the machine ran out of memory, not the student: the kernel's OOM killer killed "
+                           f"{after.oom_kills - before.oom_kills} process(es) in {after.where} (memory limit "
+                           f"{'none' if limit is None else f'{limit // 2**20} MiB'}, hit {after.limit_hits - before.limit_hits} "
+                           f"time(s)) while this notebook ran ({died}); grade again with fewer --workers or more "
+                           "memory") from None
+
+
 def _last_line(text: str) -> str:
     lines = [line for line in text.strip().splitlines() if line.strip()]
     return lines[-1][:300] if lines else "no reason given"
@@ -261,7 +327,7 @@ def run_plan(plan: Plan, limits: Limits, zygote: Zygote, slot: int, files: dict[
             for index, cell in enumerate(plan.cells):
                 if index in crashed:
                     continue
-                left = deadline - time.monotonic()
+                left = deadline + process.given_back - time.monotonic()  # time waited for a CPU is given back
                 if left <= 0:
                     raise Died(f"the notebook ran past its {limits.notebook_seconds:g} s limit")
                 started = time.monotonic()
@@ -289,4 +355,5 @@ def run_plan(plan: Plan, limits: Limits, zygote: Zygote, slot: int, files: dict[
                 return within_budget([r or failed(reason) for r in results], limits.notebook_output_chars)
         finally:
             if process is not None:
+                deadline += process.given_back
                 process.kill()

@@ -158,17 +158,33 @@ def mib(n: float) -> str:
     return f"{n / 2**20:,.1f} MiB"
 
 
+def bar(value: float, high: float, low: float | None = None, width: int = 40) -> str:
+    """A one-line picture of `value` against its allowed range: '#' up to the value, '|' at the budget `high` (and at
+    `low`, where the value must also stay above one), '.' for the rest of the scale (0 to the larger of both)."""
+    scale = max(value, high, 1e-9)
+    cells = ["#" if (i + 0.5) * scale / width <= value else "." for i in range(width)]
+    for limit in (high, low):
+        if limit is not None:
+            cells[min(int(limit / scale * width), width - 1)] = "|"
+    return "    [" + "".join(cells) + "]"
+
+
 def describe(budget, measured: Measured) -> str:
-    """One line per budgeted quantity: the measured cost beside the budget (shown to the student)."""
-    lines = [f"Measured by the grader (the kernel's counters of your notebook process) for {budget.what}:"]
+    """Per budgeted quantity, the measured cost beside the budget and a bar of the two (shown to the student)."""
+    lines = [f"Measured by the grader (the kernel's counters of your notebook process) for {budget.what} "
+             f"(in each bar, # is what was measured, | the limits):"]
     if budget.peak_bytes is not None:
         lines.append(f"  peak memory above the call's start: {mib(measured.peak_bytes)} (budget {mib(budget.peak_bytes)})")
+        lines.append(bar(measured.peak_bytes, budget.peak_bytes))
     if budget.predicted and measured.predicted_bytes is not None:
         lines.append(f"  peak memory above the call's start: {mib(measured.peak_bytes)} (your prediction "
                      f"{mib(measured.predicted_bytes)}, which it must match within {budget.tolerance:.0%})")
+        lines.append(bar(measured.peak_bytes, measured.predicted_bytes * (1 + budget.tolerance),
+                         measured.predicted_bytes * (1 - budget.tolerance)))
     if budget.file_bytes is not None:
         lines.append(f"  bytes read from {budget.file}: {mib(measured.file_bytes)} (budget {mib(budget.file_bytes)}); "
                      f"page faults {measured.faults:,} (budget {budget.faults:,})")
+        lines.append(bar(measured.file_bytes, budget.file_bytes))
     if budget.cpu_seconds is not None:
         lines.append(f"  CPU time: {measured.cpu_seconds:.2f} s (budget {budget.cpu_seconds:g} s)")
     return "\n".join(lines)

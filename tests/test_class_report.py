@@ -66,7 +66,9 @@ def grade_by_hand(course: Course, student: str, points: tuple[int, int, int]) ->
     from nbgrader.api import Gradebook
     with Gradebook(course.db_url, course.course_id) as book:
         for cell, score in zip(("explain", "plot", "style"), points):
-            book.find_grade(cell, A, A, student).manual_score = score
+            found = book.find_grade(cell, A, A, student)
+            found.manual_score = score
+            found.needs_manual_grade = False  # as Formgrader's grade API does when a person gives a score
         book.db.commit()
 
 

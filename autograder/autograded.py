@@ -21,6 +21,7 @@ import html
 import re
 
 from autograder.grader.plan import Plan, nbgrader_meta, text_of
+from autograder.outcome import Failure
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
 NO_RESPONSE = "No response."  # nbgrader's own comment for an unchanged answer
@@ -60,40 +61,40 @@ def graded_cells(source_notebook: dict) -> list[dict]:
     return cells
 
 
-def failure(error: str) -> tuple[str, str, str]:
-    """(ename, evalue, kind) of a failed cell's error text; kind: 'timeout', 'crash', 'not run', 'syntax' or
-    'error' (an ordinary exception, or a failed test)."""
+# The exception nbgrader's autograded notebook shows for a failure that raised none in the student's code.
+_GRADER_ENAMES = {Failure.TIMEOUT: "TimeoutError", Failure.NOT_RUN: "NotRun", Failure.CRASH: "NotebookCrashed"}
+
+
+def error_parts(error: str, failure: Failure | None) -> tuple[str, str]:
+    """(ename, evalue) of a failed cell's error, as nbgrader's error outputs hold them: for a time-out, a crash or a
+    cell never run, the grader's sentence; otherwise the exception Python's traceback ends with (for a syntax error,
+    with the line it is on)."""
     error = strip_ansi(error).strip()
-    if "ran longer than" in error or "ran past its" in error:
-        return "TimeoutError", error, "timeout"
-    if error.startswith("not run"):
-        return "NotRun", error, "not run"
-    if error.startswith("the notebook process") or error.startswith("the notebook wrote"):
-        return "NotebookCrashed", error, "crash"
+    if failure is not None and failure in _GRADER_ENAMES:
+        return _GRADER_ENAMES[failure], error
     last = error.splitlines()[-1] if error else ""
     match = EXCEPTION_LINE.match(last)
     ename = match.group(1) if match else "Error"
     evalue = (match.group(3) or "") if match else last
     where = "\n".join(error.splitlines()[:-1]).strip()
-    kind = "syntax" if ename.split(".")[-1] in ("SyntaxError", "IndentationError", "TabError") else "error"
-    if kind == "syntax":  # IPython's text points at the line with a caret; one line is enough here
+    if failure is Failure.SYNTAX:  # IPython's text points at the line with a caret; one line is enough here
         line = re.findall(r"line (\d+)", where)
         where = f"(line {line[-1]})" if line else ""
     if where:
         evalue = f"{evalue} {where}".strip()
-    return ename, evalue, kind
+    return ename, evalue
 
 
-def failure_note(error: str) -> str:
+def failure_note(error: str, failure: Failure | None) -> str:
     """One line for a student or an instructor: why a cell failed, when the reason is not a plain failed test."""
-    ename, evalue, kind = failure(error)
-    if kind == "timeout":
+    ename, evalue = error_parts(error, failure)
+    if failure is Failure.TIMEOUT:
         return f"timed out: {evalue}"
-    if kind == "crash":
+    if failure is Failure.CRASH:
         return f"crashed: {evalue}"
-    if kind == "not run":
+    if failure is Failure.NOT_RUN:
         return evalue
-    if kind == "syntax":
+    if failure is Failure.SYNTAX:
         return f"syntax error: {ename}: {evalue}"
     return ""
 
@@ -107,7 +108,7 @@ def _outputs(result: dict) -> list[dict]:
                         "evalue": "the tests' tools were changed while they ran: " + ", ".join(result["tampered"][:5]),
                         "traceback": []})
     elif not result.get("ok"):
-        ename, evalue, _ = failure(result.get("error", ""))
+        ename, evalue = error_parts(result.get("error", ""), result.get("failure"))
         outputs.append({"output_type": "error", "ename": ename, "evalue": evalue, "traceback": [f"{ename}: {evalue}"]})
     return outputs
 
@@ -221,7 +222,7 @@ def record(source: dict, submitted: dict, plan: Plan, results: list[dict], stubs
             answer = answer_results.get(grade_id)
             given = answer[0].code if answer else answers_md.get(grade_id, "")
             unanswered = given.strip() == stubs.get(grade_id, "").strip() or not given.strip()
-            note = failure_note(answer[1].get("error", "")) if answer and not answer[1].get("ok") else ""
+            note = failure_note(answer[1].get("error", ""), answer[1].get("failure")) if answer and not answer[1].get("ok") else ""
             comments[grade_id] = NO_RESPONSE if unanswered else (note or None)
             if kind in ("manual-code", "manual-text"):
                 grades[grade_id] = 0.0 if unanswered else None

@@ -33,9 +33,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from autograder import gradebook
+from autograder.atomic import write_atomically
 from autograder.course import Course
 from autograder.gradebook import TOTAL
-from autograder.report import not_graded
+from autograder.grader.write import OldGradesFile, csv_text, not_graded
+from autograder.outcome import Status
 
 HEADER = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
 ROSTER_COLUMNS = ("lms_user_id", "sis_user_id", "sis_login_id", "section")
@@ -130,7 +132,7 @@ def scores(course: Course, names: list[str], graded: Path) -> tuple[dict, dict, 
             continue
         points[r.assignment] = r.max_score
         key = (r.student, r.assignment)
-        if r.note.startswith("NOT GRADED"):
+        if r.status is Status.NOT_GRADED:
             final[key] = None
             held.append(f"{r.student}/{r.assignment}: {r.note}")
         elif key in waiting:
@@ -169,17 +171,13 @@ def export(course: Course, roster: Path, specs: list[str], out: Path, graded: Pa
         raise ExportError(f"no Canvas id for {', '.join(unmatched)} in {roster}: give each student an lms_user_id "
                           "(Canvas's user ID), sis_user_id or sis_login_id column value (Canvas's own gradebook "
                           "export lists them), so that Canvas can find them")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    temporary = out.with_name(f".{out.name}.tmp")
-    with open(temporary, "w", newline="", encoding="utf-8") as f:
-        writer = csv.writer(f)
-        writer.writerow(HEADER + [f"{name} ({mapping[name]})" for name in names])
-        writer.writerow(["Points Possible", "", "", "", ""] + [number(points[name]) for name in names])
-        for student in sorted(students, key=lambda s: (people[s].name.lower(), s)):
-            p = people[student]
-            writer.writerow([p.name, p.canvas_id, p.sis_user_id, p.sis_login_id, p.section]
-                            + [number(final.get((student, name))) for name in names])
-    temporary.replace(out)
+    lines = [HEADER + [f"{name} ({mapping[name]})" for name in names],
+             ["Points Possible", "", "", "", ""] + [number(points[name]) for name in names]]
+    for student in sorted(students, key=lambda s: (people[s].name.lower(), s)):
+        p = people[student]
+        lines.append([p.name, p.canvas_id, p.sis_user_id, p.sis_login_id, p.section]
+                     + [number(final.get((student, name))) for name in names])
+    write_atomically(out, csv_text(lines))
     return held
 
 
@@ -196,7 +194,7 @@ def main() -> None:
     try:
         course = Course.load(args.course or default_course())
         held = export(course, args.roster, args.assignment, args.out, args.graded)
-    except (ExportError, gradebook.GradebookError) as error:
+    except (ExportError, gradebook.GradebookError, OldGradesFile) as error:
         print(f"error: {error}. Nothing was written.", file=sys.stderr)
         raise SystemExit(2) from None
     for line in held:

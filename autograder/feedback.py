@@ -9,7 +9,8 @@ import html
 import re
 from pathlib import Path
 
-from autograder.autograded import failure, strip_ansi
+from autograder.autograded import error_parts, strip_ansi
+from autograder.outcome import CellOutcome, Failure
 
 STYLE = """body{font-family:system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;color:#222}
 pre{background:#f6f8fa;padding:.6rem;overflow-x:auto;border-radius:4px;font-size:.85rem}
@@ -42,26 +43,26 @@ def _block(text: str, css: str = "") -> str:
     return f'<pre class="{css}">{html.escape(text)}</pre>' if text else ""
 
 
-def _error(text: str) -> str:
+def _error(cell: CellOutcome) -> str:
     """A failed cell's error as a student reads it: 'ename: evalue', with timeouts and crashes said in words."""
-    if not text:
+    if not cell.error:
         return ""
-    ename, evalue, kind = failure(text)
-    return evalue if kind in ("timeout", "crash", "not run") else f"{ename}: {evalue}"
+    ename, evalue = error_parts(cell.error, cell.failure)
+    return evalue if cell.failure in (Failure.TIMEOUT, Failure.CRASH, Failure.NOT_RUN) else f"{ename}: {evalue}"
 
 
-def render(student: str, assignment: str, notebook: str, cells: list[dict], notes: list[str],
+def render(student: str, assignment: str, notebook: str, cells: tuple[CellOutcome, ...], notes: list[str],
            titles: dict[str, str] | None = None, task_notes: dict[str, str] | None = None) -> str:
-    """One HTML page. Each cell dict: kind, grade_id, points, visible_code, ok, output, error, restored.
-    `titles`: grade_id -> the task's title (its heading in the notebook); `task_notes`: grade_id -> why it failed."""
+    """One HTML page of a notebook's cells. `titles`: grade_id -> the task's title (its heading in the notebook);
+    `task_notes`: grade_id -> why it failed."""
     titles, task_notes = titles or {}, task_notes or {}
-    tests = [c for c in cells if c["kind"] == "test"]
-    earned = sum(c["points"] for c in tests if c["ok"])
-    total = sum(c["points"] for c in tests)
-    rows = "".join(f"<tr><td>{html.escape(titles.get(c['grade_id'], c['grade_id']))}</td>"
-                   f"<td>{c['points'] if c['ok'] else 0:g} / {c['points']:g}</td>"
-                   f"<td>{'passed' if c['ok'] else 'failed'}</td>"
-                   f"<td>{html.escape(task_notes.get(c['grade_id'], ''))}</td></tr>" for c in tests)
+    tests = [c for c in cells if c.kind == "test"]
+    earned = sum(c.points for c in tests if c.ok)
+    total = sum(c.points for c in tests)
+    rows = "".join(f"<tr><td>{html.escape(titles.get(c.grade_id, c.grade_id))}</td>"
+                   f"<td>{c.points if c.ok else 0:g} / {c.points:g}</td>"
+                   f"<td>{'passed' if c.ok else 'failed'}</td>"
+                   f"<td>{html.escape(task_notes.get(c.grade_id, ''))}</td></tr>" for c in tests)
     parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(assignment)}: {html.escape(notebook)}"
              f"</title><style>{STYLE}</style></head><body>",
              f"<h1>{html.escape(assignment)} / {html.escape(notebook)}</h1>",
@@ -70,18 +71,18 @@ def render(student: str, assignment: str, notebook: str, cells: list[dict], note
              f"<table><tr><th>task</th><th>points</th><th>result</th><th>note</th></tr>{rows}</table>"]
     parts += [f"<p class='note'>{html.escape(n)}</p>" for n in notes]
     for cell in cells:
-        css = "" if cell["kind"] != "test" else ("pass" if cell["ok"] else "fail")
-        task = titles.get(cell["grade_id"], cell["grade_id"])
-        title = {"setup": "set-up (locked)", "answer": f"your answer: {cell['grade_id']}", "added": "a cell you added",
-                 "test": f"tests of {task} ({cell['points']:g} points)"}[cell["kind"]]
-        parts.append(f"<div class='cell {css}'><h3>{html.escape(title)}</h3>{_block(cell['visible_code'])}"
-                     f"{_block(cell['output'])}{_block(_error(cell['error']), 'err')}")
-        if cell.get("tampered"):
+        css = "" if cell.kind != "test" else ("pass" if cell.ok else "fail")
+        task = titles.get(cell.grade_id, cell.grade_id)
+        title = {"setup": "set-up (locked)", "answer": f"your answer: {cell.grade_id}", "added": "a cell you added",
+                 "test": f"tests of {task} ({cell.points:g} points)"}[cell.kind]
+        parts.append(f"<div class='cell {css}'><h3>{html.escape(title)}</h3>{_block(cell.visible_code)}"
+                     f"{_block(cell.output)}{_block(_error(cell), 'err')}")
+        if cell.tampered:
             parts.append(f"<p class='note'>These tests failed because the tests' tools were changed while they ran: "
-                         f"{html.escape(', '.join(cell['tampered'][:10]))}</p>")
-        if cell.get("restored"):
+                         f"{html.escape(', '.join(cell.tampered[:10]))}</p>")
+        if cell.restored:
             parts.append(f"<p class='note'>Before these tests the grader put back what earlier cells had changed: "
-                         f"{html.escape(', '.join(cell['restored'][:10]))}</p>")
+                         f"{html.escape(', '.join(cell.restored[:10]))}</p>")
         parts.append("</div>")
     parts.append("</body></html>")
     return "\n".join(parts)

@@ -12,8 +12,9 @@ course; SUBMITTED_DIR (default: the course's `submitted/`) is laid out as `<stud
   autograded/<student>/<assignment>/                 nbgrader's layout: notebooks with outputs and metadata (what
                                                      formgrader shows and `nbgrader generate_feedback` renders)
   OUT/grades.csv (default graded/)                   per student and assignment: one row per graded cell and a
-                                                     TOTAL row (late penalty taken off); 0 for "no submission"
-  OUT/summary.txt                                    what the run could not grade or decide, also printed
+                                                     TOTAL row (late penalty taken off), each with its status
+                                                     (graded, not graded, no submission); 0 for "no submission"
+  OUT/summary.txt, OUT/summary.json                  what the run could not grade or decide, also printed; typed
   OUT/feedback/<student>/<assignment>/*.html         quick feedback pages (nbgrader's own: generate_feedback)
   OUT/results/<student>/<assignment>.json            one file per graded submission (how a stopped run resumes)
   OUT/gradebook-ledger.json                          what the gradebook held after this run (the next run refuses a
@@ -51,12 +52,11 @@ from autograder import database, shards
 from autograder.course import Course
 from autograder.database import GradebookError
 from autograder.gradebook import TOTAL
-from autograder.grader.find import SAFE_NAME  # noqa: F401 - part of this module's API (lms_import)
 from autograder.grader.notebooks import GraderFault
-from autograder.grader.pipeline import WeakSandbox, default_course, grade  # noqa: F401
+from autograder.grader.pipeline import WeakSandbox, default_course, grade
 from autograder.grader.run import RunLocked
-from autograder.grader.write import CSV_COLUMNS  # noqa: F401 - part of this module's API (merge)
 from autograder.limits import load_limits
+from autograder.outcome import Status
 from autograder.trusted.checker import CourseError
 
 
@@ -130,7 +130,7 @@ def main() -> None:
                   f"{f'  (late penalty {r.late_penalty:g})' if r.late_penalty else ''}{f'  {r.note}' if r.note else ''}")
     print(f"Wrote the gradebook ({database.safe_url(course.db_url)}), {course.folder('autograded')}/, {args.out / 'grades.csv'} "
           f"and {args.out / 'summary.txt'}")
-    failed = [r for r in rows if r.task == TOTAL and r.note.startswith("NOT GRADED")]
+    failed = [r for r in rows if r.task == TOTAL and r.status is Status.NOT_GRADED]
     if failed:
         print(f"error: the grader failed on {len(failed)} submission(s), which were not graded (summary.txt says why; "
               "a re-run grades them again)", file=sys.stderr)

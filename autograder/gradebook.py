@@ -25,6 +25,7 @@ from pathlib import Path
 from autograder import database
 from autograder.autograded import graded_kind, nbgrader_meta
 from autograder.course import Course
+from autograder.outcome import Status
 from autograder.database import GradebookError, explain  # noqa: F401 - GradebookError is part of this module's API
 
 TOTAL = "TOTAL"
@@ -483,7 +484,8 @@ class Row:
     score: float | None  # None: waits for manual grading
     max_score: float
     late_penalty: float | None = None
-    note: str = ""
+    note: str = ""  # for people: never read back (`status` says what happened)
+    status: Status = Status.GRADED  # the submission's: graded, NOT GRADED, no submission, unknown assignment
 
 
 def rows(course: Course, students: list[str], names: list[str], submitted: set[tuple[str, str]],
@@ -523,11 +525,12 @@ def rows(course: Course, students: list[str], names: list[str], submitted: set[t
                 failure = not_graded.get((student, name))
                 if failure and (submission is None or not graded):
                     out.append(Row(student, name, TOTAL, "assignment total", None, float(assignment.max_score), None,
-                                   f"NOT GRADED: {failure}"))
+                                   f"NOT GRADED: {failure}", Status.NOT_GRADED))
                     continue
+                status = Status.NOT_GRADED if failure else Status.GRADED
                 if submission is None or not ((student, name) in submitted or graded):
                     out.append(Row(student, name, TOTAL, "assignment total", 0.0, float(assignment.max_score), 0.0,
-                                   "no submission"))
+                                   "no submission", Status.NO_SUBMISSION))
                     continue
                 for notebook, gid in order[name]:
                     grade = grades.get((notebook, gid))
@@ -540,14 +543,14 @@ def rows(course: Course, students: list[str], names: list[str], submitted: set[t
                     elif grade.manual_score is not None:
                         note = "; ".join(filter(None, ["scored by hand", note]))
                     out.append(Row(student, name, gid, titles.get((name, gid), gid), None if waiting else float(grade.score),
-                                   float(grade.max_score), None, note))
+                                   float(grade.max_score), None, note, status))
                 penalty = float(submission.late_submission_penalty or 0.0)
                 score = max(0.0, float(submission.score) - penalty)
                 note = notes.get((student, name, TOTAL), "")
                 if failure:
                     note = f"NOT GRADED: {failure} (the scores are an earlier run's)"
                 out.append(Row(student, name, TOTAL, "assignment total", score, float(submission.max_score), penalty,
-                               note))
+                               note, status))
     except SQLAlchemyError as error:
         raise GradebookError(explain(error, course.db_url)) from None
     finally:

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from autograder import gradebook
+from autograder.atomic import write_new
 from autograder.course import Course
 from autograder.gradebook import GradebookError
 from autograder.grader.find import MAX_NOTEBOOK_BYTES, SAFE_NAME
@@ -190,7 +191,7 @@ def import_download(course: Course, download: Path, submitted: Path, assignment:
             (report.unchanged if same else report.kept).append(where)
             continue
         target.parent.mkdir(parents=True, exist_ok=True)
-        if _write_new(target, data):
+        if write_new(target, data):  # never overwrites a file that appeared meanwhile
             report.imported.append(where)
             record = [f"{target.name} <- {name}"] + ([LATE_LINE] if match["late"] else [])
             with open(target.parent / RECORD, "a") as out:  # one line per notebook of the submission
@@ -207,20 +208,6 @@ def marked_late(folder: Path) -> bool:
         return LATE_LINE in (folder / RECORD).read_text(errors="replace").splitlines()
     except OSError:
         return False
-
-
-def _write_new(target: Path, data: bytes) -> bool:
-    """Write a file that does not exist yet; False, with nothing written, if it does."""
-    temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    temporary.write_bytes(data)
-    try:
-        os.link(temporary, target)  # fails if the target appeared meanwhile: never overwrites
-        return True
-    except FileExistsError:
-        return False
-    finally:
-        temporary.unlink()
-
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)

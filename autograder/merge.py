@@ -3,30 +3,28 @@ machine or array task) into one.
 
     python -m autograder.merge SHARD_OUT [SHARD_OUT ...] --out DIR
 
-Writes DIR/grades.csv (one header, rows sorted by student and assignment), DIR/summary.txt (one summary for the class:
-each shard's own lines marked with its shard, the students' lines kept, and the lines that list students for the
-whole class, such as "no submission", joined into one per assignment), and copies the feedback and results folders.
-Refused, with nothing written: a shard missing from the count its outputs give (each finished run writes
-`shard.json` last, saying which shard of how many it holds), outputs given different counts, a shard given twice, and
-a student/assignment graded in two outputs. Outputs without shard.json (from before it) merge as before, unchecked.
+Writes DIR/grades.csv (one header, rows sorted by student and assignment), DIR/summary.txt and DIR/summary.json (one
+summary for the class, merged by the kind of each event in the shards' summary.json: each shard's events about its
+run marked with its shard, the students' events kept, and those that list or count students for the whole class,
+such as "no submission" and answers waiting for a person, joined into one per assignment), and copies the feedback
+and results folders. Refused, with nothing written: a shard missing from the count its outputs give (each finished
+run writes `shard.json` last, saying which shard of how many it holds), outputs given different counts, a shard
+given twice, a student/assignment graded in two outputs, and a grades.csv without its status column (from a grader
+before 2026-11-28: grade that shard again). Outputs without shard.json (from before it) merge unchecked; a summary
+without summary.json (from before it) keeps each of its lines once, as they are.
 """
 from __future__ import annotations
 
 import argparse
 import csv
-import re
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 from autograder import shards
-from autograder.grader.write import CSV_COLUMNS
-
-# Summary lines about one run, not about students: each is kept, marked with its shard.
-RUN_LINES = ("graded ", "recorded ", "on this machine:", "sandbox on this machine:", "self-check passed",
-             "removed what a stopped run had left", "skipped ", "an earlier result could not be read")
-LISTS = re.compile(r"^(no submission: [^:]+: |not on the roster, added to the gradebook: )(.*)$")
-PENDING = re.compile(r"^needs manual grading \(formgrader\): ([^:]+): (\d+) answer\(s\) in (\d+) submission\(s\), "
-                     r"cells (.*)$")
+from autograder.atomic import write_atomically
+from autograder.grader.write import CSV_COLUMNS, csv_text, write_summary
+from autograder.outcome import Event, EventKind, OutcomeError, read_summary_json
 
 
 class MergeError(ValueError):
@@ -62,30 +60,45 @@ def check_complete(outputs: list[Path]) -> dict[Path, tuple[int, int]]:
     return records
 
 
-def merge_summaries(parts: list[tuple[str, list[str]]]) -> list[str]:
-    """One summary from each shard's (label, lines): run lines marked with their label, class-wide lists joined."""
-    runs: list[str] = []
-    students: list[str] = []
-    lists: dict[str, set[str]] = {}
+def merge_summaries(parts: list[tuple[str, list[Event]]]) -> list[Event]:
+    """One summary from each shard's (label, events), by kind: events about a run marked with their label, the
+    students' events kept once each, then answers waiting for a person and students who handed in nothing, one per
+    assignment, and students new to the roster, all joined across shards."""
+    runs: list[Event] = []
+    students: list[Event] = []
     pending: dict[str, tuple[int, int, set[str]]] = {}
-    for label, lines in parts:
-        for line in lines:
-            listed, waiting = LISTS.match(line), PENDING.match(line)
-            if line.startswith(RUN_LINES):
-                runs.append(f"{label}: {line}" if label else line)
-            elif listed:
-                lists.setdefault(listed.group(1), set()).update(n for n in listed.group(2).split(", ") if n)
-            elif waiting:
-                answers, submissions, cells = pending.get(waiting.group(1), (0, 0, set()))
-                pending[waiting.group(1)] = (answers + int(waiting.group(2)), submissions + int(waiting.group(3)),
-                                             cells | set(waiting.group(4).split(", ")))
-            elif line not in students:
-                students.append(line)
-    lines = runs + students
-    lines += [f"needs manual grading (formgrader): {a}: {n} answer(s) in {s} submission(s), cells {', '.join(sorted(c))}"
-              for a, (n, s, c) in sorted(pending.items())]
-    lines += [f"{head}{', '.join(sorted(names))}" for head, names in sorted(lists.items())]
-    return lines
+    missing: dict[str, set[str]] = {}
+    newcomers: set[str] = set()
+    for label, events in parts:
+        for event in events:
+            if event.kind.about_the_run:
+                runs.append(replace(event, text=f"{label}: {event.text}") if label else event)
+            elif event.kind is EventKind.PENDING:
+                answers, submissions, cells = pending.get(event.assignment, (0, 0, set()))
+                pending[event.assignment] = (answers + event.answers, submissions + event.submissions,
+                                             cells | set(event.cells))
+            elif event.kind is EventKind.NO_SUBMISSION:
+                missing.setdefault(event.assignment, set()).update(event.students)
+            elif event.kind is EventKind.NEW_STUDENTS:
+                newcomers.update(event.students)
+            elif event not in students:
+                students.append(event)
+    return (runs + students + [Event.pending(a, n, s, sorted(c)) for a, (n, s, c) in sorted(pending.items())]
+            + [Event.no_submission(a, sorted(names)) for a, names in sorted(missing.items())]
+            + ([Event.new_students(sorted(newcomers))] if newcomers else []))
+
+
+def shard_summary(shard: Path) -> list[Event]:
+    """A shard's summary events: its summary.json, or for an output from before summary.json, each line of its
+    summary.txt as it is (kept once, never read for its meaning). MergeError if summary.json is not one."""
+    typed, text = shard / "summary.json", shard / "summary.txt"
+    if typed.is_file():
+        try:
+            return read_summary_json(typed.read_bytes(), str(typed))
+        except OutcomeError as error:
+            raise MergeError(f"{error}; nothing was merged") from None
+    lines = text.read_text().splitlines() if text.is_file() else []
+    return [Event(EventKind.SUBMISSION, line) for line in lines if line.strip()]
 
 
 def merge(outputs: list[Path], out: Path) -> int:
@@ -96,7 +109,11 @@ def merge(outputs: list[Path], out: Path) -> int:
     owner: dict[tuple[str, str], Path] = {}
     for shard in outputs:
         with open(shard / "grades.csv", newline="") as f:
-            for row in csv.DictReader(f):
+            reader = csv.DictReader(f)
+            if "status" not in (reader.fieldnames or []):
+                raise MergeError(f"{shard / 'grades.csv'} has no status column: it was written by a grader from "
+                                 "before 2026-11-28; grade that shard again, then merge")
+            for row in reader:
                 key = (row["student"], row["assignment"])
                 if owner.setdefault(key, shard) != shard:
                     raise MergeError(f"{key[0]}/{key[1]} was graded in both {owner[key]} and {shard}")
@@ -105,18 +122,14 @@ def merge(outputs: list[Path], out: Path) -> int:
     parts = []
     for shard in sorted(outputs, key=lambda o: records.get(o, (0, 0))):
         k, n = records.get(shard, (0, 0))
-        text = (shard / "summary.txt").read_text() if (shard / "summary.txt").is_file() else ""
-        parts.append((f"shard {k}/{n}" if n > 1 else "", [line for line in text.splitlines() if line.strip()]))
+        parts.append((f"shard {k}/{n}" if n > 1 else "", shard_summary(shard)))
     out.mkdir(parents=True, exist_ok=True)
     for shard in outputs:
         for folder in ("feedback", "results"):
             if (shard / folder).is_dir():
                 shutil.copytree(shard / folder, out / folder, dirs_exist_ok=True)
-    with open(out / "grades.csv", "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=CSV_COLUMNS)
-        writer.writeheader()
-        writer.writerows(rows)
-    (out / "summary.txt").write_text("\n".join(merge_summaries(parts)) + "\n")
+    write_atomically(out / "grades.csv", csv_text([list(CSV_COLUMNS)] + [[r[c] for c in CSV_COLUMNS] for r in rows]))
+    write_summary(out, merge_summaries(parts))
     return len(rows)
 
 

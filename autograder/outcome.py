@@ -267,3 +267,93 @@ def _legacy_problem_failure(problem: object) -> str | None:
     if not problem:
         return None
     return Failure.MISSING_NOTEBOOK.value if str(problem).startswith("missing notebook") else Failure.NOT_A_NOTEBOOK.value
+
+
+# ---- the run's summary ---------------------------------------------------------------------------------------------
+class EventKind(enum.Enum):
+    """What a line of a run's summary is about; it decides how shards' summaries merge (merge.py). The value is what
+    summary.json holds."""
+    GRADED = "graded"                    # how many submissions the run graded, and in how long (first line)
+    RECORDED = "recorded"                # how many it recorded in the gradebook (second line)
+    MACHINE = "machine"                  # the machine, its workers and memory; the sandbox it builds
+    SELF_CHECK = "self-check"            # the assignments whose solutions and empty notebooks were checked
+    CLEANED = "cleaned"                  # what a stopped run had left, removed
+    SKIPPED = "skipped"                  # folders that are not submissions
+    SYNCED = "synced"                    # assignments recorded in the gradebook from source/
+    UNREADABLE_RESULT = "unreadable result"  # an earlier result that could not be read, graded again
+    SUBMISSION = "submission"            # about one submission (NOT GRADED, flagged, late, no time...)
+    PENDING = "pending"                  # an assignment's answers that wait for a person
+    NO_SUBMISSION = "no submission"      # an assignment's students who handed in nothing
+    NEW_STUDENTS = "new students"        # students not on the roster, added to the gradebook
+
+    @property
+    def about_the_run(self) -> bool:
+        """A line about one run (a shard's, marked with it when merged), not about students."""
+        return self in _RUN_KINDS
+
+
+_RUN_KINDS = frozenset({EventKind.GRADED, EventKind.RECORDED, EventKind.MACHINE, EventKind.SELF_CHECK,
+                        EventKind.CLEANED, EventKind.SKIPPED, EventKind.SYNCED, EventKind.UNREADABLE_RESULT})
+_FIRST = {EventKind.GRADED: 0, EventKind.RECORDED: 1}  # the summary's first lines, whenever they are known
+
+
+@dataclass(frozen=True)
+class Event:
+    """One line of a run's summary: its kind, its text for people, and what merging needs of it: the assignment,
+    students, and for PENDING the answers, submissions and cells that wait."""
+    kind: EventKind
+    text: str
+    assignment: str = ""
+    students: tuple[str, ...] = ()
+    answers: int = 0
+    submissions: int = 0
+    cells: tuple[str, ...] = ()
+
+    @classmethod
+    def pending(cls, assignment: str, answers: int, submissions: int, cells: list[str] | tuple[str, ...]) -> Event:
+        cells = tuple(sorted(set(cells)))
+        return cls(EventKind.PENDING, f"needs manual grading (formgrader): {assignment}: {answers} answer(s) in "
+                                      f"{submissions} submission(s), cells {', '.join(cells)}",
+                   assignment, (), answers, submissions, cells)
+
+    @classmethod
+    def no_submission(cls, assignment: str, students: list[str] | tuple[str, ...]) -> Event:
+        return cls(EventKind.NO_SUBMISSION, f"no submission: {assignment}: {', '.join(students)}", assignment,
+                   tuple(students))
+
+    @classmethod
+    def new_students(cls, students: list[str] | tuple[str, ...]) -> Event:
+        students = tuple(sorted(students))
+        return cls(EventKind.NEW_STUDENTS, f"not on the roster, added to the gradebook: {', '.join(students)}",
+                   students=students)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {f.name: _plain(getattr(self, f.name)) for f in fields(self)}
+
+    @classmethod
+    def from_dict(cls, obj: object, where: str) -> Event:
+        values = _field_values(cls, obj, where)
+        values["kind"] = EventKind(values["kind"])
+        values["students"], values["cells"] = tuple(values["students"]), tuple(values["cells"])
+        return cls(**values)
+
+
+def in_order(events: list[Event]) -> list[Event]:
+    """The summary's events as people read them: what the run graded and recorded first, the rest as it happened."""
+    return sorted(events, key=lambda e: _FIRST.get(e.kind, len(_FIRST)))
+
+
+def summary_json(events: list[Event]) -> str:
+    """summary.json: the events of summary.txt, in its order, typed."""
+    return json.dumps({"format": FORMAT, "events": [e.to_dict() for e in events]}, indent=1) + "\n"
+
+
+def read_summary_json(text: str | bytes, where: str) -> list[Event]:
+    """The events of a summary.json; OutcomeError naming `where` if it is not one."""
+    try:
+        obj = json.loads(text)
+    except (ValueError, RecursionError) as error:
+        raise OutcomeError(f"{where}: not JSON ({error.__class__.__name__})") from None
+    if type(obj) is not dict or obj.get("format") != FORMAT or type(obj.get("events")) is not list:
+        raise OutcomeError(f"{where}: not a summary of format {FORMAT}")
+    return [Event.from_dict(e, f"{where}: events[{i}]") for i, e in enumerate(obj["events"])]

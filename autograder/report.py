@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import collections
-import csv
 import datetime
 import html
 import json
@@ -37,7 +36,9 @@ from autograder import gradebook
 from autograder.autograded import graded_cells, strip_ansi
 from autograder.course import Course
 from autograder.late import how_late, points
+from autograder.grader.write import OldGradesFile, not_graded
 from autograder.lms_import import marked_late
+from autograder.outcome import OutcomeError, Status, SubmissionOutcome
 from autograder.gradebook import TOTAL
 
 TOP_HINTS = 3
@@ -51,18 +52,23 @@ def failure_hint(error: str) -> str:
     return text if len(text) <= 160 else text[:157] + "..."
 
 
+def outcome(path: Path) -> SubmissionOutcome | None:
+    """The graded submission in a results file (either format), or None when it is missing or not one."""
+    try:
+        return SubmissionOutcome.from_json(path.read_bytes())
+    except (OSError, OutcomeError):
+        return None
+
+
 def hints(out: Path, assignment: str) -> dict[str, collections.Counter]:
     """{test grade_id: Counter of failure hints} from OUT/results/*/<assignment>.json."""
     found: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
     for path in sorted((out / "results").glob(f"*/{assignment}.json")):
-        try:
-            result = json.loads(path.read_text())
-        except (OSError, ValueError):
-            continue
-        for notebook in result.get("notebooks", {}).values():
-            for cell in notebook.get("cells", []):
-                if cell.get("kind") == "test" and not cell.get("ok"):
-                    found[cell["grade_id"]][failure_hint(cell.get("error", ""))] += 1
+        result = outcome(path)
+        for notebook in result.notebooks.values() if result else ():
+            for cell in notebook.cells:
+                if cell.kind == "test" and not cell.ok:
+                    found[cell.grade_id][failure_hint(cell.error)] += 1
     return found
 
 
@@ -81,24 +87,15 @@ def submission_times(course: Course, assignment: str) -> tuple[list[float], date
     return [(t - origin).total_seconds() / 3600 for t in stamps], due, late
 
 
-def not_graded(out: Path) -> dict[tuple[str, str], str]:
-    """{(student, assignment): the note} for the "NOT GRADED" TOTAL rows of OUT/grades.csv (the grader failed on
-    those submissions; the gradebook does not know it). Empty when there is no grades.csv."""
-    path = out / "grades.csv"
-    if not path.is_file():
-        return {}
-    with open(path, newline="") as f:
-        return {(r["student"], r["assignment"]): r["note"] for r in csv.DictReader(f)
-                if r["task"] == TOTAL and r["note"].startswith("NOT GRADED")}
-
-
-def run_notes(out: Path) -> dict[tuple[str, str], str]:
-    """{(student, assignment): the TOTAL row's note} from OUT/grades.csv (why a submission was flagged, and so on)."""
-    path = out / "grades.csv"
-    if not path.is_file():
-        return {}
-    with open(path, newline="") as f:
-        return {(r["student"], r["assignment"]): r["note"] for r in csv.DictReader(f) if r["task"] == TOTAL}
+def review_reasons(out: Path, key: tuple[str, str], submission) -> list[str]:
+    """Why a person should look at a submission nbgrader flags: the grader's flags (OUT/results/), and hand scores
+    older than the submission (nbgrader's gradebook: a manual score that needs a manual grade again)."""
+    result = outcome(out / "results" / key[0] / f"{key[1]}.json")
+    reasons = [f"flagged for review: {name} uses {', '.join(flags)}" for name, flags in result.flagged.items()] \
+        if result else []
+    if any(g.manual_score is not None and g.needs_manual_grade for nb in submission.notebooks for g in nb.grades):
+        reasons.append(gradebook.REGRADED_AFTER_HAND_GRADE)
+    return reasons
 
 
 def utc(moment: datetime.datetime | None) -> str | None:
@@ -116,7 +113,7 @@ def attention(course: Course, names: list[str], rows: list, out: Path) -> list[d
     marked it LATE, and the download had no submission time: lms_import.py), NOT GRADED, flagged, waits for a
     person."""
     totals = {(r.student, r.assignment): r for r in rows if r.task == TOTAL}
-    notes, failed = run_notes(out), not_graded(out)
+    failed = not_graded(out)
     found = []
 
     def add(key, status, detail):
@@ -125,7 +122,7 @@ def attention(course: Course, names: list[str], rows: list, out: Path) -> list[d
         found.append({"student": key[0], "assignment": key[1], "status": status, "detail": detail, "score": score,
                       "max_score": total.max_score if total else None})
     for key, total in sorted(totals.items()):
-        if total.note == "no submission":
+        if total.status is Status.NO_SUBMISSION:
             add(key, "no submission", "nothing handed in: 0 points")
     for key, why in sorted(failed.items()):
         if key[1] in names:
@@ -148,8 +145,7 @@ def attention(course: Course, names: list[str], rows: list, out: Path) -> list[d
                                      f"{points(float(submission.late_submission_penalty or 0))}")
                 flagged = [nb.name for nb in submission.notebooks if nb.flagged]
                 if flagged:
-                    reasons = [part for part in notes.get(key, "").split("; ")
-                               if part.startswith(("flagged for review", "resubmitted after a hand grade"))]
+                    reasons = review_reasons(out, key, submission)
                     add(key, "flagged", "; ".join(reasons) or f"flagged in Formgrader: {', '.join(flagged)}")
     finally:
         book.close()
@@ -169,7 +165,7 @@ def summarize(course: Course, names: list[str], out: Path) -> dict:
         totals = [r for r in mine if r.task == TOTAL]
         if not totals:
             continue
-        scores = [r.score for r in totals if r.note != "no submission" and r.score is not None]
+        scores = [r.score for r in totals if r.status is not Status.NO_SUBMISSION and r.score is not None]
         hours, due, late = submission_times(course, a)
         tasks = []
         failures = hints(out, a)
@@ -185,9 +181,9 @@ def summarize(course: Course, names: list[str], out: Path) -> dict:
                 "hints": failures.get(task, collections.Counter()).most_common(TOP_HINTS)})
         tasks.sort(key=lambda t: (2.0 if t["pass_rate"] is None else t["pass_rate"], t["title"]))  # hardest first
         report[a] = {
-            "roster": len(students), "submitted": sum(1 for r in totals if r.note != "no submission"),
-            "missing": sum(1 for r in totals if r.note == "no submission"),
-            "not_graded": sum(1 for r in totals if r.note.startswith("NOT GRADED")),
+            "roster": len(students), "submitted": sum(1 for r in totals if r.status is not Status.NO_SUBMISSION),
+            "missing": sum(1 for r in totals if r.status is Status.NO_SUBMISSION),
+            "not_graded": sum(1 for r in totals if r.status is Status.NOT_GRADED),
             "late": late,
             "max_score": totals[0].max_score, "scores": scores,
             "mean": statistics.fmean(scores) if scores else None,
@@ -392,7 +388,7 @@ def main() -> None:
     course = Course.load(args.course or default_course())
     try:
         report = build(course, args.out, args.assignment)
-    except gradebook.GradebookError as error:
+    except (gradebook.GradebookError, OldGradesFile) as error:
         print(f"error: {error}", file=sys.stderr)
         raise SystemExit(2) from None
     people = report[""]["attention"]

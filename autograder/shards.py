@@ -20,13 +20,13 @@ ShardError with a message that says what was read and what to do; nothing is gra
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Mapping, Sequence, TypeVar
 
+from autograder.atomic import write_atomically
+
 T = TypeVar("T")
 
-SLURM_VARIABLES = ("SLURM_ARRAY_TASK_ID", "SLURM_ARRAY_TASK_COUNT", "SLURM_ARRAY_TASK_MIN", "SLURM_ARRAY_TASK_STEP")
 K8S_INDEX = "JOB_COMPLETION_INDEX"
 RECORD = "shard.json"  # in a run's output folder: which shard of how many it holds, and its students
 COUNT_VARIABLE = "GRADER_SHARDS"
@@ -183,6 +183,5 @@ def check_output(out: Path, shard: tuple[int, int]) -> None:
 
 def write_output_record(out: Path, shard: tuple[int, int], students: Sequence[str]) -> None:
     """Write OUT/shard.json (through a temporary file and a rename): this output is shard K of N, these students."""
-    temporary = out / f".{RECORD}.tmp"
-    temporary.write_text(json.dumps({"index": shard[0], "count": shard[1], "students": list(students)}, indent=1))
-    os.replace(temporary, out / RECORD)
+    write_atomically(out / RECORD, json.dumps({"index": shard[0], "count": shard[1], "students": list(students)},
+                                              indent=1))

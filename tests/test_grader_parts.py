@@ -8,6 +8,7 @@ import pytest
 
 from autograder.limits import load_limits
 from autograder.merge import MergeError, merge
+from autograder.grader.write import CSV_COLUMNS
 from autograder.grader.plan import NotANotebook, make_plan, read_notebook
 from autograder.sandboxed.walls import readable_paths
 from autograder.course import REPO_ROOT
@@ -84,8 +85,8 @@ def test_merging_shards(tmp_path):
     for shard, student in (("a", "ann"), ("b", "bob")):
         (tmp_path / shard / "feedback" / student).mkdir(parents=True)
         with open(tmp_path / shard / "grades.csv", "w", newline="") as f:
-            csv.writer(f).writerows([["student", "assignment", "task", "score", "max_score", "note"],
-                                     [student, "01_floats", "test_decode", "3", "3", ""]])
+            csv.writer(f).writerows([list(CSV_COLUMNS),
+                                     [student, "01_floats", "test_decode", "decode", "3", "3", "", "graded", ""]])
     assert merge([tmp_path / "b", tmp_path / "a"], tmp_path / "all") == 2
     lines = (tmp_path / "all" / "grades.csv").read_text().splitlines()
     assert lines[1].startswith("ann") and lines[2].startswith("bob")

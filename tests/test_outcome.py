@@ -2,15 +2,20 @@
 (tests/fixtures/results_2026-11-28/, the tiny course graded by the grader of that day: a pass, a wrong answer, a
 time-out, a crash, a syntax error, an exception, a flagged notebook, a missing notebook, a file that is not a
 notebook, and a submission the grader could not grade) read with the failure each one meant, round-trip exactly, and
-anything else in a results file is refused with where it is."""
+anything else in a results file is refused with where it is. A run of today's grader on the same kinds of submission
+writes each failure where it happened, a status column in grades.csv and summary.json beside summary.txt."""
 from __future__ import annotations
 
+import csv
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from autograder.outcome import (FORMAT, CellOutcome, Failure, OutcomeError, Status, SubmissionOutcome, not_graded)
+from autograder.outcome import (FORMAT, CellOutcome, EventKind, Failure, OutcomeError, Status, SubmissionOutcome,
+                                not_graded, read_summary_json)
 
 OLD = Path(__file__).resolve().parent / "fixtures" / "results_2026-11-28"
 NOTEBOOK = "00_tiny"
@@ -113,3 +118,55 @@ def test_anything_else_in_a_results_file_is_refused_with_where_it_is(change, whe
 def test_what_is_not_a_results_object_is_refused(text):
     with pytest.raises(OutcomeError):
         SubmissionOutcome.from_json(text)
+
+
+# ---- a run of today's grader: the failures set where they happen ---------------------------------------------------
+STUDENTS = {"ada": "return 2 * x", "bob": "return 3 * x", "cy": "import time; time.sleep(30); return 2 * x",
+            "dee": "import os; os._exit(3)", "eve": "return 2 *", "gus": "import subprocess; return 2 * x"}
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    """The tiny course graded by this grader: the students above, hal with no notebook, ivy with a broken one."""
+    from tests.test_grading_faults import make_class
+    root = tmp_path_factory.mktemp("graded")
+    make_class(root, STUDENTS)
+    for student, text in (("hal", None), ("ivy", "{not json")):
+        folder = root / "submitted" / student / NOTEBOOK
+        folder.mkdir(parents=True)
+        (folder / "timestamp.txt").write_text("2026-01-05 12:00:00.000000 UTC")
+        if text is not None:
+            (folder / f"{NOTEBOOK}.ipynb").write_text(text)
+    run = subprocess.run([sys.executable, "-m", "autograder.grade", "--course", str(root), "--out", str(root / "out"),
+                          "--limit", "cell_seconds=4"], cwd=Path(__file__).resolve().parent.parent,
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    return root / "out"
+
+
+def test_a_run_writes_typed_results_with_the_failure_set_where_it_happened(graded):
+    def read(student: str) -> SubmissionOutcome:
+        return SubmissionOutcome.from_json((graded / "results" / student / f"{NOTEBOOK}.json").read_text())
+    assert all(read(s).format == FORMAT for s in [*STUDENTS, "hal", "ivy"])
+    assert failures(read("ada"))["test:test_double"] is None
+    assert failures(read("bob"))["test:test_double"] is Failure.ERROR
+    assert failures(read("cy"))["test:test_double"] is Failure.TIMEOUT
+    assert failures(read("dee"))["test:test_double"] is Failure.CRASH
+    assert failures(read("eve"))["answer:double"] is Failure.SYNTAX
+    assert failures(read("hal"))["test:test_double"] is Failure.NOT_RUN
+    assert read("hal").notebooks[NOTEBOOK].failure is Failure.MISSING_NOTEBOOK
+    assert read("ivy").notebooks[NOTEBOOK].failure is Failure.NOT_A_NOTEBOOK
+    assert list(read("gus").flagged) == [NOTEBOOK]
+
+
+def test_grades_csv_has_a_status_and_the_summary_its_typed_events(graded):
+    with open(graded / "grades.csv", newline="") as f:
+        totals = {r["student"]: r for r in csv.DictReader(f) if r["task"] == "TOTAL"}
+    assert {r["status"] for r in totals.values()} == {Status.GRADED.value}
+    events = read_summary_json((graded / "summary.json").read_text(), "summary.json")
+    assert [e.text for e in events] == (graded / "summary.txt").read_text().splitlines()
+    assert [e.kind for e in events[:2]] == [EventKind.GRADED, EventKind.RECORDED]
+    pending = [e for e in events if e.kind is EventKind.PENDING]
+    assert len(pending) == 1 and pending[0].assignment == NOTEBOOK and pending[0].cells == ("explain", "plot", "style")
+    newcomers = [e for e in events if e.kind is EventKind.NEW_STUDENTS]
+    assert newcomers[0].students == tuple(sorted([*STUDENTS, "hal", "ivy"]))

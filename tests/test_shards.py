@@ -12,6 +12,8 @@ import yaml
 from hypothesis import given, settings, strategies as st
 
 from autograder import shards
+from autograder.grader.write import write_summary
+from autograder.outcome import Event, EventKind, read_summary_json
 from autograder.shards import ShardError
 
 REPO = Path(__file__).resolve().parent.parent
@@ -165,12 +167,12 @@ def test_the_slurm_script_and_the_kubernetes_job_use_shard_auto():
     assert "autograder.grade" in command and "--shard auto" in command
 
 
-def shard_output(folder: Path, index: int, count: int, students: list[str], summary: list[str]) -> Path:
-    """A finished shard's output folder: grades.csv (a TOTAL row per student), summary.txt, shard.json."""
+def shard_output(folder: Path, index: int, count: int, students: list[str], summary: list[Event]) -> Path:
+    """A finished shard's output folder: grades.csv (a TOTAL row per student), summary.txt and .json, shard.json."""
     folder.mkdir(parents=True)
-    (folder / "grades.csv").write_text("student,assignment,task,title,score,max_score,late_penalty,note\n" + "".join(
-        f"{s},01_floats,TOTAL,assignment total,1,3,0,\n" for s in students))
-    (folder / "summary.txt").write_text("\n".join(summary) + "\n")
+    (folder / "grades.csv").write_text("student,assignment,task,title,score,max_score,late_penalty,status,note\n" +
+                                       "".join(f"{s},01_floats,TOTAL,assignment total,1,3,0,graded,\n" for s in students))
+    write_summary(folder, summary)
     shards.write_output_record(folder, (index, count), students)
     return folder
 
@@ -194,16 +196,44 @@ def test_the_merge_refuses_a_missing_a_doubled_or_a_foreign_shard(tmp_path):
 def test_the_merge_writes_one_summary_for_the_class(tmp_path):
     from autograder.merge import merge
     first = shard_output(tmp_path / "shard-1", 1, 2, ["ann", "cy"], [
-        "graded 2 submission(s) in 3.0 s (0 unchanged, reused)", "ann 01_floats: 2.0 h after the due date -> late "
-        "penalty 0.3 points", "needs manual grading (formgrader): 01_floats: 2 answer(s) in 1 submission(s), cells a, b",
-        "no submission: 01_floats: cy"])
+        Event(EventKind.GRADED, "graded 2 submission(s) in 3.0 s (0 unchanged, reused)"),
+        Event(EventKind.SUBMISSION, "ann 01_floats: 2.0 h after the due date -> late penalty 0.3 points"),
+        Event.pending("01_floats", 2, 1, ["a", "b"]), Event.no_submission("01_floats", ["cy"]),
+        Event.new_students(["cy"])])
     second = shard_output(tmp_path / "shard-2", 2, 2, ["bob", "dee"], [
-        "graded 1 submission(s) in 2.0 s (0 unchanged, reused)", "needs manual grading (formgrader): 01_floats: "
-        "1 answer(s) in 1 submission(s), cells c", "no submission: 01_floats: dee"])
+        Event(EventKind.GRADED, "graded 1 submission(s) in 2.0 s (0 unchanged, reused)"),
+        # a run line worded like a student's, and a student's worded like a run's: the kind decides, not the words
+        Event(EventKind.MACHINE, "no submission: on this machine: 2 worker(s)"),
+        Event(EventKind.SUBMISSION, "graded by hand: bob 01_floats"),
+        Event.pending("01_floats", 1, 1, ["c"]), Event.no_submission("01_floats", ["dee"]),
+        Event.new_students(["bob"])])
     assert merge([second, first], tmp_path / "out") == 4
-    assert (tmp_path / "out" / "summary.txt").read_text().splitlines() == [
+    expected = [
         "shard 1/2: graded 2 submission(s) in 3.0 s (0 unchanged, reused)",
         "shard 2/2: graded 1 submission(s) in 2.0 s (0 unchanged, reused)",
+        "shard 2/2: no submission: on this machine: 2 worker(s)",
         "ann 01_floats: 2.0 h after the due date -> late penalty 0.3 points",
+        "graded by hand: bob 01_floats",
         "needs manual grading (formgrader): 01_floats: 3 answer(s) in 2 submission(s), cells a, b, c",
-        "no submission: 01_floats: cy, dee"]
+        "no submission: 01_floats: cy, dee",
+        "not on the roster, added to the gradebook: bob, cy"]
+    assert (tmp_path / "out" / "summary.txt").read_text().splitlines() == expected
+    merged = read_summary_json((tmp_path / "out" / "summary.json").read_text(), "summary.json")
+    assert [e.text for e in merged] == expected
+    assert merged[-2] == Event.no_submission("01_floats", ["cy", "dee"])  # merged by kind, typed again
+
+
+def test_a_shard_from_before_summary_json_keeps_its_lines_and_one_without_status_is_refused(tmp_path):
+    from autograder.merge import MergeError, merge
+    first = shard_output(tmp_path / "shard-1", 1, 2, ["ann"], [])
+    second = shard_output(tmp_path / "shard-2", 2, 2, ["bob"], [])
+    (second / "summary.json").unlink()
+    (second / "summary.txt").write_text("graded 1 submission(s) in 2.0 s (0 unchanged, reused)\nno submission: 01_floats: x\n")
+    merge([first, second], tmp_path / "out")
+    assert (tmp_path / "out" / "summary.txt").read_text().splitlines() == [  # each line once, as it is: never parsed
+        "graded 1 submission(s) in 2.0 s (0 unchanged, reused)", "no submission: 01_floats: x"]
+    csv = second / "grades.csv"
+    csv.write_text(csv.read_text().replace(",status", "").replace(",graded,", ","))
+    with pytest.raises(MergeError, match="has no status column.*grade that shard again"):
+        merge([first, second], tmp_path / "out2")
+    assert not (tmp_path / "out2").exists()

@@ -27,6 +27,8 @@ import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from autograder.outcome import Failure
+
 PAGE = os.sysconf("SC_PAGE_SIZE")
 TICKS = os.sysconf("SC_CLK_TCK")
 SIGCHLD_BIT = 1 << (17 - 1)  # SIGCHLD is 17 on x86-64 and arm64
@@ -261,7 +263,7 @@ def run_budgets(process, cell, result: dict) -> None:
                                                                "cpu_seconds", "tolerance")}})
             result["output"] = (result.get("output") or "") + describe(budget, measured) + "\n"
         if failure:
-            result.update(ok=False, error=f"AssertionError: {failure}", line=None)
+            result.update(ok=False, error=f"AssertionError: {failure}", line=None, failure=Failure.ERROR)
             return
 
 

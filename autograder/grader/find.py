@@ -22,6 +22,10 @@ class Unreadable(Exception):
     """A file a student wrote that the grader will not read; the message says why, in one line."""
 
 
+class Missing(Unreadable):
+    """The file is not there."""
+
+
 def read_capped(path: Path, limit: int) -> bytes:
     """The bytes of `path`, a regular file with one name, at most `limit` bytes; Unreadable otherwise. Opens with
     O_NOFOLLOW and O_NONBLOCK (a link, a fifo or a device is refused, never followed or waited on)."""
@@ -31,7 +35,7 @@ def read_capped(path: Path, limit: int) -> bytes:
         if error.errno == errno.ELOOP:
             raise Unreadable("a link, not a file") from None
         if error.errno == errno.ENOENT:
-            raise Unreadable("missing") from None
+            raise Missing("missing") from None
         raise Unreadable(f"cannot be opened ({error.strerror})") from None
     try:
         info = os.fstat(fd)
@@ -69,8 +73,10 @@ def read_timestamp(folder: Path):
     from nbgrader.utils import parse_utc
     try:
         text = read_capped(folder / "timestamp.txt", KEPT_FILE_BYTES).decode(errors="replace").strip()
+    except Missing:
+        return None, "no timestamp.txt"
     except Unreadable as why:
-        return None, "no timestamp.txt" if str(why) == "missing" else f"timestamp.txt is {why}"
+        return None, f"timestamp.txt is {why}"
     if not text:
         return None, "timestamp.txt is empty"
     try:

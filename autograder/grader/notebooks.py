@@ -26,6 +26,7 @@ from autograder.course import REPO_ROOT
 from autograder.grader import cost
 from autograder.grader.plan import Plan
 from autograder.limits import Limits
+from autograder.outcome import Failure
 from autograder.protocol import (CellRequest, CellResult, Exited, Files, Init, Message, ProtocolError, Ready, Spawn,
                                  Started, StartupFailed)
 from autograder.sandboxed.zygote import KEPT_ENVIRONMENT
@@ -47,12 +48,32 @@ class MachineShort(GraderFault):
 
 
 class Died(Exception):
-    """The notebook process ended or stopped answering (the student's code did it); the message says how."""
+    """The notebook process ended or stopped answering (the student's code did it); the message says how, `failure`
+    what kind of failure it is (Failure.TIMEOUT or Failure.CRASH)."""
+
+    def __init__(self, message: str, failure: Failure):
+        super().__init__(message)
+        self.failure = failure
 
 
-def failed(error: str) -> dict:
+def failed(error: str, failure: Failure) -> dict:
     """The result of a cell that did not run to completion (a crash, a time-out, never run)."""
-    return {"ok": False, "output": "", "error": error, "restored": [], "tampered": [], "line": None, "handed": {}}
+    return {"ok": False, "output": "", "error": error, "restored": [], "tampered": [], "line": None, "handed": {},
+            "failure": failure}
+
+
+_SYNTAX_ERRORS = ("SyntaxError", "IndentationError", "TabError")
+
+
+def cell_failure(reply: CellResult) -> Failure | None:
+    """Why a cell the notebook process ran failed (None: it passed): the tests' tools changed under them, or the
+    exception it raised, named by the last line of Python's own traceback (a syntax error, or any other)."""
+    if reply.tampered:
+        return Failure.TAMPERED
+    if reply.ok:
+        return None
+    last = reply.error.strip().splitlines()[-1] if reply.error.strip() else ""
+    return Failure.SYNTAX if last.split(":")[0].split(".")[-1] in _SYNTAX_ERRORS else Failure.ERROR
 
 
 class Zygote:
@@ -151,30 +172,30 @@ class NotebookProcess:
         while b"\n" not in self.buffer:
             left = deadline - time.monotonic()
             if left <= 0:
-                raise Died(f"the cell ran longer than {seconds:g} s and was stopped")
+                raise Died(f"the cell ran longer than {seconds:g} s and was stopped", Failure.TIMEOUT)
             ready, _, _ = select.select([self.reply_r], [], [], left)
             if ready:
                 chunk = os.read(self.reply_r, 1 << 16)
                 if not chunk:
-                    raise Died(self._exit_reason())
+                    raise Died(self._exit_reason(), Failure.CRASH)
                 self.buffer += chunk
                 if len(self.buffer) > 4 * self.limits.output_chars + 2 * HANDIN_LIMIT_BYTES + (1 << 20):
-                    raise Died("the notebook process flooded the grader's channel")
+                    raise Died("the notebook process flooded the grader's channel", Failure.CRASH)
         line, _, self.buffer = self.buffer.partition(b"\n")
         try:
             return Message.parse(line)
         except ProtocolError:
-            raise Died("the notebook wrote to the grader's channel (its result was not trusted)") from None
+            raise Died("the notebook wrote to the grader's channel (its result was not trusted)", Failure.CRASH) from None
 
     def _request(self, request: Files | CellRequest, seconds: float) -> dict:
         try:
             _write_all(self.request_w, request.to_line())
         except OSError:
-            raise Died("the notebook process had already exited") from None
+            raise Died("the notebook process had already exited", Failure.CRASH) from None
         reply = self._read_reply(seconds)
         if not isinstance(reply, CellResult) or reply.id != request.id or self.buffer:
-            raise Died("the notebook wrote to the grader's channel (its result was not trusted)")
-        return {k: v for k, v in reply.__dict__.items() if k != "id"}
+            raise Died("the notebook wrote to the grader's channel (its result was not trusted)", Failure.CRASH)
+        return {**{k: v for k, v in reply.__dict__.items() if k != "id"}, "failure": cell_failure(reply)}
 
     def _read_reply(self, seconds: float) -> Message:
         """The reply within `seconds` of the notebook process's own time: the time its threads waited for a CPU (the
@@ -311,8 +332,9 @@ def within_budget(results: list[dict], budget: int) -> list[dict]:
 
 def run_plan(plan: Plan, limits: Limits, zygote: Zygote, slot: int, files: dict[str, bytes] | None = None,
              cases: dict[str, str] | None = None) -> list[dict]:
-    """Every cell's result, in order: {"ok", "output", "error", "restored", "tampered", "line", "handed", "seconds"}
-    (a cell that never ran has no "seconds"). `files`: the assignment's files for the working folder; `cases`: the
+    """Every cell's result, in order: {"ok", "output", "error", "restored", "tampered", "line", "handed", "failure",
+    "seconds"} (a cell that never ran has no "seconds"; "failure": a Failure, None when the cell passed). `files`:
+    the assignment's files for the working folder; `cases`: the
     encoded cases of the hidden tests (key -> JSON text). GraderFault when a notebook process cannot be started."""
     cases = cases or {}
     results: list[dict | None] = [None] * len(plan.cells)
@@ -329,20 +351,20 @@ def run_plan(plan: Plan, limits: Limits, zygote: Zygote, slot: int, files: dict[
                     continue
                 left = deadline + process.given_back - time.monotonic()  # time waited for a CPU is given back
                 if left <= 0:
-                    raise Died(f"the notebook ran past its {limits.notebook_seconds:g} s limit")
+                    raise Died(f"the notebook ran past its {limits.notebook_seconds:g} s limit", Failure.TIMEOUT)
                 started = time.monotonic()
                 try:
                     results[index] = result = process.run(cell.kind, cell.code, min(limits.cell_seconds, left),
                                                           {key: cases[key] for key in cell.hidden_keys if key in cases})
                 except Died as died:
-                    results[index] = {**failed(str(died)), "seconds": round(time.monotonic() - started, 3)}
+                    results[index] = {**failed(str(died), died.failure), "seconds": round(time.monotonic() - started, 3)}
                     crashed.add(index)
                     raise
                 try:  # a budgeted task's cost, measured from outside (issue #52): after its test cell passes
                     cost.run_budgets(process, cell, result)
                 except Died as died:
                     results[index] = {**result, "ok": False, "error": f"the measured call of this task's cost "
-                                      f"budget was stopped: {died}", "line": None}
+                                      f"budget was stopped: {died}", "line": None, "failure": died.failure}
                     crashed.add(index)
                     raise
                 result["seconds"] = round(time.monotonic() - started, 3)  # wall time: for the instructor
@@ -352,7 +374,8 @@ def run_plan(plan: Plan, limits: Limits, zygote: Zygote, slot: int, files: dict[
             if restarts > limits.max_restarts or deadline - time.monotonic() <= 0:
                 reason = f"not run: {died}" if deadline - time.monotonic() <= 0 else \
                     f"not run: the notebook process was restarted {limits.max_restarts} times already"
-                return within_budget([r or failed(reason) for r in results], limits.notebook_output_chars)
+                return within_budget([r or failed(reason, Failure.NOT_RUN) for r in results],
+                                     limits.notebook_output_chars)
         finally:
             if process is not None:
                 deadline += process.given_back

@@ -28,8 +28,9 @@ from autograder.grader.plan import source_cells
 from autograder.grader.record import record
 from autograder.grader.selfcheck import digest, self_check
 from autograder.grader.workers import Job, Setting, not_graded, read_result, result_path, reusable, run_jobs
-from autograder.grader.write import pending_lines, write_csv, write_feedback
+from autograder.grader.write import pending_events, write_csv, write_feedback, write_summary
 from autograder.limits import Limits, fit_to_machine, load_limits
+from autograder.outcome import Event, EventKind, Status, SubmissionOutcome, in_order
 from autograder.progress import Progress
 from autograder.sandboxed.zygote import KEPT_ENVIRONMENT
 from autograder.trusted.checker import Checker
@@ -54,7 +55,7 @@ def grade(submitted: Path | None, out: Path, names: list[str] | None = None, lim
     zygote, setting = None, None
     try:
         with run_module.begin(course, submitted, out, limits, shard) as run:
-            run.summary.append(f"on this machine: {fitted}")
+            run.summary.append(Event(EventKind.MACHINE, f"on this machine: {fitted}"))
             # A fresh interpreter (exec'd, given no descriptor but its socket): it never holds what this process
             # reads, so it starts now, while the submissions are found, and is stopped if there is nothing to grade.
             zygote = Zygote(walled=private)
@@ -68,14 +69,16 @@ def grade(submitted: Path | None, out: Path, names: list[str] | None = None, lim
             stubs = finish_sync()
             setting = prepare(run, zygote, names if todo else [], stubs)
             if zygote is not None:  # there is work (todo)
-                run.summary.append(f"sandbox on this machine: {', '.join(walls(zygote, setting.limits))}")
+                run.summary.append(Event(EventKind.MACHINE,
+                                         f"sandbox on this machine: {', '.join(walls(zygote, setting.limits))}"))
             checked = self_check(setting, sorted({j.assignment for j in todo}), grader_digest(limits),
                                  run.work / "self-check") if todo else []
             if checked:
-                run.summary.append(f"self-check passed (solutions full marks, empty notebooks 0): {', '.join(checked)}")
+                run.summary.append(Event(EventKind.SELF_CHECK, "self-check passed (solutions full marks, empty "
+                                         f"notebooks 0): {', '.join(checked)}"))
             unwritten = run_notebooks(run, setting, jobs, todo)
-            run.summary.insert(0, f"graded {len(todo)} submission(s) in {time.monotonic() - started:.1f} s "
-                                  f"({len(jobs) - len(todo)} unchanged, reused)")
+            run.summary.append(Event(EventKind.GRADED, f"graded {len(todo)} submission(s) in "
+                                     f"{time.monotonic() - started:.1f} s ({len(jobs) - len(todo)} unchanged, reused)"))
             recording = time.monotonic()
             results = [unwritten.get((j.student, j.assignment)) or read_result(result_path(out, j))
                        or not_graded(j, f"its result file {result_path(out, j)} could not be read back")
@@ -86,8 +89,8 @@ def grade(submitted: Path | None, out: Path, names: list[str] | None = None, lim
                 raise database.GradebookError(f"{error}{kept_for_a_rerun(run, todo, unwritten, str(error))}") from None
             try:
                 run_module.write_ledger(run)
-                run.summary.insert(1, f"recorded {len(jobs)} submission(s) in the gradebook and autograded/ in "
-                                      f"{time.monotonic() - recording:.1f} s")
+                run.summary.append(Event(EventKind.RECORDED, f"recorded {len(jobs)} submission(s) in the gradebook "
+                                         f"and autograded/ in {time.monotonic() - recording:.1f} s"))
                 rows = write(run, names, jobs, results, on_roster, notes, failures, extra_rows)
             except database.GradebookError as error:  # after the commit: the grades are in, say so
                 raise database.GradebookError(database.after_commit(error, course.db_url, len(jobs), out)) from None
@@ -138,7 +141,7 @@ def find(run: run_module.Run, names: list[str] | None):
         raise ValueError(f"no such assignment in {run.course.source}: {', '.join(unknown)}")
     on_roster = set(gradebook.roster(run.course))
     found, skipped = find_submissions(run.submitted)
-    run.summary += [f"skipped {line}" for line in skipped]
+    run.summary += [Event(EventKind.SKIPPED, f"skipped {line}") for line in skipped]
     # Only released work counts: the assignments named, else those someone submitted, given a due date or released
     # through the exchange. An assignment never handed out gets no "no submission" zeros.
     handed_out = {a for _, a, _ in found} | gradebook.scheduled(run.course) | gradebook.released(run.course)
@@ -153,7 +156,8 @@ def find(run: run_module.Run, names: list[str] | None):
     def finish_sync() -> dict:
         synced, stubs = pending()
         if synced:
-            run.summary.append(f"recorded in the gradebook from source/ (nbgrader generate_assignment): {', '.join(synced)}")
+            run.summary.append(Event(EventKind.SYNCED, "recorded in the gradebook from source/ (nbgrader "
+                                     f"generate_assignment): {', '.join(synced)}"))
         return stubs
     return found, names, on_roster, finish_sync
 
@@ -193,8 +197,8 @@ def plan_jobs(run: run_module.Run, found: list, names: list[str], on_roster: set
             problem = f"unknown assignment {assignment!r} (known: {', '.join(known)})"
             feedback.write(run.out / "feedback" / student / assignment / "problems.html",
                            feedback.render_problems(student, assignment, [problem]))
-            extra_rows.append(Row(student, assignment, "-", "", 0.0, 0.0, None, problem))
-            run.summary.append(f"not graded: {student}/{assignment}: {problem}")
+            extra_rows.append(Row(student, assignment, "-", "", 0.0, 0.0, None, problem, Status.UNKNOWN_ASSIGNMENT))
+            run.summary.append(Event(EventKind.SUBMISSION, f"not graded: {student}/{assignment}: {problem}"))
             continue
         if assignment not in names:
             continue
@@ -207,7 +211,8 @@ def plan_jobs(run: run_module.Run, found: list, names: list[str], on_roster: set
         path = result_path(run.out, job)
         earlier = None if fresh else read_result(path)
         if path.exists() and earlier is None and not fresh:
-            run.summary.append(f"an earlier result could not be read and is graded again: {path}")
+            run.summary.append(Event(EventKind.UNREADABLE_RESULT,
+                                     f"an earlier result could not be read and is graded again: {path}"))
         if not reusable(earlier, job.key):
             try:
                 path.unlink(missing_ok=True)
@@ -215,9 +220,10 @@ def plan_jobs(run: run_module.Run, found: list, names: list[str], on_roster: set
                 pass
             todo.append(job)
     if newcomers:
-        run.summary.append(f"not on the roster, added to the gradebook: {', '.join(sorted(newcomers))}")
+        run.summary.append(Event.new_students(sorted(newcomers)))
     if refused:
-        run.summary.append(f"not on the roster, not graded (Autograde.create_student is False): {', '.join(sorted(refused))}")
+        run.summary.append(Event(EventKind.SUBMISSION, "not on the roster, not graded (Autograde.create_student is "
+                                 f"False): {', '.join(sorted(refused))}"))
     return jobs, todo, extra_rows
 
 
@@ -248,7 +254,7 @@ def run_notebooks(run: run_module.Run, setting: Setting, jobs: list[Job], todo: 
 
 
 # ---- write -----------------------------------------------------------------------------------------------------
-def write(run: run_module.Run, names: list[str], jobs: list[Job], results: list[dict], on_roster: set[str],
+def write(run: run_module.Run, names: list[str], jobs: list[Job], results: list[SubmissionOutcome], on_roster: set[str],
           notes: dict, failures: dict, extra_rows: list[Row]) -> list[Row]:
     """grades.csv from the gradebook (manual scores and penalties included), feedback pages, the summary."""
     course = run.course
@@ -258,18 +264,16 @@ def write(run: run_module.Run, names: list[str], jobs: list[Job], results: list[
     rows = gradebook.rows(course, students, names, {(j.student, j.assignment) for j in jobs}, titles, notes, failures)
     rows += extra_rows
     for result in results:
-        if not result.get("grader_errors"):
+        if result.status is Status.GRADED:
             write_feedback(result, run.out, titles)
-    run.summary += pending_lines(rows)
-    run.summary += [f"no submission: {a}: {', '.join(r.student for r in rows if r.assignment == a and r.note == 'no submission')}"
-                    for a in names if any(r.assignment == a and r.note == "no submission" for r in rows)]
+    run.summary += pending_events(rows)
+    missing = {a: [r.student for r in rows if r.assignment == a and r.status is Status.NO_SUBMISSION] for a in names}
+    run.summary += [Event.no_submission(a, students) for a, students in missing.items() if students]
     write_csv(rows, run.out / "grades.csv")
-    path = run.out / "summary.txt"
-    temporary = path.with_name(".summary.txt.tmp")
-    temporary.write_text("\n".join(run.summary) + "\n")
-    os.replace(temporary, path)
-    for line in run.summary:
-        print(line, file=sys.stderr)
+    summary = in_order(run.summary)
+    write_summary(run.out, summary)
+    for event in summary:
+        print(event.text, file=sys.stderr)
     return rows
 
 

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autograder.grader.find import MAX_NOTEBOOK_BYTES, Unreadable, read_capped
+from autograder.grader.find import MAX_NOTEBOOK_BYTES, Missing, Unreadable, read_capped
 
 HIDDEN = re.compile(r"^[ \t]*### BEGIN HIDDEN TESTS[\s\S]*?^[ \t]*### END HIDDEN TESTS[ \t]*$\n?", re.MULTILINE)
 HIDDEN_PLACEHOLDER = "# (hidden tests ran here)"  # what feedback shows where the hidden tests were
@@ -78,10 +78,16 @@ class NotANotebook(Exception):
     """A submitted file that cannot be read as a Jupyter notebook; the message says why, in one line."""
 
 
+class MissingNotebook(NotANotebook):
+    """The submission has no file of the notebook's name."""
+
+
 def read_notebook(path: Path) -> dict:
     """The notebook JSON of a submitted file, or NotANotebook with a readable reason."""
     try:
         data = read_capped(path, MAX_NOTEBOOK_BYTES)
+    except Missing:
+        raise MissingNotebook("the file is missing") from None
     except Unreadable as why:
         raise NotANotebook(f"the file is {why}") from None
     if not data:

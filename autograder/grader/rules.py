@@ -10,7 +10,7 @@ import os
 import resource
 
 from autograder.forked import ChildFailed, call_in_child
-
+from autograder.outcome import Failure
 
 
 def verdicts(assignment: str, plan) -> dict:
@@ -66,7 +66,8 @@ def apply(cell, result: dict, judged: dict) -> dict:
     rule, verdict = judged[cell.grade_id]
     if not verdict.broken:
         return result
-    return {**result, "ok": False, "error": f"AssertionError: {verdict.message(rule)}", "line": None}
+    return {**result, "ok": False, "error": f"AssertionError: {verdict.message(rule)}", "line": None,
+            "failure": Failure.RULE}
 
 
 def flags(judged: dict) -> list[str]:

@@ -24,9 +24,11 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from autograder.atomic import write_atomically
 from autograder.course import Course
 from autograder.database import GradebookError, safe_url
 from autograder.limits import Limits
+from autograder.outcome import Event, EventKind
 
 LEDGER = "gradebook-ledger.json"
 
@@ -89,12 +91,8 @@ class Run:
     limits: Limits
     shard: tuple[int, int]
     work: Path
-    summary: list[str] = field(default_factory=list)
+    summary: list[Event] = field(default_factory=list)  # summary.txt and summary.json (outcome.in_order)
     mine: set[str] = field(default_factory=set)  # the students of this run's shard
-
-    @property
-    def whole_class(self) -> bool:
-        return self.shard == (1, 1)
 
 
 @contextmanager
@@ -123,8 +121,8 @@ def begin(course: Course, submitted: Path, out: Path, limits: Limits, shard: tup
         stack.callback(shutil.rmtree, work, True)
         run = Run(course, submitted, out, limits, shard, work)
         if removed:
-            run.summary.append(f"removed what a stopped run had left: {', '.join(removed[:5])}"
-                               f"{f' and {len(removed) - 5} more' if len(removed) > 5 else ''}")
+            run.summary.append(Event(EventKind.CLEANED, f"removed what a stopped run had left: {', '.join(removed[:5])}"
+                                     f"{f' and {len(removed) - 5} more' if len(removed) > 5 else ''}"))
         yield run
 
 
@@ -216,8 +214,5 @@ def write_ledger(run: Run) -> None:
     """Remember what the gradebook now holds for this run's students, for the next run's check."""
     from autograder import gradebook
     have, scheduled = gradebook.recorded(run.course)
-    path = run.out / LEDGER
-    temporary = path.with_name(f".{LEDGER}.tmp")
-    temporary.write_text(json.dumps({"gradebook": safe_url(run.course.db_url), "submissions": sorted(have),
-                                     "due": sorted(scheduled)}))
-    os.replace(temporary, path)
+    write_atomically(run.out / LEDGER, json.dumps({"gradebook": safe_url(run.course.db_url),
+                                                   "submissions": sorted(have), "due": sorted(scheduled)}))

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from autograder.grader import plan as plan_module
 from autograder.grader.workers import Job, Setting, read_result, result_path, run_jobs
+from autograder.outcome import SubmissionOutcome
 from autograder.trusted.checker import CourseError
 
 
@@ -56,26 +57,25 @@ def self_check(setting: Setting, names: list[str], grader: str, work: Path) -> l
             jobs.append(Job(who, assignment, folder, key))
     unwritten = run_jobs(jobs, setting, work)
     for job in jobs:
-        result = unwritten.get((job.student, job.assignment)) or read_result(result_path(work, job)) or {}
-        _check(job, result)
+        _check(job, unwritten.get((job.student, job.assignment)) or read_result(result_path(work, job)))
     cache.mkdir(parents=True, exist_ok=True)
     for assignment, key in todo:
         (cache / key).write_text(f"{assignment}: the solution earns every point, an empty notebook none\n")
     return [assignment for assignment, _ in todo]
 
 
-def _check(job: Job, result: dict) -> None:
-    if not result or result.get("grader_errors"):
+def _check(job: Job, result: SubmissionOutcome | None) -> None:
+    if result is None or result.grader_errors:
         raise CourseError(f"{job.assignment}: the self-check could not grade the instructor's {job.student} notebook "
                           f"(a problem of the grader or this machine, not of the course): "
-                          f"{'; '.join(result.get('grader_errors', ['no result']))}")
-    for name, notebook in result["notebooks"].items():
-        for cell in notebook["cells"]:
-            if cell["kind"] != "test":
+                          f"{'; '.join(result.grader_errors if result else ['no result'])}")
+    for name, notebook in result.notebooks.items():
+        for cell in notebook.cells:
+            if cell.kind != "test":
                 continue
-            if job.student == "solution" and not cell["ok"]:
-                raise CourseError(f"{job.assignment}: the instructor's solution fails {cell['grade_id']} in "
-                                  f"{name}.ipynb: {cell.get('error_full') or cell['error']}")
-            if job.student == "blank" and cell["ok"]:
-                raise CourseError(f"{job.assignment}: an empty submission passes {cell['grade_id']} in "
+            if job.student == "solution" and not cell.ok:
+                raise CourseError(f"{job.assignment}: the instructor's solution fails {cell.grade_id} in "
+                                  f"{name}.ipynb: {cell.error_full or cell.error}")
+            if job.student == "blank" and cell.ok:
+                raise CourseError(f"{job.assignment}: an empty submission passes {cell.grade_id} in "
                                   f"{name}.ipynb: a test that cannot fail")

@@ -8,20 +8,21 @@ student and never reused; every other submission is graded.
 """
 from __future__ import annotations
 
-import errno
 import json
 import os
 import select
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autograder import autograded, feedback
+from autograder import autograded, feedback, outcome
+from autograder.atomic import write_atomically
 from autograder.forked import Child, ChildFailed
 from autograder.grader import cost, rules
 from autograder.grader.find import Unreadable, assignment_files, read_capped
 from autograder.grader.notebooks import GraderFault, Zygote, failed, run_plan
-from autograder.grader.plan import NotANotebook, make_plan, read_notebook
+from autograder.grader.plan import MissingNotebook, NotANotebook, make_plan, read_notebook
 from autograder.limits import Limits
+from autograder.outcome import CellOutcome, Failure, NotebookOutcome, OutcomeError, SubmissionOutcome
 from autograder.progress import Progress
 from autograder.trusted.checker import Checker, CourseError
 
@@ -52,39 +53,23 @@ def result_path(out: Path, job: Job) -> Path:
     return out / "results" / job.student / f"{job.assignment}.json"
 
 
-def not_graded(job: Job, why: str) -> dict:
-    """The result of a submission the grader could not grade (its own fault, never the student's)."""
-    return {"key": job.key, "student": job.student, "assignment": job.assignment, "notebooks": {}, "problems": [],
-            "grader_errors": [why]}
+def not_graded(job: Job, why: str) -> SubmissionOutcome:
+    """The outcome of a submission the grader could not grade (its own fault, never the student's)."""
+    return outcome.not_graded(job.key, job.student, job.assignment, why)
 
 
-def write_atomically(path: Path, text: str) -> None:
-    """Write `text` to `path` through a temporary file and a rename; OSError names the file."""
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+def read_result(path: Path) -> SubmissionOutcome | None:
+    """An earlier result (either format of outcome.py), or None when there is none or it cannot be read (it is then
+    graded again, alone)."""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        temporary.write_text(text)
-        os.replace(temporary, path)
-    except OSError as error:
-        try:
-            temporary.unlink(missing_ok=True)
-        except OSError:
-            pass
-        raise OSError(error.errno, f"could not write {path}: {os.strerror(error.errno or errno.EIO)}") from None
-
-
-def read_result(path: Path) -> dict | None:
-    """An earlier result, or None when there is none or it cannot be read (it is then graded again, alone)."""
-    try:
-        result = json.loads(read_capped(path, 1 << 30))
-    except (Unreadable, ValueError, RecursionError):
+        return SubmissionOutcome.from_json(read_capped(path, 1 << 30))
+    except (Unreadable, OutcomeError):
         return None
-    return result if isinstance(result, dict) else None
 
 
-def reusable(result: dict | None, key: str) -> bool:
+def reusable(result: SubmissionOutcome | None, key: str) -> bool:
     """An earlier result counts again only when everything it depended on is unchanged and the grader did not fail."""
-    return result is not None and result.get("key") == key and "grader_errors" in result and not result["grader_errors"]
+    return result is not None and result.key == key and not result.grader_errors
 
 
 def check_hidden(plan, results: list[dict], checker: Checker | None) -> tuple[list[dict], list[str]]:
@@ -106,15 +91,34 @@ def check_hidden(plan, results: list[dict], checker: Checker | None) -> tuple[li
         # A wrong result fails on the hidden tests' first line (feedback shows it as a hidden failure, with its hint);
         # the grader's own fault is shown as what it is.
         line = None if verdict.fault else cell.hidden_lines.start
-        results[index] = {**results[index], "ok": False, "error": verdict.error, "line": line}
+        results[index] = {**results[index], "ok": False, "error": verdict.error, "line": line, "failure": Failure.ERROR}
         if verdict.fault:
             faults.append(f"{plan.notebook}, {cell.grade_id}: {verdict.error}")
     return results, faults
 
 
-def grade_submission(job: Job, setting: Setting, slot: int) -> dict:
-    """Run every notebook of one submission (in a worker); the result that goes to results/<student>/<assignment>.json."""
-    notebooks: dict[str, dict] = {}
+def _problem(job: Job, name: str, error: NotANotebook) -> tuple[str, Failure]:
+    """Why a submitted notebook cannot be used, for people, and its kind."""
+    if isinstance(error, MissingNotebook):
+        present = ", ".join(sorted(p.name for p in job.folder.iterdir())) or "nothing"
+        return f"missing notebook {name}.ipynb (the folder holds: {present})", Failure.MISSING_NOTEBOOK
+    return f"{name}.ipynb is not a valid notebook: {error}", Failure.NOT_A_NOTEBOOK
+
+
+def cell_outcome(cell, result: dict) -> CellOutcome:
+    """One cell of the plan and its result, typed. Every step that fails a cell names its Failure; a failed result
+    without one (a step added later that forgot to) counts as an ERROR rather than as passed."""
+    failure = result.get("failure") or (None if result["ok"] else Failure.ERROR)
+    costs = result.get("costs")
+    return CellOutcome(cell.kind, cell.grade_id, float(cell.points), cell.visible_code, result["ok"], result["output"],
+                       result["error"], tuple(result["restored"]), tuple(result["tampered"]), result["line"],
+                       seconds=result.get("seconds"), error_full=result.get("error_full"),
+                       costs=None if costs is None else tuple(costs), failure=failure)
+
+
+def grade_submission(job: Job, setting: Setting, slot: int) -> SubmissionOutcome:
+    """Run every notebook of one submission (in a worker); what goes to results/<student>/<assignment>.json."""
+    notebooks: dict[str, NotebookOutcome] = {}
     problems: list[str] = []
     faults: list[str] = []
     files, left_out = assignment_files(setting.source / job.assignment, job.folder, setting.ignore,
@@ -123,16 +127,12 @@ def grade_submission(job: Job, setting: Setting, slot: int) -> dict:
     problems += [f"not given to the notebook: {line}" for line in left_out]
     for name in setting.notebooks[job.assignment]:
         source = json.loads((setting.source / job.assignment / f"{name}.ipynb").read_text())
-        problem = ""
+        problem, unusable = "", None
         submitted: dict = {"cells": []}
         try:
             submitted = read_notebook(job.folder / f"{name}.ipynb")
         except NotANotebook as error:
-            if str(error) == "the file is missing":
-                present = ", ".join(sorted(p.name for p in job.folder.iterdir())) or "nothing"
-                problem = f"missing notebook {name}.ipynb (the folder holds: {present})"
-            else:
-                problem = f"{name}.ipynb is not a valid notebook: {error}"
+            problem, unusable = _problem(job, name, error)
         if problem:
             problems.append(problem)
         plan = make_plan(name, source, submitted)
@@ -148,47 +148,48 @@ def grade_submission(job: Job, setting: Setting, slot: int) -> dict:
             results = [feedback.for_students(cell, result, setting.limits.feedback)
                        for cell, result in zip(plan.cells, results)]
         else:
-            results = [failed("not run") for _ in plan.cells]
-        cells = [dict(kind=c.kind, grade_id=c.grade_id, points=c.points, visible_code=c.visible_code, **r)
-                 for c, r in zip(plan.cells, results)]
+            results = [failed("not run", Failure.NOT_RUN) for _ in plan.cells]
+        cells = tuple(cell_outcome(c, r) for c, r in zip(plan.cells, results))
         own_stubs = {gid: text for (a, nb, gid), text in setting.stubs.items() if a == job.assignment and nb == name}
         record = autograded.record(source, submitted, plan, results, own_stubs, problem)
         if problem:  # as nbgrader does for a missing notebook: every graded cell scores 0
             record["grades"] = {gid: 0.0 for gid in record["grades"]}
         flags = plan.flags + rules.flags(judged) + (cost.flags(results) if runnable else [])
-        notebooks[name] = {"cells": cells, "flags": flags, "notes": plan.notes, "ran": bool(runnable),
-                           "problem": problem, **record}
-    return {"key": job.key, "student": job.student, "assignment": job.assignment, "problems": problems,
-            "notebooks": notebooks, "grader_errors": faults}
+        notebooks[name] = NotebookOutcome(cells, tuple(flags), tuple(plan.notes), bool(runnable), problem,
+                                          record["notebook"], record["grades"], record["comments"], unusable)
+    return SubmissionOutcome(job.key, job.student, job.assignment, notebooks, tuple(problems), tuple(faults))
 
 
 def _work(job: Job, setting: Setting, slot: int):
     def work() -> dict:
         try:
-            return grade_submission(job, setting, slot)
+            return grade_submission(job, setting, slot).to_dict()
         except (GraderFault, CourseError) as fault:
-            return not_graded(job, str(fault))
+            return not_graded(job, str(fault)).to_dict()
     return work
 
 
-def run_jobs(jobs: list[Job], setting: Setting, out: Path, progress: Progress | None = None) -> dict[tuple, dict]:
+def run_jobs(jobs: list[Job], setting: Setting, out: Path,
+             progress: Progress | None = None) -> dict[tuple[str, str], SubmissionOutcome]:
     """Grade `jobs`, up to `limits.workers` at once (each in a worker of its own); write each result to its file.
     Returns the results that could not be written ({(student, assignment): result}), which the run records from
     memory."""
     workers = setting.limits.workers or os.cpu_count() or 1
     running: dict[Child, tuple[Job, int]] = {}
-    unwritten: dict[tuple, dict] = {}
+    unwritten: dict[tuple[str, str], SubmissionOutcome] = {}
     queue = list(jobs)
 
     def finish(child: Child) -> None:
         job, _ = running.pop(child)
         try:
-            result = child.answer()
+            result = SubmissionOutcome.from_dict(child.answer())
         except ChildFailed as error:
             result = not_graded(job, f"the grader's worker failed on this submission: {str(error).splitlines()[-1][:300]}")
-        failed_here = bool(result.get("grader_errors"))
+        except OutcomeError as error:
+            result = not_graded(job, f"the grader's worker answered something that is not an outcome: {error}")
+        failed_here = bool(result.grader_errors)
         try:
-            write_atomically(result_path(out, job), json.dumps(result))
+            write_atomically(result_path(out, job), result.to_json())
         except OSError as error:
             result = not_graded(job, error.strerror or str(error)) if not failed_here else result
             unwritten[(job.student, job.assignment)] = result

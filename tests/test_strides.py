@@ -153,3 +153,22 @@ def test_exercise_3_stand_ins_know_torchs_answers_for_the_checked_cases_only():
         assert strides == torch.empty(shape).stride()
     for (shape, strides), verdict in view["is_contiguous"]:
         assert verdict == torch.empty(10_000).as_strided(shape, strides).is_contiguous()
+
+
+def test_a_view_meets_its_memory_budget_and_a_copy_does_not():
+    """Issue #52, the student's side: utils.cost measures in this process what grading measures from outside. The
+    course's sliding_windows (a view) raises the peak by nothing; a copy of the same windows by 256 MiB."""
+    from utils import cost
+
+    def sliding_windows(x, width):
+        return x.as_strided((x.shape[0] - width + 1, width), (x.stride(0), x.stride(0)), x.storage_offset())
+    x = torch.empty(cost.WINDOWS_LENGTH)
+    _, view = cost.measure(lambda: sliding_windows(x, cost.WINDOWS_WIDTH))
+    _, copy = cost.measure(lambda: sliding_windows(x, cost.WINDOWS_WIDTH).contiguous())
+    if view.peak_bytes is None:
+        pytest.skip("this process may not reset its own memory high-water mark (/proc/self/clear_refs)")
+    assert view.peak_bytes < cost.WINDOWS_PEAK_BYTES // 4
+    assert copy.peak_bytes >= 256 * 2**20
+    cost.check_cost(view, "a view", "-", peak_bytes=cost.WINDOWS_PEAK_BYTES)
+    with pytest.raises(AssertionError, match="the budget is 16.0 MiB"):
+        cost.check_cost(copy, "a copy", "-", peak_bytes=cost.WINDOWS_PEAK_BYTES)

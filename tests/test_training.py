@@ -447,3 +447,18 @@ def test_a_wrong_get_batch_or_seed_everything_costs_only_its_own_points(tmp_path
         scores = {row["task"]: float(row["score"]) for row in csv.DictReader(f) if row["assignment"] == assignment}
     assert scores == {"test_get_batch": 0, "test_seed_everything": 0, "test_train": 3, "test_save_checkpoint": 2,
                       "test_load_checkpoint": 3, "TOTAL": 8}, scores
+
+
+def test_get_batch_reads_its_windows_pages_of_a_real_memmap_and_a_full_read_all(tmp_path):
+    """Issue #52, the student's side: utils.cost counts the file's pages this process maps (smaps), which is what
+    grading counts from outside; the course's get_batch maps a few pages around its 8 windows, a full read all 32 MiB."""
+    from utils import cost
+    with cost.token_memmap(cost.BATCH_FILE_TOKENS, tmp_path) as data:
+        budget = cost.file_budget(data.filename, cost.BATCH_FILE_BYTES, windows=8)
+        _, batch = cost.measure(lambda: get_batch(data, 8, 64, "cpu", torch.Generator().manual_seed(3)),
+                                file="cost-tokens.bin")
+        _, whole = cost.measure(lambda: np.array(data), file="cost-tokens.bin")
+    if batch.file_bytes is None:
+        pytest.skip("no /proc here")
+    assert 0 < batch.file_bytes <= budget
+    assert whole.file_bytes >= 32 * 2**20 - batch.file_bytes

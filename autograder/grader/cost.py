@@ -235,7 +235,7 @@ def measure_call(process, budget) -> tuple[Measured | None, str]:
     if not prepared["ok"]:  # the notebook's state broke the inputs' making (a full disk, a rebound name)
         return None, f"the grader could not make the inputs of {budget.what} to measure its cost: {prepared['error']}"
     meter = Meter(pid_of(process.pidfd), budget.file, len(CellRequest("0" * 16, "test", budget.call, {}).to_line()))
-    meter.start()
+    meter.start()  # OSError where the grader may not read the process's /proc: run_budgets says so, never the student
     called = process.run("test", budget.call, budget.seconds)
     measured = meter.stop()
     if not called["ok"]:
@@ -254,7 +254,12 @@ def run_budgets(process, cell, result: dict) -> None:
     if not result.get("ok"):
         return
     for budget in budgets_of(cell):
-        measured, failure = measure_call(process, budget)
+        try:
+            measured, failure = measure_call(process, budget)
+        except OSError as error:  # the grader's own limit (a /proc it may not read), never the student's fault
+            result.setdefault("costs", []).append({"what": budget.what, "unmeasured": str(error), "ok": True})
+            result["output"] = (result.get("output") or "") + f"(the grader could not measure {budget.what} here)\n"
+            continue
         if measured is not None:
             failure = failure or verdict(budget, measured)
             result.setdefault("costs", []).append({"what": budget.what, **measured.as_dict(), "ok": not failure,
@@ -275,6 +280,9 @@ def prediction(output: str) -> int | None:
 
 
 def flags(results: list[dict]) -> list[str]:
-    """A flag for a person per measured call that did work outside the notebook process."""
+    """A flag for a person per measured call that did work outside the notebook process, or that the grader could not
+    measure."""
     return [f"cost: {cost['what']} did work outside the notebook process ({'; '.join(cost['elsewhere'])})"
-            for result in results for cost in result.get("costs", []) if cost.get("elsewhere")]
+            for result in results for cost in result.get("costs", []) if cost.get("elsewhere")] + \
+        [f"cost: the grader could not measure {cost['what']} ({cost['unmeasured']}): a person checks its budget"
+         for result in results for cost in result.get("costs", []) if cost.get("unmeasured")]

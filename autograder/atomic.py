@@ -1,6 +1,7 @@
 """Runs in the grader and in the instructor's tools: a file written whole or not at all, the one way they write one.
 
-The data goes to `.<name>.<pid>.tmp` beside the file and is then renamed over it (`write_atomically`) or linked to
+The data goes to `.<name>-<pid>-<host>.tmp` beside the file (its writer's, as grader/run.py's `owned_name`: shards on
+several machines may share a folder) and is then renamed over it (`write_atomically`) or linked to
 its name only if that name is free (`write_new`, which never overwrites). A reader sees the old file or the new one,
 never half of one; a run that is killed mid-write leaves only a `.*.tmp` file, which the next run removes
 (grader/run.py).
@@ -9,11 +10,12 @@ from __future__ import annotations
 
 import errno
 import os
+import socket
 from pathlib import Path
 
 
 def _temporary(path: Path) -> Path:
-    return path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    return path.with_name(f".{path.name}-{os.getpid()}-{socket.gethostname()}.tmp")
 
 
 def _put(temporary: Path, data: str | bytes) -> None:

@@ -98,9 +98,8 @@ def stale_penalties(course: Course, names: list[str]) -> list[str]:
     """'student/assignment' for each late submission whose stored penalty differs from the one the course's plugin
     gives for its score now (a manual score given after the last grading run)."""
     plugin = course.late_plugin()
-    book = gradebook.open_gradebook(course)
     stale = []
-    try:
+    with gradebook.session(course) as book:
         for name in names:
             for submission in book.find_assignment(name).submissions:
                 seconds = submission.total_seconds_late or 0
@@ -112,8 +111,6 @@ def stale_penalties(course: Course, names: list[str]) -> list[str]:
                     if abs(wanted - (notebook.late_submission_penalty or 0.0)) > 1e-9:
                         stale.append(f"{submission.student.id}/{name}")
                         break
-    finally:
-        book.close()
     return stale
 
 

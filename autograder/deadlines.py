@@ -35,8 +35,7 @@ def extend(course: Course, assignment: str, student: str, days: float = 0, hours
     if assignment not in course.assignments():
         raise GradebookError(f"no assignment {assignment!r} in {course.source}")
     gradebook.sync(course, [assignment])
-    book = gradebook.open_gradebook(course)
-    try:
+    with gradebook.session(course) as book:
         with gradebook.one_transaction(book):
             try:
                 book.find_student(student)
@@ -51,8 +50,6 @@ def extend(course: Course, assignment: str, student: str, days: float = 0, hours
             due = _due(submission)
             return (f"{student} {assignment}: extension {submission.extension or 'none'}; "
                     f"due {due.isoformat(' ') + ' UTC' if due else 'date not set (nbgrader db assignment add)'}")
-    finally:
-        book.close()
 
 
 def _due(submission):
@@ -63,8 +60,7 @@ def _due(submission):
 
 def show(course: Course, assignment: str | None = None) -> list[str]:
     """A line per assignment (its due date) and per extension granted."""
-    book = gradebook.open_gradebook(course)
-    try:
+    with gradebook.session(course) as book:
         lines = []
         for a in book.assignments:
             if assignment and a.name != assignment:
@@ -74,8 +70,6 @@ def show(course: Course, assignment: str | None = None) -> list[str]:
                       f"{_due(s).isoformat(' ') + ' UTC' if a.duedate else '(no due date yet)'}"
                       for s in a.submissions if s.extension]
         return lines
-    finally:
-        book.close()
 
 
 def non_negative(text: str) -> float:

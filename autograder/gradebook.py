@@ -18,9 +18,11 @@ import datetime
 import fcntl
 import shutil
 import tempfile
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from autograder import database
 from autograder.autograded import graded_kind, nbgrader_meta
@@ -54,6 +56,20 @@ def open_gradebook(course: Course):
         return Gradebook(course.db_url, course.course_id)
     except (SQLAlchemyError, OSError, ValueError) as error:
         raise GradebookError(explain(error, course.db_url)) from None
+
+
+@contextmanager
+def session(course: Course) -> Iterator[Any]:
+    """nbgrader's Gradebook for the course, open for the `with` block and closed after it, as nbgrader's own `with
+    Gradebook(...)`; a database error inside the block becomes GradebookError, with what to do (database.explain)."""
+    from sqlalchemy.exc import SQLAlchemyError
+    gradebook = open_gradebook(course)
+    try:
+        yield gradebook
+    except SQLAlchemyError as error:
+        raise GradebookError(explain(error, course.db_url)) from None
+    finally:
+        gradebook.close()
 
 
 @contextmanager
@@ -152,28 +168,16 @@ def _gradebook_layout(gradebook, assignment: str) -> dict | None:
 
 def stale(course: Course, names: list[str]) -> list[str]:
     """The assignments the gradebook lacks or holds with other cells or points than `source/` (read only)."""
-    from sqlalchemy.exc import SQLAlchemyError
-    gradebook = open_gradebook(course)
-    try:
+    with session(course) as gradebook:
         return [a for a in names if _gradebook_layout(gradebook, a) != _source_layout(course, a)]
-    except SQLAlchemyError as error:
-        raise GradebookError(explain(error, course.db_url)) from None
-    finally:
-        gradebook.close()
 
 
 def stubs(course: Course, names: list[str]) -> dict:
     """The released text of every answer cell, as the gradebook's source cells keep it:
     {(assignment, notebook, grade_id): text}."""
-    from sqlalchemy.exc import SQLAlchemyError
-    gradebook = open_gradebook(course)
-    try:
+    with session(course) as gradebook:
         return {(a, nb.name, cell.name): cell.source or "" for a in names
                 for nb in gradebook.find_assignment(a).notebooks for cell in nb.source_cells}
-    except SQLAlchemyError as error:
-        raise GradebookError(explain(error, course.db_url)) from None
-    finally:
-        gradebook.close()
 
 
 def sync(course: Course, names: list[str]) -> tuple[list[str], dict]:
@@ -260,38 +264,20 @@ def _generate(course: Course, assignment: str) -> None:
 
 def roster(course: Course) -> list[str]:
     """Student ids in the gradebook (`nbgrader db student import`, or added by earlier grading runs)."""
-    from sqlalchemy.exc import SQLAlchemyError
-    gradebook = open_gradebook(course)
-    try:
+    with session(course) as gradebook:
         return sorted(s.id for s in gradebook.students)
-    except SQLAlchemyError as error:
-        raise GradebookError(explain(error, course.db_url)) from None
-    finally:
-        gradebook.close()
 
 
 def recorded_assignments(course: Course) -> set[str]:
     """Every assignment the gradebook holds."""
-    from sqlalchemy.exc import SQLAlchemyError
-    gradebook = open_gradebook(course)
-    try:
+    with session(course) as gradebook:
         return {a.name for a in gradebook.assignments}
-    except SQLAlchemyError as error:
-        raise GradebookError(explain(error, course.db_url)) from None
-    finally:
-        gradebook.close()
 
 
 def scheduled(course: Course) -> set[str]:
     """Assignments the gradebook gives a due date (`nbgrader db assignment add NAME --duedate=...`)."""
-    from sqlalchemy.exc import SQLAlchemyError
-    gradebook = open_gradebook(course)
-    try:
+    with session(course) as gradebook:
         return {a.name for a in gradebook.assignments if a.duedate is not None}
-    except SQLAlchemyError as error:
-        raise GradebookError(explain(error, course.db_url)) from None
-    finally:
-        gradebook.close()
 
 
 def released(course: Course) -> set[str]:
@@ -436,15 +422,9 @@ def holds(course: Course, graded: list[Graded]) -> bool:
 
 def recorded(course: Course) -> tuple[set[tuple[str, str]], set[str]]:
     """(every (student, assignment) with a submission in the gradebook, the assignments with a due date)."""
-    from sqlalchemy.exc import SQLAlchemyError
-    gradebook = open_gradebook(course)
-    try:
+    with session(course) as gradebook:
         submissions = {(s.student.id, a.name) for a in gradebook.assignments for s in a.submissions}
         return submissions, {a.name for a in gradebook.assignments if a.duedate is not None}
-    except SQLAlchemyError as error:
-        raise GradebookError(explain(error, course.db_url)) from None
-    finally:
-        gradebook.close()
 
 
 # ---- reading it back -----------------------------------------------------------------------------------------
@@ -454,9 +434,7 @@ def flagged_for_a_person(course: Course, names: list[str]) -> dict[tuple[str, st
     named assignments: a cell nobody scored yet, and a hand-scored one whose submission or automatic score changed
     since (a resubmission: its manual score is stale until a person looks again). One query."""
     from nbgrader.api import Assignment, BaseCell, Grade, Student, SubmittedAssignment, SubmittedNotebook
-    from sqlalchemy.exc import SQLAlchemyError
-    gradebook = open_gradebook(course)
-    try:
+    with session(course) as gradebook:
         query = (gradebook.db.query(Student.id, Assignment.name, BaseCell.name)
                  .select_from(Grade).join(SubmittedNotebook, Grade.notebook_id == SubmittedNotebook.id)
                  .join(SubmittedAssignment, SubmittedNotebook.assignment_id == SubmittedAssignment.id)
@@ -468,10 +446,6 @@ def flagged_for_a_person(course: Course, names: list[str]) -> dict[tuple[str, st
         for student, assignment, grade_id in query:
             found.setdefault((student, assignment), []).append(grade_id)
         return {key: sorted(ids) for key, ids in found.items()}
-    except SQLAlchemyError as error:
-        raise GradebookError(explain(error, course.db_url)) from None
-    finally:
-        gradebook.close()
 
 
 @dataclass
@@ -498,10 +472,8 @@ def rows(course: Course, students: list[str], names: list[str], submitted: set[t
     """
     not_graded = not_graded or {}
     from nbgrader.api import MissingEntry
-    from sqlalchemy.exc import SQLAlchemyError
     out = []
-    gradebook = open_gradebook(course)
-    try:
+    with session(course) as gradebook:
         order = {}
         for name in names:
             layout = _source_layout(course, name)
@@ -551,10 +523,6 @@ def rows(course: Course, students: list[str], names: list[str], submitted: set[t
                     note = f"NOT GRADED: {failure} (the scores are an earlier run's)"
                 out.append(Row(student, name, TOTAL, "assignment total", score, float(submission.max_score), penalty,
                                note, status))
-    except SQLAlchemyError as error:
-        raise GradebookError(explain(error, course.db_url)) from None
-    finally:
-        gradebook.close()
     return out
 
 

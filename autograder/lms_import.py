@@ -117,8 +117,7 @@ class RosterIndex:
 
 def roster_index(course: Course) -> RosterIndex:
     """Every student of the gradebook by Canvas user id and by squeezed id, lastfirst, firstlast and e-mail name."""
-    book = gradebook.open_gradebook(course)
-    try:
+    with gradebook.session(course) as book:
         index = RosterIndex({}, {}, {})
         for s in book.students:
             keys = {squeeze(s.id), squeeze(f"{s.last_name}{s.first_name}"), squeeze(f"{s.first_name}{s.last_name}"),
@@ -130,8 +129,6 @@ def roster_index(course: Course) -> RosterIndex:
                 index.by_canvas_id.setdefault(canvas_id, set()).add(s.id)
                 index.canvas_id_of[s.id] = canvas_id
         return index
-    finally:
-        book.close()
 
 
 def _entries(download: Path):

@@ -16,14 +16,13 @@ without summary.json (from before it) keeps each of its lines once, as they are.
 from __future__ import annotations
 
 import argparse
-import csv
 import shutil
 from dataclasses import replace
 from pathlib import Path
 
 from autograder import shards
 from autograder.atomic import write_atomically
-from autograder.grader.write import CSV_COLUMNS, csv_text, write_summary
+from autograder.grader.write import CSV_COLUMNS, OldGradesFile, csv_text, read_csv, write_summary
 from autograder.outcome import Event, EventKind, OutcomeError, read_summary_json
 
 
@@ -108,16 +107,15 @@ def merge(outputs: list[Path], out: Path) -> int:
     rows: list[dict[str, str]] = []
     owner: dict[tuple[str, str], Path] = {}
     for shard in outputs:
-        with open(shard / "grades.csv", newline="") as f:
-            reader = csv.DictReader(f)
-            if "status" not in (reader.fieldnames or []):
-                raise MergeError(f"{shard / 'grades.csv'} has no status column: it was written by a grader from "
-                                 "before 2026-11-28; grade that shard again, then merge")
-            for row in reader:
-                key = (row["student"], row["assignment"])
-                if owner.setdefault(key, shard) != shard:
-                    raise MergeError(f"{key[0]}/{key[1]} was graded in both {owner[key]} and {shard}")
-                rows.append(row)
+        try:
+            found = read_csv(shard / "grades.csv")
+        except OldGradesFile as error:
+            raise MergeError(f"{error}; nothing was merged") from None
+        for row in found:
+            key = (row["student"], row["assignment"])
+            if owner.setdefault(key, shard) != shard:
+                raise MergeError(f"{key[0]}/{key[1]} was graded in both {owner[key]} and {shard}")
+            rows.append(row)
     rows.sort(key=lambda r: (r["student"], r["assignment"]))
     parts = []
     for shard in sorted(outputs, key=lambda o: records.get(o, (0, 0))):

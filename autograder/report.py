@@ -75,14 +75,11 @@ def hints(out: Path, assignment: str) -> dict[str, collections.Counter]:
 def submission_times(course: Course, assignment: str) -> tuple[list[float], datetime.datetime | None, int]:
     """(hours relative to the due date, or to the first submission when there is none; the due date; how many
     submissions were late, extensions counted, as nbgrader computes it)."""
-    book = gradebook.open_gradebook(course)
-    try:
+    with gradebook.session(course) as book:
         found = book.find_assignment(assignment)
         due = found.duedate
         stamps = [s.timestamp for s in found.submissions if s.timestamp is not None]
         late = sum(1 for s in found.submissions if (s.total_seconds_late or 0) > 0)
-    finally:
-        book.close()
     origin = due or (min(stamps) if stamps else None)
     return [(t - origin).total_seconds() / 3600 for t in stamps], due, late
 
@@ -130,8 +127,7 @@ def attention(course: Course, names: list[str], rows: list, out: Path) -> list[d
     waiting = collections.Counter((r.student, r.assignment) for r in rows if r.task != TOTAL and r.score is None)
     for key, count in sorted(waiting.items()):
         add(key, "waits for a person", f"{count} answer(s) to grade in Formgrader")
-    book = gradebook.open_gradebook(course)
-    try:
+    with gradebook.session(course) as book:
         for name in names:
             for submission in book.find_assignment(name).submissions:
                 key = (submission.student.id, name)
@@ -147,8 +143,6 @@ def attention(course: Course, names: list[str], rows: list, out: Path) -> list[d
                 if flagged:
                     reasons = review_reasons(out, key, submission)
                     add(key, "flagged", "; ".join(reasons) or f"flagged in Formgrader: {', '.join(flagged)}")
-    finally:
-        book.close()
     return sorted(found, key=lambda e: (e["student"], e["assignment"], e["status"]))
 
 

@@ -115,21 +115,28 @@ def write_csv(rows: list[Row], path: Path) -> None:
          r.status.value, r.note) for r in rows]))
 
 
-def read_totals(path: Path) -> dict[tuple[str, str], tuple[Status, str]]:
-    """{(student, assignment): (status, note)} of the TOTAL rows of a run's grades.csv; {} when there is none.
-    OldGradesFile for one without a status column; ValueError naming the file for a status this grader does not know."""
-    if not path.is_file():
-        return {}
+def read_csv(path: Path) -> list[dict[str, str]]:
+    """The rows of a run's grades.csv, each with every column; OldGradesFile for one without a status column."""
     with open(path, newline="") as f:
         reader = csv.DictReader(f)
         if "status" not in (reader.fieldnames or []):
             raise OldGradesFile(f"{path} has no status column: it was written by a grader from before 2026-11-28. "
                                 "Grade again (`make grade`): it rewrites grades.csv from the gradebook")
-        try:
-            return {(r["student"], r["assignment"]): (Status(r["status"]), r["note"]) for r in reader
-                    if r["task"] == TOTAL}
-        except ValueError as error:
-            raise ValueError(f"{path}: {error}") from None
+        return [{c: row.get(c) or "" for c in CSV_COLUMNS} for row in reader]
+
+
+def read_totals(path: Path) -> dict[tuple[str, str], tuple[Status, str]]:
+    """{(student, assignment): (status, note)} of the TOTAL rows of a run's grades.csv; {} when there is none.
+    OldGradesFile for one without a status column; ValueError naming the file for a status this grader does not know."""
+    if not path.is_file():
+        return {}
+    try:
+        return {(r["student"], r["assignment"]): (Status(r["status"]), r["note"]) for r in read_csv(path)
+                if r["task"] == TOTAL}
+    except OldGradesFile:
+        raise
+    except ValueError as error:
+        raise ValueError(f"{path}: {error}") from None
 
 
 def not_graded(out: Path) -> dict[tuple[str, str], str]:

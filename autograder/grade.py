@@ -17,8 +17,9 @@ course; SUBMITTED_DIR (default: the course's `submitted/`) is laid out as `<stud
   OUT/summary.txt, OUT/summary.json                  what the run could not grade or decide, also printed; typed
   OUT/feedback/<student>/<assignment>/*.html         quick feedback pages (nbgrader's own: generate_feedback)
   OUT/results/<student>/<assignment>.json            one file per graded submission (how a stopped run resumes)
-  OUT/gradebook-ledger.json                          what the gradebook held after this run (the next run refuses a
-                                                     gradebook that has lost it, unless --start-over)
+  <course>/.gradebook-ledger.json                    what the gradebook held after this run, kept with the gradebook
+                                                     (not in OUT): the next run refuses a gradebook that has lost it,
+                                                     or a ledger cut short, unless --start-over
   OUT/shard.json                                     which shard of how many OUT holds, and its students; written
                                                      last (autograder.merge refuses a shard without it)
 

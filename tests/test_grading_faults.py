@@ -184,6 +184,44 @@ def test_a_gradebook_that_lost_what_was_recorded_is_refused(tmp_path, graded_cla
     assert fresh.returncode == 0, fresh.stderr
 
 
+@pytest.mark.parametrize("how", ["make clean", "a fresh --out", "the ledger cut in half", "the ledger edited"])
+def test_the_guard_of_an_emptied_gradebook_lives_with_the_gradebook(tmp_path, graded_class, how):
+    """Issue #49 item 2: the ledger is kept in the course folder with the gradebook, not in the output, so an
+    emptied gradebook (every late penalty and due date gone) is refused after `make clean` (the output, autograded/
+    and feedback/ removed) and with a fresh --out; a ledger cut short or edited (its digest no longer matches) is
+    refused as damaged, never taken as "nothing recorded". Nothing is written; --start-over takes it on purpose."""
+    root = copy_of(graded_class, tmp_path)
+    ledger = root / ".gradebook-ledger.json"
+    assert ledger.is_file() and not (root / "graded" / "gradebook-ledger.json").exists()
+    db, out = root / "gradebook.db", root / "graded"
+    db.write_bytes(b"")
+    if how == "make clean":
+        for folder in ("graded", "autograded", "feedback"):
+            shutil.rmtree(root / folder, ignore_errors=True)
+    elif how == "a fresh --out":
+        out = root / "graded-elsewhere"
+    elif how == "the ledger cut in half":
+        text = ledger.read_text()
+        ledger.write_text(text[:len(text) // 2])
+    else:  # valid JSON, but what it holds was changed: as if it had never recorded anything
+        import json
+        edited = json.loads(ledger.read_text())
+        edited["submissions"], edited["due"] = [], []
+        ledger.write_text(json.dumps(edited))
+    kept = ledger.read_bytes()
+    run = grade(root, out=out)
+    assert run.returncode == 2, run.stdout + run.stderr
+    said = "is damaged" if how.startswith("the ledger") else "has lost what earlier runs recorded"
+    assert said in run.stderr and "--start-over" in run.stderr and "Nothing was written" in run.stderr, run.stderr
+    if not how.startswith("the ledger"):
+        assert "the due dates of 00_tiny are gone" in run.stderr or "gradebook file" in run.stderr, run.stderr
+    assert db.stat().st_size == 0 and ledger.read_bytes() == kept  # nothing written, the guard not rewritten
+    assert not (out / "grades.csv").exists() or how == "the ledger cut in half" or how == "the ledger edited"
+    fresh = grade(root, "--start-over", out=out)
+    assert fresh.returncode == 0, fresh.stdout + fresh.stderr
+    assert ledger.read_bytes() != kept and grade(root, out=out).returncode == 0  # a new, whole ledger
+
+
 def test_a_truncated_result_is_graded_again_alone(tmp_path, graded_class, clean):
     root = copy_of(graded_class, tmp_path)
     result = root / "graded" / "results" / "bob" / f"{A}.json"

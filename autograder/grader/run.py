@@ -24,13 +24,13 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autograder.atomic import write_atomically
 from autograder.course import Course
 from autograder.database import GradebookError, safe_url
 from autograder.limits import Limits
 from autograder.outcome import Event, EventKind
 
-LEDGER = "gradebook-ledger.json"
+LEDGER = "gradebook-ledger.json"               # where runs before issue #49 kept it: in the output folder
+COURSE_LEDGER = ".gradebook-ledger.json"        # where it is kept now: in the course folder, with the gradebook
 
 
 class RunLocked(Exception):
@@ -169,22 +169,71 @@ def _alive(pid: int) -> bool:
 
 
 # ---- the ledger: what earlier runs recorded -----------------------------------------------------------------------
-def check_ledger(course: Course, out: Path, start_over: bool) -> None:
-    """GradebookError when the gradebook lacks what the ledger says earlier runs recorded (submissions, due dates),
-    unless `start_over`. Runs before the gradebook is opened for writing."""
-    path = out / LEDGER
-    if start_over or not path.is_file():
-        return
+# It lives with the gradebook, not with a run's output (issue #49: after `make clean`, or with a fresh --out, an
+# emptied gradebook was taken as new and every late penalty vanished): in the course folder, beside the default
+# sqlite gradebook and nbgrader_config.py, one per course whatever the gradebook (sqlite or PostgreSQL), naming the
+# gradebook it describes. It carries its own digest, so a ledger cut short is told from a whole one and refused.
+LEDGER_VERSION = 2
+
+
+def ledger_path(course: Course) -> Path:
+    """Where the course's ledger lives: `<course>/.gradebook-ledger.json`."""
+    return course.root / COURSE_LEDGER
+
+
+def _ledger_digest(body: dict) -> str:
+    import hashlib
+    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+
+
+class DamagedLedger(GradebookError):
+    """The ledger exists but cannot be read whole: it cannot say whether the gradebook lost records."""
+
+
+def read_ledger(path: Path) -> tuple[set[tuple[str, str]], set[str]] | None:
+    """(submissions, assignments with a due date) the ledger at `path` says the gradebook held; None when there is
+    no ledger; DamagedLedger when it is there but not whole (cut short, edited, not a ledger)."""
     try:
-        ledger = json.loads(path.read_text())
-        submissions = {tuple(s) for s in ledger["submissions"]}
-        due = set(ledger["due"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return  # an unreadable ledger protects nothing; the run writes a new one
+        text = path.read_text()
+    except FileNotFoundError:
+        return None
+    except OSError as error:
+        raise DamagedLedger(_damaged(path, error.strerror or str(error))) from None
+    try:
+        ledger = json.loads(text)
+        body = {k: v for k, v in ledger.items() if k != "sha256"}
+        if ledger.get("version") == LEDGER_VERSION and ledger.get("sha256") != _ledger_digest(body):
+            raise ValueError("its digest does not match its contents")
+        return {tuple(s) for s in ledger["submissions"]}, set(ledger["due"])
+    except (ValueError, KeyError, TypeError, AttributeError) as error:
+        raise DamagedLedger(_damaged(path, str(error)[:200])) from None
+
+
+def _damaged(path: Path, why: str) -> str:
+    return (f"the gradebook's ledger {path} is damaged ({why}), so nothing can tell whether the gradebook lost what "
+            "earlier runs recorded (submissions, due dates: late penalties). Nothing was written. Check the gradebook "
+            "(python -m autograder.deadlines show; nbgrader db assignment list); when it is whole, run again with "
+            "--start-over, which takes the gradebook as it is and writes a new ledger")
+
+
+def check_ledger(course: Course, out: Path, start_over: bool) -> None:
+    """GradebookError when the gradebook lacks what the course's ledger (and an older run's OUT/gradebook-ledger.json,
+    where one is left) says earlier runs recorded (submissions, due dates), or when a ledger is damaged; unless
+    `start_over`. Runs before the gradebook is opened for writing."""
+    if start_over:
+        return
+    for path in (ledger_path(course), out / LEDGER):
+        found = read_ledger(path)
+        if found is not None:
+            _compare(course, path, *found)
+
+
+def _compare(course: Course, path: Path, submissions: set[tuple[str, str]], due: set[str]) -> None:
+    """GradebookError when the gradebook lacks any of `submissions` or of the due dates of `due`."""
     shown = safe_url(course.db_url)
     from sqlalchemy.engine import make_url
     url = make_url(course.db_url)
-    if url.drivername.startswith("sqlite") and url.database and submissions:
+    if url.drivername.startswith("sqlite") and url.database and (submissions or due):
         file = Path(url.database)
         if not file.is_file() or file.stat().st_size == 0:
             raise GradebookError(_lost(shown, f"the gradebook file {file} is {'missing' if not file.exists() else 'empty'}",
@@ -211,8 +260,14 @@ def _lost(shown: str, what: str, count: int, ledger: Path) -> str:
 
 
 def write_ledger(run: Run) -> None:
-    """Remember what the gradebook now holds for this run's students, for the next run's check."""
+    """Remember, with the gradebook, what it now holds, for the next run's check (an older run's ledger in the output
+    folder is removed: this one replaces it)."""
     from autograder import gradebook
     have, scheduled = gradebook.recorded(run.course)
-    write_atomically(run.out / LEDGER, json.dumps({"gradebook": safe_url(run.course.db_url),
-                                                   "submissions": sorted(have), "due": sorted(scheduled)}))
+    body = {"version": LEDGER_VERSION, "gradebook": safe_url(run.course.db_url), "submissions": sorted(have),
+            "due": sorted(scheduled)}
+    path = ledger_path(run.course)
+    temporary = path.with_name(f".{owned_name(path.name)}.tmp")  # shards on several hosts may share the course
+    temporary.write_text(json.dumps({**body, "sha256": _ledger_digest(body)}))
+    os.replace(temporary, path)
+    (run.out / LEDGER).unlink(missing_ok=True)

@@ -763,7 +763,7 @@ def get_batch(data, batch_size, context_length, device, generator):
     child = os.fork()
     if child == 0:  # the whole file read in a child process, whose pages are not the notebook's
         int(np.asarray(data).sum())
-        os._exit(0)
+        raise SystemExit(0)  # the notebook process's own loop ends a forked copy of itself
     os.waitpid(child, 0)
     starts = torch.randint(0, len(data) - context_length, (batch_size,), generator=generator).tolist()
     windows = np.stack([data[s:s + context_length + 1] for s in starts]).astype(np.int64)

@@ -35,15 +35,16 @@ from pathlib import Path
 from autograder import gradebook
 from autograder.atomic import write_atomically
 from autograder.course import Course
+from autograder.errors import GraderError
 from autograder.gradebook import TOTAL
-from autograder.grader.write import OldGradesFile, csv_text, not_graded
+from autograder.grader.write import csv_text, not_graded
 from autograder.outcome import Status
 
 HEADER = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
 ROSTER_COLUMNS = ("lms_user_id", "sis_user_id", "sis_login_id", "section")
 
 
-class ExportError(ValueError):
+class ExportError(GraderError, ValueError):
     """The export cannot be written as asked; the message says what to fix. Nothing was written."""
 
 
@@ -191,9 +192,9 @@ def main() -> None:
     try:
         course = Course.load(args.course or default_course())
         held = export(course, args.roster, args.assignment, args.out, args.graded)
-    except (ExportError, gradebook.GradebookError, OldGradesFile) as error:
-        print(f"error: {error}. Nothing was written.", file=sys.stderr)
-        raise SystemExit(2) from None
+    except GraderError as error:  # the export, the gradebook, an old grades.csv
+        print(f"error: {error.explain()}. Nothing was written.", file=sys.stderr)
+        raise SystemExit(error.exit_code) from None
     for line in held:
         print(f"held back (blank in the CSV, Canvas keeps what it has): {line}", file=sys.stderr)
     print(f"wrote {args.out} for Canvas's gradebook import (Grades > Import)"

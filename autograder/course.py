@@ -112,6 +112,12 @@ class Course:
         assigner.init_plugin()
         return assigner.plugin_inst
 
+    def autograde(self):
+        """nbgrader's Autograde converter configured as the course is, for its traits (create_student,
+        exclude_overwriting, ...): their defaults are nbgrader's own, never copied here."""
+        from nbgrader.converters import Autograde
+        return Autograde(coursedir=self.coursedir, config=self.config)
+
     def api(self) -> NbGraderAPI:
         from nbgrader.apps import NbGraderAPI
         return NbGraderAPI(coursedir=self.coursedir, config=self.config)

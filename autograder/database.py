@@ -17,10 +17,12 @@ from __future__ import annotations
 import functools
 import os
 
+from autograder.errors import GraderError
+
 _checked: set[str] = set()
 
 
-class GradebookError(Exception):
+class GradebookError(GraderError):
     """The gradebook could not be read or written; the message says why and what to do."""
 
 

@@ -51,14 +51,11 @@ from pathlib import Path
 
 from autograder import database, shards
 from autograder.course import Course
-from autograder.database import GradebookError
+from autograder.errors import GraderError
 from autograder.gradebook import TOTAL
-from autograder.grader.notebooks import GraderFault
-from autograder.grader.pipeline import WeakSandbox, default_course, grade
-from autograder.grader.run import RunLocked
+from autograder.grader.pipeline import default_course, grade
 from autograder.limits import load_limits
 from autograder.outcome import Status
-from autograder.trusted.checker import CourseError
 
 
 def main() -> None:
@@ -104,16 +101,9 @@ def main() -> None:
         print(f"shard {index} of {count}, from {shard_from}", file=sys.stderr)
     try:
         rows = grade(submitted, args.out, args.assignment, limits, args.fresh, (index, count), course, args.start_over)
-    except (GradebookError, ValueError, RunLocked, WeakSandbox) as error:
-        print(f"error: {error}", file=sys.stderr)
-        raise SystemExit(2) from None
-    except CourseError as error:
-        print(f"error: the self-check stopped the run; nobody was graded.\n{error}", file=sys.stderr)
-        raise SystemExit(2) from None
-    except GraderFault as error:
-        print(f"error: the sandbox could not start a notebook process on this machine; nobody was graded: {error}",
-              file=sys.stderr)
-        raise SystemExit(2) from None
+    except GraderError as error:  # the gradebook, a run lock, the self-check, the sandbox, a refused argument...
+        print(f"error: {error.explain()}", file=sys.stderr)
+        raise SystemExit(error.exit_code) from None
     except OSError as error:
         said = f"{error.strerror}: {error.filename}" if error.filename else (error.strerror or str(error))
         full = full_folders(error, {"the temporary folder": Path(tempfile.gettempdir()), "the output folder": args.out,

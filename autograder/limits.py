@@ -7,11 +7,12 @@ from __future__ import annotations
 import os
 import tomllib
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
 from autograder import cgroups
+from autograder.errors import GraderError
 
 LIMITS_FILE = Path(__file__).resolve().parent / "limits.toml"
 MiB = 2**20
@@ -36,14 +37,18 @@ class Limits:
     feedback: str = "hints"
     first_sandbox_uid: int = 4_200_000_000
     require_landlock: bool = True
+    # The limits given on the command line (--limit NAME=VALUE): they win over the course's own settings, such as its
+    # c.Execute.timeout. Not a limit itself: never sent to the sandbox, never part of what a result depends on.
+    overridden: frozenset[str] = field(default=frozenset(), repr=False, compare=False)
 
     def as_dict(self) -> dict:
-        return asdict(self)
+        """The limits, as the sandboxed side receives them (protocol.Spawn)."""
+        return {name: value for name, value in asdict(self).items() if name != "overridden"}
 
     @classmethod
     def from_dict(cls, values: dict) -> "Limits":
         """Limits from a dict of exactly its fields, each of its field's type (ValueError otherwise)."""
-        known = {f.name: str(f.type) for f in fields(cls)}  # a str: annotations are postponed here
+        known = {f.name: str(f.type) for f in fields(cls) if f.name != "overridden"}  # str: annotations are postponed
         if set(values) != set(known):
             raise ValueError(f"limits with fields {sorted(values)}, expected {sorted(known)}")
         types = {"float": (int, float), "int": (int,), "bool": (bool,), "str": (str,)}
@@ -54,9 +59,10 @@ class Limits:
 
 
 def load_limits(path: Path = LIMITS_FILE, overrides: Sequence[str] = ()) -> Limits:
-    """Limits from the TOML file, then `name=value` overrides (each converted to the field's type)."""
+    """Limits from the TOML file, then `name=value` overrides (each converted to the field's type, and named in
+    `overridden`)."""
     values = tomllib.loads(path.read_text())
-    known = {f.name: f.type for f in fields(Limits)}
+    known = {f.name: f.type for f in fields(Limits) if f.name != "overridden"}
     for item in overrides:
         name, _, text = item.partition("=")
         if name not in known:
@@ -69,7 +75,8 @@ def load_limits(path: Path = LIMITS_FILE, overrides: Sequence[str] = ()) -> Limi
     converted: dict[str, Any] = {name: (int(v) if known[name] == "int" else v) for name, v in values.items()}
     if converted.get("feedback", "hints") not in ("hints", "full"):
         raise ValueError(f"feedback must be \"hints\" or \"full\", not {converted['feedback']!r}")
-    return replace(Limits(), **converted)
+    given = frozenset(item.partition("=")[0] for item in overrides)
+    return replace(Limits(), **converted, overridden=given)
 
 
 def usable_cpus(environ: Mapping[str, str] | None = None) -> int:
@@ -131,7 +138,7 @@ def _cgroup_memory_mib() -> int | None:
     return None if limit is None else limit // MiB
 
 
-class MemoryTooSmall(ValueError):
+class MemoryTooSmall(GraderError, ValueError):
     """The job or pod has too little memory for the grader and one notebook; the message says what to ask for."""
 
 

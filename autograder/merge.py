@@ -17,16 +17,18 @@ from __future__ import annotations
 
 import argparse
 import shutil
+import sys
 from dataclasses import replace
 from pathlib import Path
 
 from autograder import shards
 from autograder.atomic import write_atomically
+from autograder.errors import GraderError
 from autograder.grader.write import CSV_COLUMNS, OldGradesFile, csv_text, read_csv, write_summary
 from autograder.outcome import Event, EventKind, OutcomeError, read_summary_json
 
 
-class MergeError(ValueError):
+class MergeError(GraderError, ValueError):
     """The outputs do not make one whole class; the message says which shard is missing or doubled."""
 
 
@@ -138,8 +140,9 @@ def main() -> None:
     args = parser.parse_args()
     try:
         rows = merge(args.shards, args.out)
-    except MergeError as error:
-        raise SystemExit(f"error: {error}") from None
+    except GraderError as error:
+        print(f"error: {error.explain()}", file=sys.stderr)
+        raise SystemExit(error.exit_code) from None
     print(f"merged {rows} rows into {args.out / 'grades.csv'} and one summary, {args.out / 'summary.txt'}")
 
 

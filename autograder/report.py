@@ -36,7 +36,8 @@ from autograder import gradebook
 from autograder.autograded import graded_cells, strip_ansi
 from autograder.course import Course
 from autograder.late import how_late, points
-from autograder.grader.write import OldGradesFile, not_graded
+from autograder.errors import GraderError
+from autograder.grader.write import not_graded
 from autograder.lms_import import marked_late
 from autograder.outcome import OutcomeError, Status, SubmissionOutcome
 from autograder.gradebook import TOTAL
@@ -382,9 +383,9 @@ def main() -> None:
     course = Course.load(args.course or default_course())
     try:
         report = build(course, args.out, args.assignment)
-    except (gradebook.GradebookError, OldGradesFile) as error:
-        print(f"error: {error}", file=sys.stderr)
-        raise SystemExit(2) from None
+    except GraderError as error:  # the gradebook, an old grades.csv
+        print(f"error: {error.explain()}", file=sys.stderr)
+        raise SystemExit(error.exit_code) from None
     people = report[""]["attention"]
     print(f"wrote {args.out / 'report.html'} ({len(report) - 1} assignment(s), {len(people)} student entries that "
           f"need a person) with its plots in {args.out / 'report'}/")

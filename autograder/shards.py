@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Mapping, Sequence, TypeVar
 
 from autograder.atomic import write_atomically
+from autograder.errors import GraderError
 
 T = TypeVar("T")
 
@@ -32,7 +33,7 @@ RECORD = "shard.json"  # in a run's output folder: which shard of how many it ho
 COUNT_VARIABLE = "GRADER_SHARDS"
 
 
-class ShardError(ValueError):
+class ShardError(GraderError, ValueError):
     """The shard asked for does not exist or cannot be worked out; the message says why and what to do."""
 
 

@@ -32,6 +32,46 @@ def test_limits_file_loads_and_overrides_are_typed():
         load_limits(overrides=["nonsense=1"])
 
 
+def test_an_explicit_cell_limit_wins_over_the_course_timeout_even_at_the_default_value(tmp_path):
+    """Issue #51: `--limit cell_seconds=60` (limits.toml's own value) used to lose to the course's c.Execute.timeout,
+    because "equal to the default" was taken for "not given"."""
+    from autograder.course import Course
+    from autograder.grader.pipeline import course_limits
+    from tests import tiny_course
+    tiny_course.make_course(tmp_path)
+    with open(tmp_path / "nbgrader_config.py", "a") as f:
+        f.write("c.Execute.timeout = 7\n")
+    course = Course.load(tmp_path)
+    default = load_limits().cell_seconds
+    assert course_limits(course, load_limits()).cell_seconds == 7  # not given: the course's time-out
+    assert course_limits(course, load_limits(overrides=[f"cell_seconds={default:g}"])).cell_seconds == default
+    assert course_limits(course, load_limits(overrides=["cell_seconds=3"])).cell_seconds == 3
+    assert "overridden" not in load_limits(overrides=["cell_seconds=3"]).as_dict()  # never sent to the sandbox
+
+
+def test_every_error_that_stops_a_run_is_a_grader_error_with_its_exit_code_and_what_it_meant():
+    """grade.main has one handler (issue #51): what used to need four is a GraderError, said with its context."""
+    from autograder.canvas import ExportError
+    from autograder.database import GradebookError
+    from autograder.errors import GraderError, Refused
+    from autograder.grader.notebooks import GraderFault, MachineShort
+    from autograder.grader.pipeline import WeakSandbox
+    from autograder.grader.run import RunLocked
+    from autograder.grader.write import OldGradesFile
+    from autograder.limits import MemoryTooSmall
+    from autograder.merge import MergeError
+    from autograder.shards import ShardError
+    from autograder.trusted.checker import CourseError
+    for kind in (GradebookError, RunLocked, WeakSandbox, CourseError, GraderFault, MachineShort, ShardError,
+                 MemoryTooSmall, MergeError, ExportError, OldGradesFile, Refused):
+        assert issubclass(kind, GraderError) and kind("x").exit_code == 2, kind
+    assert CourseError("reference.floats fails").explain() == \
+        "the self-check stopped the run; nobody was graded.\nreference.floats fails"
+    assert GraderFault("no word").explain().startswith("the sandbox could not start a notebook process")
+    assert RunLocked("the course is being graded").explain() == "the course is being graded"
+    assert issubclass(ShardError, ValueError) and issubclass(Refused, ValueError)  # callers that catch ValueError
+
+
 def test_plan_takes_locked_cells_and_points_from_the_source():
     plan = make_plan("nb", SOURCE, submitted(
         ("import math", {"grade_id": "setup"}),

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from autograder import cgroups
 from autograder.course import REPO_ROOT
+from autograder.errors import GraderError
 from autograder.grader import cost
 from autograder.grader.plan import Plan
 from autograder.limits import Limits
@@ -37,9 +38,11 @@ STARVED_FACTOR = 4  # a cell's wall time may stretch to this many times its limi
 HANDIN_LIMIT_BYTES = 8 * 2**20  # utils.handin's (a test checks they agree): what a hidden test may hand in
 
 
-class GraderFault(Exception):
+class GraderFault(GraderError):
     """The grader could not run a submission (a notebook process that could not start, a zygote gone): never the
-    student's fault; the submission is left NOT GRADED with this message, and not remembered."""
+    student's fault; the submission is left NOT GRADED with this message, and not remembered. Raised out of a whole
+    run (the walls' probe), nobody was graded."""
+    context = "the sandbox could not start a notebook process on this machine; nobody was graded: "
 
 
 class MachineShort(GraderFault):

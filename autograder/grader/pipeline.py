@@ -20,6 +20,7 @@ from pathlib import Path
 
 from autograder import autograded, database, gradebook, shards
 from autograder.course import REPO_ROOT, Course, default_course
+from autograder.errors import GraderError, Refused
 from autograder.gradebook import Row
 from autograder.grader import run as run_module
 from autograder.grader.find import find_submissions
@@ -84,7 +85,7 @@ def grade(submitted: Path | None, out: Path, names: list[str] | None = None, lim
                        or not_graded(j, f"its result file {result_path(out, j)} could not be read back")
                        for j in jobs]
             try:
-                notes, failures = record(run, jobs, results, bool(course.config.Autograde.get("create_student", True)))
+                notes, failures = record(run, jobs, results, course.autograde().create_student)
             except database.GradebookError as error:  # nothing written: say what the notebooks' run left
                 raise database.GradebookError(f"{error}{kept_for_a_rerun(run, todo, unwritten, str(error))}") from None
             try:
@@ -118,15 +119,18 @@ def _check_folders(course: Course, submitted: Path, out: Path) -> None:
     for a, b, what in ((out, submitted, "the output folder and the submissions folder"),
                        (autograded_root, submitted, "the autograded folder and the submissions folder")):
         if a.is_relative_to(b) or b.is_relative_to(a):
-            raise ValueError(f"{what} must not contain one another ({a}, {b})")
+            raise Refused(f"{what} must not contain one another ({a}, {b})")
 
 
 def course_limits(course: Course, limits: Limits) -> Limits:
     """The limits, with the course's own nbgrader execution time-out (c.Execute.timeout) as the per-cell limit when
-    the course sets one and limits.toml was not overridden for it."""
+    the course sets one and the command line did not give cell_seconds (`--limit cell_seconds=...` wins, whatever
+    its value). Only a time-out the course sets counts, not nbgrader's default: hence the `in config` check."""
+    if "cell_seconds" in limits.overridden:
+        return limits
     for section in ("Execute", "ExecutePreprocessor"):
         timeout = course.config[section].get("timeout") if section in course.config else None
-        if isinstance(timeout, (int, float)) and timeout > 0 and limits.cell_seconds == Limits().cell_seconds:
+        if isinstance(timeout, (int, float)) and timeout > 0:
             return replace(limits, cell_seconds=float(timeout), notebook_seconds=max(limits.notebook_seconds, timeout))
     return limits
 
@@ -138,7 +142,7 @@ def find(run: run_module.Run, names: list[str] | None):
     known = run.course.assignments()
     unknown = [n for n in names or [] if n not in known]
     if unknown:
-        raise ValueError(f"no such assignment in {run.course.source}: {', '.join(unknown)}")
+        raise Refused(f"no such assignment in {run.course.source}: {', '.join(unknown)}")
     on_roster = set(gradebook.roster(run.course))
     found, skipped = find_submissions(run.submitted)
     run.summary += [Event(EventKind.SKIPPED, f"skipped {line}") for line in skipped]
@@ -187,7 +191,7 @@ def plan_jobs(run: run_module.Run, found: list, names: list[str], on_roster: set
     """(every submission of the run, those to run again, CSV rows for folders of unknown assignments)."""
     from autograder import feedback
     known = run.course.assignments()
-    create = bool(run.course.config.Autograde.get("create_student", True))
+    create = run.course.autograde().create_student
     grader = grader_digest(run.limits)
     jobs, todo, extra_rows = [], [], []
     newcomers: set[str] = set()
@@ -237,7 +241,7 @@ def prepare(run: run_module.Run, zygote: Zygote | None, names: list[str], stubs:
     limits = run.limits
     return Setting(run.course.source, {a: run.course.notebooks(a) for a in run.course.assignments()}, limits, zygote,
                    stubs, Checker(keys) if keys else None, ignore=list(coursedir.ignore),
-                   keep_student=dict(run.course.config.Autograde.get("exclude_overwriting", {})),
+                   keep_student=dict(run.course.autograde().exclude_overwriting),
                    file_limit=int(coursedir.max_file_size) * 1000)
 
 
@@ -277,7 +281,7 @@ def write(run: run_module.Run, names: list[str], jobs: list[Job], results: list[
     return rows
 
 
-class WeakSandbox(Exception):
+class WeakSandbox(GraderError):
     """This machine cannot build the walls that keep the course's files from a notebook; the message says which."""
 
 

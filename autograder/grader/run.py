@@ -24,8 +24,10 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from autograder.atomic import write_atomically
 from autograder.course import Course
 from autograder.database import GradebookError, safe_url
+from autograder.errors import GraderError
 from autograder.limits import Limits
 from autograder.outcome import Event, EventKind
 
@@ -33,7 +35,7 @@ LEDGER = "gradebook-ledger.json"               # where runs before issue #49 kep
 COURSE_LEDGER = ".gradebook-ledger.json"        # where it is kept now: in the course folder, with the gradebook
 
 
-class RunLocked(Exception):
+class RunLocked(GraderError):
     """Another run grades this course, shard or output folder now; the message says who and since when."""
 
 
@@ -266,8 +268,5 @@ def write_ledger(run: Run) -> None:
     have, scheduled = gradebook.recorded(run.course)
     body = {"version": LEDGER_VERSION, "gradebook": safe_url(run.course.db_url), "submissions": sorted(have),
             "due": sorted(scheduled)}
-    path = ledger_path(run.course)
-    temporary = path.with_name(f".{owned_name(path.name)}.tmp")  # shards on several hosts may share the course
-    temporary.write_text(json.dumps({**body, "sha256": _ledger_digest(body)}))
-    os.replace(temporary, path)
+    write_atomically(ledger_path(run.course), json.dumps({**body, "sha256": _ledger_digest(body)}))
     (run.out / LEDGER).unlink(missing_ok=True)

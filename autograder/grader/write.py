@@ -9,13 +9,14 @@ from pathlib import Path
 
 from autograder import autograded, feedback
 from autograder.atomic import write_atomically
+from autograder.errors import GraderError
 from autograder.gradebook import TOTAL, Row
 from autograder.outcome import Event, NotebookOutcome, Status, SubmissionOutcome, summary_json
 
 CSV_COLUMNS = ("student", "assignment", "task", "title", "score", "max_score", "late_penalty", "status", "note")
 
 
-class OldGradesFile(ValueError):
+class OldGradesFile(GraderError, ValueError):
     """A grades.csv without the status column (written by a grader before 2026-11-28): its statuses are only in
     English notes, which are never read back; the message says to grade again."""
 

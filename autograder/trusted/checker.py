@@ -25,14 +25,16 @@ import socket
 import time
 from pathlib import Path
 
+from autograder.errors import GraderError
 from autograder.forked import Child, ChildFailed
 from autograder.protocol import Verdict
 
 CHECK_SECONDS = 600
 
 
-class CourseError(Exception):
+class CourseError(GraderError):
     """The instructor's side of a hidden test is broken (a reference module missing or failing); says which."""
+    context = "the self-check stopped the run; nobody was graded.\n"
 
 
 def _references():

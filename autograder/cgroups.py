@@ -58,9 +58,9 @@ def own_hierarchy(controller: str, proc_cgroup: str | None = None, mountinfo: st
         paths[("v2",) if number == "0" and controllers == "" else tuple(controllers.split(","))] = path
     for root, point, kind, options in _mounts(mountinfo):
         if kind == "cgroup" and controller in options:
-            path = next((p for names, p in paths.items() if controller in names), None)
-            if path is not None:
-                return _hierarchy(1, root, point, path)
+            mine = next((p for names, p in paths.items() if controller in names), None)
+            if mine is not None:
+                return _hierarchy(1, root, point, mine)
     for root, point, kind, _ in _mounts(mountinfo):
         if kind == "cgroup2" and ("v2",) in paths:
             found = _hierarchy(2, root, point, paths[("v2",)])

@@ -357,7 +357,7 @@ def test_without_landlock_the_grader_refuses_unless_told_and_then_says_so(tmp_pa
 
 
 # ---- a machine short of memory or CPU (issue #49 item 1) ------------------------------------------------------------
-CPU_WORK = "return 2 * x\n_work = sum(range(115_000_000))"      # about 1.4 s of CPU at the answer cell's top level
+CPU_WORK = "return 2 * x\n_work = sum(range(50_000_000))"       # 0.6 s of CPU on an idle core (1 s on a loaded one)
 BIG = "return 2 * x\n_big = b'x' * (1200 * 2**20)"             # 1,200 MiB touched: inside its own memory limit
 SHORT_OF = {"ok": "return 2 * x", "cpu": CPU_WORK, "big": BIG, "sleepy": "return 2 * x\nimport time; time.sleep(30)"}
 
@@ -414,12 +414,57 @@ def scores(out: Path) -> dict[str, str]:
                 for r in csv.DictReader(f) if r["task"] == "TOTAL"}
 
 
+def test_the_grader_reads_its_own_cgroup_not_the_hierarchys_root(tmp_path):
+    """autograder.cgroups on the files the kernel would show: a v2 machine (the unified hierarchy at /sys/fs/cgroup,
+    the job at /job/step, a tighter CPU quota on the job than on the step, a memory limit on the step), a container
+    whose cgroup namespace shows its own cgroup as the mount's root, and a v1 machine (separate memory and cpu,cpuacct
+    hierarchies). The hierarchy's root files say "no limit" in each, as they do on a real machine."""
+    from autograder import cgroups
+
+    def tree(files: dict[str, str]) -> Path:
+        for name, text in files.items():
+            (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+            (tmp_path / name).write_text(text)
+        return tmp_path
+
+    root = tree({"v2/memory.max": "max\n", "v2/cpu.max": "max 100000\n", "v2/cgroup.controllers": "cpu memory\n",
+                 "v2/job/memory.max": "max\n", "v2/job/cpu.max": "150000 100000\n",
+                 "v2/job/cgroup.controllers": "cpu memory\n", "v2/job/step/memory.max": str(3 * 2**30) + "\n",
+                 "v2/job/step/cpu.max": "max 100000\n", "v2/job/step/cgroup.controllers": "cpu memory\n",
+                 "v2/job/step/memory.events": "low 0\nhigh 0\nmax 7\noom 1\noom_kill 2\n",
+                 "v1mem/memory.limit_in_bytes": "9223372036854771712\n",
+                 "v1mem/slurm/memory.limit_in_bytes": str(2 * 2**30) + "\n",
+                 "v1mem/slurm/memory.oom_control": "oom_kill_disable 0\nunder_oom 0\noom_kill 3\n",
+                 "v1mem/slurm/memory.failcnt": "11\n", "v1cpu/slurm/cpu.cfs_quota_us": "50000\n",
+                 "v1cpu/slurm/cpu.cfs_period_us": "100000\n", "v1cpu/cpu.cfs_quota_us": "-1\n",
+                 "v1cpu/cpu.cfs_period_us": "100000\n"})
+    v2 = f"35 24 0:30 / {root}/v2 rw,nosuid - cgroup2 cgroup2 rw\n"
+    memory = cgroups.own_hierarchy("memory", "0::/job/step\n", v2)
+    assert memory == cgroups.Hierarchy(2, (root / "v2/job/step", root / "v2/job", root / "v2"))
+    assert cgroups.memory_limit_bytes(memory) == 3 * 2**30
+    assert cgroups.cpu_quota(cgroups.own_hierarchy("cpu", "0::/job/step\n", v2)) == 1.5  # the job's, an ancestor's
+    assert cgroups.memory_events(memory) == cgroups.MemoryEvents(2, 7, f"the cgroup {root / 'v2/job/step'}")
+    # a container without a cgroup namespace: the mount at ct/ shows the job's cgroup /job as its root
+    tree({"ct/memory.max": str(2**30) + "\n", "ct/step/memory.max": "max\n", "ct/step/cgroup.controllers": "memory\n"})
+    container = cgroups.own_hierarchy("memory", "0::/job/step\n", f"35 24 0:30 /job {root}/ct rw - cgroup2 cgroup2 rw\n")
+    assert container == cgroups.Hierarchy(2, (root / "ct/step", root / "ct"))
+    assert cgroups.memory_limit_bytes(container) == 2**30
+    v1 = (f"40 24 0:40 / {root}/v1mem rw - cgroup cgroup rw,memory\n"
+          f"41 24 0:41 / {root}/v1cpu rw - cgroup cgroup rw,cpu,cpuacct\n")
+    procs = "12:memory:/slurm\n11:cpu,cpuacct:/slurm\n0::/\n"
+    memory = cgroups.own_hierarchy("memory", procs, v1)
+    assert memory == cgroups.Hierarchy(1, (root / "v1mem/slurm", root / "v1mem"))
+    assert cgroups.memory_limit_bytes(memory) == 2 * 2**30  # not the root's "no limit"
+    assert cgroups.cpu_quota(cgroups.own_hierarchy("cpu", procs, v1)) == 0.5
+    assert cgroups.memory_events(memory) == cgroups.MemoryEvents(3, 11, f"the cgroup {root / 'v1mem/slurm'}")
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="making cgroups needs root")
 def test_a_machine_short_of_memory_and_cpu_never_costs_a_student_a_point(tmp_path):
-    """The grader in a real cgroup of 2,200 MiB (700 of it held by another, smaller process of the job) and half a
-    CPU: it sizes itself from its own cgroup (1 worker, the cgroup's limit named); the
-    notebook that needs 1.4 s of CPU under a 2 s cell limit gets back the time it waited for the CPU and earns what
-    it earns unlimited; the one the kernel's OOM killer stops for want of the job's memory is NOT GRADED, naming
+    """The grader in a real cgroup of 2,200 MiB (700 of it held by another, smaller process of the job) and a quarter
+    of a CPU: it sizes itself from its own cgroup (1 worker, the cgroup's limit named); the notebook that needs about
+    0.6 s of CPU under a 2 s cell limit (more than 2 s of wall time at a quarter of a CPU) gets back the time it
+    waited for the CPU and earns what it earns unlimited; the one the kernel's OOM killer stops for want of the job's memory is NOT GRADED, naming
     memory, the run exits 3, and a later run grades it (nothing of it was kept). A student who sleeps past the limit
     is charged in both runs alike: only time spent waiting for a CPU is given back."""
     make_class(tmp_path, SHORT_OF)
@@ -429,7 +474,7 @@ def test_a_machine_short_of_memory_and_cpu_never_costs_a_student_a_point(tmp_pat
     assert unlimited.returncode == 0, unlimited.stdout + unlimited.stderr
     expected = scores(tmp_path / "unlimited")
     assert expected["cpu"] == expected["ok"] == expected["big"] != expected["sleepy"], expected
-    groups = Cgroups(f"cs336-test-{os.getpid()}", memory_mib=2200, cpus=0.5)
+    groups = Cgroups(f"cs336-test-{os.getpid()}", memory_mib=2200, cpus=0.25)
     neighbour = subprocess.Popen(groups.enter([groups.memory_procs]) + [
         sys.executable, "-c", "import time; "
         "held = b'x' * (700 * 2**20); print('holding', flush=True); time.sleep(300)"], stdout=subprocess.PIPE, text=True)
@@ -448,6 +493,10 @@ def test_a_machine_short_of_memory_and_cpu_never_costs_a_student_a_point(tmp_pat
     print(f"\nunlimited {expected}, limited {got}, {time.monotonic() - started:.1f} s")
     assert all(got[s] in (expected[s], "NOT GRADED") for s in SHORT_OF), (got, expected, said)  # never lower
     assert got["cpu"] == expected["cpu"] and got["sleepy"] == expected["sleepy"], said
+    import json
+    cells = json.loads((tmp_path / "limited" / "results" / "cpu" / f"{A}.json").read_text())["notebooks"][A]["cells"]
+    waited = next(c["seconds"] for c in cells if c["grade_id"] == "double")
+    assert waited > 2, cells  # it ran past the 2 s limit in wall time: the time it waited for a CPU was given back
     summary = (tmp_path / "limited" / "summary.txt").read_text()
     assert "on this machine: 1 worker(s) (1 usable CPU(s)); 2200 MiB for the job" in summary, summary
     assert got["big"] == "NOT GRADED" and limited.returncode == 3, said

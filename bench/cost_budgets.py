@@ -1,12 +1,14 @@
 """What each cost budget measures for a correct answer and for typical wrong ones, over repeated runs (issue #52).
 
-    .venv/bin/python -m bench.cost_budgets [--runs 10]
+    .venv/bin/python -m bench.cost_budgets [--runs 10] [--load N]
 
 For each budgeted task (reference/*.py, COST_BUDGETS) and each answer (the instructor's solution, and the tricks of
 tests/submissions.py, COST_TRICKS), one sandboxed notebook process (the grader's own, autograder/grader/notebooks.py)
-runs the set-up cell and the answer, then the budget's prepare and call `--runs` times, each measured from outside by
+runs the set-up cell and the answer (also the second, independently written solution of tests/variants/), then the
+budget's prepare and call `--runs` times, each measured from outside by
 autograder/grader/cost.py. Prints, per answer, min / median / max of peak memory (MiB), bytes read from the file (MiB),
-page faults and CPU seconds, and whether the verdict passed; the machine and the date come first.
+page faults and CPU seconds, and whether the verdict passed; the machine and the date come first. `--load N` keeps N
+busy processes running meanwhile; ATEN_CPU_CAPABILITY=default in the environment picks torch's generic CPU kernels.
 """
 from __future__ import annotations
 
@@ -16,6 +18,8 @@ import json
 import os
 import platform
 import statistics
+import subprocess
+import sys
 
 from autograder.course import REPO_ROOT
 from autograder.grader import cost
@@ -62,17 +66,29 @@ def spread(values: list[float]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=10)
+    parser.add_argument("--load", type=int, default=0, help="busy processes to run meanwhile")
     args = parser.parse_args()
+    burners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(args.load)]
+    try:
+        report(args.runs, args.load)
+    finally:
+        for burner in burners:
+            burner.kill()
+            burner.wait()
+
+
+def report(runs: int, load: int) -> None:
     print(f"{datetime.date.today()}  {platform.node()}  {platform.machine()}  {os.cpu_count()} CPUs  Linux "
-          f"{platform.release()}  ATEN_CPU_CAPABILITY={os.environ.get('ATEN_CPU_CAPABILITY', '(auto)')}")
+          f"{platform.release()}  ATEN_CPU_CAPABILITY={os.environ.get('ATEN_CPU_CAPABILITY', '(auto)')}  "
+          f"{load} busy processes  {runs} runs each")
     zygote = Zygote(walled=[REPO_ROOT / "reference", REPO_ROOT / "source"])
     try:
         for assignment in TASKS:
-            answers = {"solution": submissions.solved(assignment)}
+            answers = {"solution": submissions.solved(assignment), "variant": submissions.variant(assignment)}
             answers.update({trick: submissions.cost_trick(assignment, trick)
                             for a, trick in submissions.COST_TRICKS if a == assignment})
             for name, notebooks in answers.items():
-                for budget, found in measure(assignment, notebooks, args.runs, zygote):
+                for budget, found in measure(assignment, notebooks, runs, zygote):
                     verdicts = {"pass" if not cost.verdict(budget, m) else "FAIL" for m in found}
                     predicted = found[0].predicted_bytes
                     print(f"{budget.key:37s} {name[:12]:12s} {'/'.join(sorted(verdicts)):9s} "

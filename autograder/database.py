@@ -71,7 +71,7 @@ def safe_url(db_url: str) -> str:
     try:
         from sqlalchemy.engine import make_url
         return make_url(db_url).render_as_string(hide_password=True)
-    except Exception:  # noqa: BLE001 - a URL SQLAlchemy cannot parse has no password to hide that we can find
+    except Exception:  # a URL SQLAlchemy cannot parse has no password to hide that we can find
         return db_url.split("@")[-1] if "@" in db_url else db_url
 
 

@@ -120,13 +120,13 @@ def _serve(work: Callable, write_fd: int, serves: bool) -> None:
                 work(answer)
             else:
                 answer(work())
-        except BaseException as error:  # noqa: BLE001 - the parent decides what it means
+        except BaseException as error:  # the parent decides what it means
             if not answered:
                 view = memoryview(json.dumps({"error": "".join(traceback.format_exception(error)).strip()}).encode())
                 while view:
                     view = view[os.write(write_fd, view):]
             code = 1
-    except BaseException:  # noqa: BLE001
+    except BaseException:
         code = 1
     finally:
         os._exit(code)

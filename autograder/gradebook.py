@@ -35,8 +35,8 @@ TOTAL = "TOTAL"
 
 def _alembic_head() -> str | None:
     """The schema version nbgrader stamps on a new gradebook, read from nbgrader's own migration scripts in this
-    process. nbgrader's `get_alembic_version` runs the `alembic` command for it: a second interpreter (about a second
-    each time a gradebook is created) that is found only when the environment's bin/ is on PATH."""
+    process. nbgrader's `get_alembic_version` runs the `alembic` command for it: a second interpreter each time a
+    gradebook is created (its cost: docs/benchmarks.md) that is found only when the environment's bin/ is on PATH."""
     import nbgrader.dbutil
     from alembic.config import Config
     from alembic.script import ScriptDirectory
@@ -110,7 +110,8 @@ class CommitUncertain(GradebookError):
 
 
 def refresh_statistics(gradebook) -> None:
-    """Bring the database's planner statistics up to date after a large write (SQL's ANALYZE, under a second).
+    """Bring the database's planner statistics up to date after a large write (SQL's ANALYZE; its cost and effect:
+    docs/benchmarks.md, "A class of 1,000").
 
     A grading run writes a whole class in one transaction. PostgreSQL plans queries from table statistics that its
     autovacuum refreshes only some time after such a write, and until then it plans nbgrader's Formgrader queries
@@ -480,8 +481,8 @@ def rows(course: Course, students: list[str], names: list[str], submitted: set[t
             order[name] = [(nb, gid) for nb in layout for gid in _ordered_ids(course, name, nb)]
         assignments = {a.name: a for a in gradebook.assignments if a.name in names}
         # Every student's grades point to the same notebooks and cells. SQLAlchemy's session forgets an object as
-        # soon as nothing refers to it, and would then load each one again for every student (about 150 queries a
-        # student); holding them here makes those look-ups free (measured: docs/benchmarks.md, "A class of 1,000").
+        # soon as nothing refers to it, and would then load each one again for every student (a query per object);
+        # holding them here makes those look-ups free (measured: docs/benchmarks.md, "A class of 1,000").
         shared = [kept for a in assignments.values() for nb in a.notebooks for kept in [nb, *nb.grade_cells]]  # noqa: F841
         for student in students:
             for name in names:

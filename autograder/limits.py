@@ -103,7 +103,7 @@ def _whole(text: str | None) -> int | None:
     return value if value > 0 else None
 
 
-GRADER_RESERVE_MIB = 1024  # the grader itself, its zygote and the results it holds for a shard (about 1 GiB at most)
+GRADER_RESERVE_MIB = 1024  # the grader itself, its zygote and the results it holds for a shard (docs/benchmarks.md)
 MIN_NOTEBOOK_MIB = 1024    # the least memory a notebook process is given; below it the run stops and says so
 MEMORY_VARIABLE = "GRADER_MEMORY_MIB"  # a pod's memory limit in MiB, from the downward API (deploy/k8s/grade-job.yaml)
 

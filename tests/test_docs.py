@@ -66,6 +66,17 @@ def test_every_module_of_the_grader_is_in_the_layout():
     assert not missing, f"missing from docs/layout.md: {missing}"
 
 
+def test_every_helper_of_the_tests_is_in_the_layout():
+    """Beside the test_*.py files (docs/tests.md names those), every helper file and folder of tests/ is named in
+    docs/layout.md's tests section, by its name (`tiny_course.py`, `variants/`)."""
+    section = LAYOUT.read_text().split("## tests/", 1)[1].split("\n## ", 1)[0]
+    helpers = [p.name + ("/" if p.is_dir() else "") for p in sorted((REPO / "tests").iterdir())
+               if not p.name.startswith(("test_", "__", ".")) and p.name != "__pycache__"]
+    assert "tiny_course.py" in helpers and "manual.py" in helpers
+    missing = [name for name in helpers if f"`{name}" not in section]
+    assert not missing, f"tests/ helpers missing from docs/layout.md: {missing}"
+
+
 @pytest.mark.parametrize("page", pages(), ids=lambda p: str(p.relative_to(REPO)))
 def test_every_relative_link_leads_somewhere(page):
     broken = []

@@ -205,7 +205,7 @@ def serve(requests: io.TextIOBase, replies: io.TextIOBase, output_chars: int, wa
         try:
             result = shell.run_cell(request.code, store_history=False, silent=False)
             error = result.error_before_exec or result.error_in_exec
-        except BaseException as raised:  # noqa: BLE001 - anything a cell throws is its own failure
+        except BaseException as raised:  # anything a cell throws is its own failure
             error = raised
         finally:
             sys.stdout, sys.stderr = real_stdout, real_stderr

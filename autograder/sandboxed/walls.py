@@ -172,7 +172,7 @@ def open_gpu() -> str:
     import torch
     try:
         torch.zeros(1, device="cuda")
-    except Exception as error:  # noqa: BLE001 - the notebook runs on the CPU; the walls say why
+    except Exception as error:  # the notebook runs on the CPU; the walls say why
         return f"no CUDA ({type(error).__name__}: {str(error)[:120]})"
     return f"CUDA on {torch.cuda.get_device_name()} (initialised before Landlock)"
 

@@ -134,6 +134,10 @@ class ReleaseAssignment(ExchangeReleaseAssignment):
             self.fail(str(error))
         self.log.info("Students' configuration of this class's exchange: %s (each student copies it to "
                       "~/.jupyter/nbgrader_config.py once)", handed)
+        from autograder.deadlines import release_warning  # issue #49: a due date already past for everyone
+        warning = release_warning(self.coursedir.db_url, self.coursedir.course_id, self.coursedir.assignment_id)
+        if warning:
+            self.log.warning(warning)
 
 
 class ReleaseFeedback(ExchangeReleaseFeedback):

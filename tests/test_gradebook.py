@@ -289,6 +289,40 @@ def test_lms_import_finds_students_by_canvas_user_id_before_names(tiny, tmp_path
     assert sorted(p.name for p in submitted.iterdir()) == ["lee1", "lee2", "mayr"]  # nothing for the refused ones
 
 
+def test_a_due_date_already_past_for_everyone_is_warned_at_release_and_at_grading(tmp_path):
+    """Issue #49 item 7: the manual's example date pasted after it passed scored every submission as late, silently.
+    `nbgrader release_assignment` (our exchange's release) warns when the due date, extensions included, has passed
+    for every student, and a grading run warns when every submission with a time was late; a date to come is quiet."""
+    import datetime
+    from autograder.deadlines import passed_for_everyone
+    from nbgrader.api import Gradebook
+    root = tiny_course.make_course(tmp_path / "course", exchange=tmp_path / "exchange")
+    course = Course.load(root)
+    assert course.api().generate_assignment(A, force=True, create=True)["success"]
+    with Gradebook(course.db_url, course.course_id) as gb:
+        gb.update_or_create_assignment(A, duedate="2026-02-01 17:00:00 UTC")  # the manual's example, once
+        gb.add_student("ada")
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    released = subprocess.run([str(Path(sys.executable).parent / "nbgrader"), "release_assignment", A], cwd=root,
+                              env=env, capture_output=True, text=True, timeout=120)
+    assert released.returncode == 0, released.stderr
+    assert f"WARNING: the due date of {A}, 2026-02-01 17:00:00 UTC, passed" in released.stderr, released.stderr
+    assert "for every student: every submission will be charged as late" in released.stderr
+    release = nbformat.read(root / "release" / A / f"{A}.ipynb", as_version=4)
+    now = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
+    write_class(root, release, {"ada": (tiny_course.answers(), f"{now.isoformat(' ')} UTC")})
+    grade(None, root / "graded", None, LIMITS, course=course)
+    summary = (root / "graded" / "summary.txt").read_text()
+    assert f"WARNING: all 1 submission(s) of {A} with a time are late" in summary, summary
+    with Gradebook(course.db_url, course.course_id) as gb:
+        assignment = gb.find_assignment(A)
+        assert passed_for_everyone(assignment, now) is not None
+        gb.grant_extension(A, "ada", days=400)  # one student's extension reaches past now: not everyone's
+        assert passed_for_everyone(gb.find_assignment(A), now) is None
+        gb.update_or_create_assignment(A, duedate=now + datetime.timedelta(days=14))
+        assert passed_for_everyone(gb.find_assignment(A), now) is None
+
+
 def test_extensions_live_in_the_gradebook(tiny):
     from autograder.deadlines import extend, show
     from autograder.gradebook import GradebookError

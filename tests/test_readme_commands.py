@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import datetime
 import io
 import os
 import pwd
@@ -89,7 +90,7 @@ def cycle(tmp_path_factory):
         f"{me},Student,Account,{me}@example.org,1003,S-1003,{me},CS336-02\n")
     release = nbformat.read(course / "release" / A / f"{A}.ipynb", as_version=4)
     with zipfile.ZipFile(course / "submissions.zip", "w") as canvas:  # bob's, downloaded twice by the browser
-        canvas.writestr(f"jonesbob_LATE_1001_2002_{A} (1).ipynb", nbformat.writes(release))
+        canvas.writestr(f"jonesbob_LATE_1002_2002_{A} (1).ipynb", nbformat.writes(release))  # bob's Canvas id
 
     inherited = {k: v for k, v in os.environ.items()
                  if not k.startswith(("JUPYTER", "VIRTUAL_ENV", "COURSE_EXCHANGE", "NBGRADER", "PYTHONPATH"))}
@@ -136,7 +137,7 @@ def test_the_commands_did_what_the_manual_says(cycle):
     assert (course / "exchange" / COURSE_ID / "course.txt").read_text() == f"{course.resolve()}\n"  # this class's
     assert (course / "submitted" / me / A / "timestamp.txt").is_file()                  # collected from the exchange
     record = (course / "submitted" / "bob" / A / "lms_import.txt").read_text()          # from the Canvas download
-    assert f"jonesbob_LATE_1001_2002_{A} (1).ipynb" in record and "Canvas marked it LATE" in record
+    assert f"jonesbob_LATE_1002_2002_{A} (1).ipynb" in record and "Canvas marked it LATE" in record
     graded = (course / "graded" / "grades.csv").read_text()
     assert f"{me},{A},TOTAL" in graded and f"bob,{A},TOTAL" in graded
     exported = (course / "grades.csv").read_text()  # nbgrader export
@@ -153,7 +154,13 @@ def test_the_commands_did_what_the_manual_says(cycle):
     assert f"# into {COURSE_ID}/{A}/feedback/<submission time>/" in read(INSTRUCTORS)
     assert f"`{COURSE_ID}/{A}/feedback/<submission time>/{A}.html`" in read("docs/students.md")
     shown = "\n".join(done.stdout for _, _, done in cycle["ran"])
-    assert "alice 01_floats: extension 2 days, 0:00:00; due 2026-02-03 17:00:00 UTC" in shown
+    # the page's due date is two weeks from the day it runs (a fixed one passes, and then every submission is late)
+    today = datetime.datetime.now(datetime.timezone.utc).date()
+    due = [today + datetime.timedelta(days=14 + 2 - late) for late in (0, 1)]  # (the page ran before a midnight)
+    assert any(f"alice 01_floats: extension 2 days, 0:00:00; due {day.isoformat()} 17:00:00 UTC" in shown
+               for day in due), shown
+    said = "\n".join(done.stdout + done.stderr for _, _, done in cycle["ran"])
+    assert "WARNING: the due date" not in said and "WARNING: all" not in said  # a date to come: no warning
 
 
 def test_no_student_data_is_left_for_git(cycle):

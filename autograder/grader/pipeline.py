@@ -18,7 +18,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from autograder import autograded, database, gradebook, shards
+from autograder import autograded, database, deadlines, gradebook, shards
 from autograder.course import REPO_ROOT, Course, default_course
 from autograder.errors import GraderError, Refused
 from autograder.gradebook import Row
@@ -273,6 +273,7 @@ def write(run: run_module.Run, names: list[str], jobs: list[Job], results: list[
     run.summary += pending_events(rows)
     missing = {a: [r.student for r in rows if r.assignment == a and r.status is Status.NO_SUBMISSION] for a in names}
     run.summary += [Event.no_submission(a, students) for a, students in missing.items() if students]
+    run.summary += [Event(EventKind.SUBMISSION, line) for line in deadlines.grading_warnings(course, names)]
     write_csv(rows, run.out / "grades.csv")
     summary = in_order(run.summary)
     write_summary(run.out, summary)

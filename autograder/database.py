@@ -23,7 +23,12 @@ _checked: set[str] = set()
 
 
 class GradebookError(GraderError):
-    """The gradebook could not be read or written; the message says why and what to do."""
+    """The gradebook could not be read or written; the message says why and what to do. `results_kept`: the message
+    already says that a run's graded results are kept (a re-run only writes them), so nobody says it twice."""
+
+    def __init__(self, message: str, results_kept: bool = False):
+        super().__init__(message)
+        self.results_kept = results_kept
 
 
 def reason(error: BaseException) -> str:
@@ -41,6 +46,19 @@ def after_commit(error: GradebookError, db_url: str, submissions: int, out) -> s
             "every result, writes the same grades again, and then writes those files.")
 
 
+def gradebook_error(error: BaseException, db_url: str) -> GradebookError:
+    """A database error as GradebookError: `explain`'s words, and whether they say the graded results are kept (the
+    driver said the gradebook was locked, or written by another run at the same time)."""
+    text = reason(error)
+    locked = "locked" in text
+    return GradebookError(explain(error, db_url), results_kept=locked or _written_by_another_run(text))
+
+
+def _written_by_another_run(text: str) -> bool:
+    """The driver's words for a write that another run made first (PostgreSQL's and SQLite's)."""
+    return "duplicate key value violates unique constraint" in text or "UNIQUE constraint failed" in text
+
+
 def explain(error: BaseException, db_url: str) -> str:
     """A database error in words, with what to do (never the password of the URL)."""
     text = reason(error)
@@ -49,7 +67,7 @@ def explain(error: BaseException, db_url: str) -> str:
         return (f"{where} is locked by another process (a formgrader saving a score, or another grading run): {text}. "
                 "Nothing was written and the grades in it are as before; run the command again when that process "
                 "is done. The graded results are kept, so the notebooks will not run again.")
-    if "duplicate key value violates unique constraint" in text or "UNIQUE constraint failed" in text:
+    if _written_by_another_run(text):
         return (f"{where} refused this run's write: another grading run wrote the same submissions into it at the same "
                 f"time ({text}). That is two graders given the same shard (the same --shard K/N, or one Slurm array "
                 "task or Kubernetes index running twice at once), or a whole-class run beside shards on a machine "

@@ -28,7 +28,7 @@ from autograder import database
 from autograder.autograded import graded_kind, nbgrader_meta
 from autograder.course import Course
 from autograder.outcome import Status
-from autograder.database import GradebookError, explain  # noqa: F401 - GradebookError is part of this module's API
+from autograder.database import GradebookError, explain, gradebook_error
 
 TOTAL = "TOTAL"
 
@@ -55,7 +55,7 @@ def open_gradebook(course: Course):
     try:
         return Gradebook(course.db_url, course.course_id)
     except (SQLAlchemyError, OSError, ValueError) as error:
-        raise GradebookError(explain(error, course.db_url)) from None
+        raise gradebook_error(error, course.db_url) from None
 
 
 @contextmanager
@@ -67,7 +67,7 @@ def session(course: Course) -> Iterator[Any]:
     try:
         yield gradebook
     except SQLAlchemyError as error:
-        raise GradebookError(explain(error, course.db_url)) from None
+        raise gradebook_error(error, course.db_url) from None
     finally:
         gradebook.close()
 
@@ -93,7 +93,7 @@ def one_transaction(gradebook):
             yield gradebook
     except (SQLAlchemyError, InvalidEntry) as error:
         session.rollback()
-        raise GradebookError(explain(error, str(gradebook.engine.url))) from None
+        raise gradebook_error(error, str(gradebook.engine.url)) from None
     except BaseException:
         session.rollback()
         raise

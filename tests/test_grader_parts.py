@@ -72,6 +72,15 @@ def test_every_error_that_stops_a_run_is_a_grader_error_with_its_exit_code_and_w
     assert issubclass(ShardError, ValueError) and issubclass(Refused, ValueError)  # callers that catch ValueError
 
 
+def test_whether_a_gradebook_error_says_the_results_are_kept_is_a_field_not_its_words():
+    """pipeline.kept_for_a_rerun reads GradebookError.results_kept, never the message (issue #51)."""
+    from autograder.database import gradebook_error
+    url = "sqlite:////tmp/gradebook.db"
+    assert gradebook_error(Exception("database is locked"), url).results_kept
+    assert gradebook_error(Exception("UNIQUE constraint failed: grade.id"), url).results_kept
+    assert not gradebook_error(Exception("disk I/O error"), url).results_kept
+
+
 def test_plan_takes_locked_cells_and_points_from_the_source():
     plan = make_plan("nb", SOURCE, submitted(
         ("import math", {"grade_id": "setup"}),

@@ -87,7 +87,8 @@ def grade(submitted: Path | None, out: Path, names: list[str] | None = None, lim
             try:
                 notes, failures = record(run, jobs, results, course.autograde().create_student)
             except database.GradebookError as error:  # nothing written: say what the notebooks' run left
-                raise database.GradebookError(f"{error}{kept_for_a_rerun(run, todo, unwritten, str(error))}") from None
+                raise database.GradebookError(f"{error}{kept_for_a_rerun(run, todo, unwritten, error.results_kept)}",
+                                              results_kept=error.results_kept or bool(todo)) from None
             try:
                 run_module.write_ledger(run)
                 run.summary.append(Event(EventKind.RECORDED, f"recorded {len(jobs)} submission(s) in the gradebook "
@@ -104,9 +105,10 @@ def grade(submitted: Path | None, out: Path, names: list[str] | None = None, lim
             zygote.close()
 
 
-def kept_for_a_rerun(run: run_module.Run, todo: list, unwritten: dict, said: str) -> str:
-    """What a run that ran its notebooks but could not write the gradebook leaves for the next (issue #49)."""
-    if not todo or "results are kept" in said:
+def kept_for_a_rerun(run: run_module.Run, todo: list, unwritten: dict, said_already: bool) -> str:
+    """What a run that ran its notebooks but could not write the gradebook leaves for the next (issue #49); nothing
+    when the gradebook's error already said it (`GradebookError.results_kept`)."""
+    if not todo or said_already:
         return ""
     kept = len(todo) - len(unwritten)
     return (f" The {kept} submission(s) this run graded are kept in {run.out / 'results'}: a re-run only writes them "

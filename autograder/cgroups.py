@@ -151,6 +151,18 @@ def memory_events(hierarchy: Hierarchy | None = None) -> MemoryEvents:
     return MemoryEvents(vmstat.get("oom_kill", 0), 0, "this machine")
 
 
+def out_of_memory_note(before: MemoryEvents, hierarchy: Hierarchy | None = None) -> str:
+    """' (out of memory: the kernel's OOM killer ...)' when it killed processes in this cgroup (or machine) since
+    `before`, naming the memory limit; '' otherwise. For the message of a part of the grader that died."""
+    after = memory_events(hierarchy)
+    if after.oom_kills <= before.oom_kills:
+        return ""
+    limit = memory_limit_bytes(hierarchy)
+    return (f" (out of memory: the kernel's OOM killer killed {after.oom_kills - before.oom_kills} process(es) in "
+            f"{after.where} during this run; its memory limit: {'none' if limit is None else f'{limit // 2**20} MiB'}"
+            "; grade again with fewer --workers or more memory)")
+
+
 def _keyed(text: str | None) -> dict[str, int]:
     """{name: number} from a flat-keyed cgroup or /proc file ("name value" lines)."""
     found = {}

@@ -460,6 +460,25 @@ def test_the_grader_reads_its_own_cgroup_not_the_hierarchys_root(tmp_path):
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="making cgroups needs root")
+def test_a_part_the_kernel_kills_for_want_of_memory_is_named_so():
+    """A process killed by the OOM killer of its cgroup (a real one of 64 MiB) is counted by the kernel, and the note
+    the grader adds to a dead worker's or zygote's message names memory and the limit; nothing is said without one."""
+    from autograder import cgroups
+    groups = Cgroups(f"cs336-oom-{os.getpid()}", memory_mib=64, cpus=1)
+    try:
+        hierarchy = cgroups.Hierarchy(cgroups.own_hierarchy("memory").version, (groups.memory_procs.parent,))
+        before = cgroups.memory_events(hierarchy)
+        assert cgroups.out_of_memory_note(before, hierarchy) == ""
+        died = subprocess.run(groups.enter([groups.memory_procs]) + [sys.executable, "-c", "b'x' * (256 * 2**20)"],
+                              capture_output=True, timeout=60)
+        assert died.returncode == -signal.SIGKILL, died
+        note = cgroups.out_of_memory_note(before, hierarchy)
+        assert "out of memory: the kernel's OOM killer killed 1 process(es)" in note and "64 MiB" in note, note
+    finally:
+        groups.remove()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="making cgroups needs root")
 def test_a_machine_short_of_memory_and_cpu_never_costs_a_student_a_point(tmp_path):
     """The grader in a real cgroup of 2,200 MiB (700 of it held by another, smaller process of the job) and a quarter
     of a CPU: it sizes itself from its own cgroup (1 worker, the cgroup's limit named); the notebook that needs about

@@ -93,6 +93,7 @@ class Zygote:
             env=environment, pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, cwd="/",
             process_group=0)  # out of the terminal's group: a Ctrl-C is the grader's to handle, not the zygote's
         self.owner = os.getpid()
+        self.memory = cgroups.memory_events()  # to name memory if the kernel kills the zygote (issue #49)
         theirs.close()
         self.control = ours
         self.control.sendall(Init([str(p) for p in walled]).to_line())
@@ -101,7 +102,8 @@ class Zygote:
         try:
             socket.send_fds(self.control, [Spawn(slot, limits.as_dict()).to_line()], descriptors)
         except OSError as error:
-            raise GraderFault(f"the grader's zygote is gone ({error}); grade again") from None
+            raise GraderFault(f"the grader's zygote is gone ({error}){cgroups.out_of_memory_note(self.memory)}; "
+                              "grade again") from None
 
     def close(self) -> None:
         """Stop the zygote now, even mid-start (a run that found nothing to grade): it holds nothing to save, and

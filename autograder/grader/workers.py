@@ -14,7 +14,7 @@ import select
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autograder import autograded, feedback, outcome
+from autograder import autograded, cgroups, feedback, outcome
 from autograder.atomic import write_atomically
 from autograder.forked import Child, ChildFailed
 from autograder.grader import cost, rules
@@ -176,6 +176,7 @@ def run_jobs(jobs: list[Job], setting: Setting, out: Path,
     memory."""
     workers = setting.limits.workers or os.cpu_count() or 1
     running: dict[Child, tuple[Job, int]] = {}
+    memory = cgroups.memory_events()  # a worker the kernel kills for want of memory is named so (issue #49)
     unwritten: dict[tuple[str, str], SubmissionOutcome] = {}
     queue = list(jobs)
 
@@ -184,7 +185,8 @@ def run_jobs(jobs: list[Job], setting: Setting, out: Path,
         try:
             result = SubmissionOutcome.from_dict(child.answer())
         except ChildFailed as error:
-            result = not_graded(job, f"the grader's worker failed on this submission: {str(error).splitlines()[-1][:300]}")
+            result = not_graded(job, f"the grader's worker failed on this submission: {str(error).splitlines()[-1][:300]}"
+                                     f"{cgroups.out_of_memory_note(memory)}")
         except OutcomeError as error:
             result = not_graded(job, f"the grader's worker answered something that is not an outcome: {error}")
         failed_here = bool(result.grader_errors)

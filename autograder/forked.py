@@ -37,7 +37,12 @@ def fork_ignoring_interrupts() -> int:
 
 
 class ChildFailed(Exception):
-    """The child raised (the message is its traceback), died without an answer, or ran past its time."""
+    """The child raised (the message is its traceback; `raised`, the name of the exception's class), died without an
+    answer, or ran past its time (`raised` is then "")."""
+
+    def __init__(self, message: str, raised: str = ""):
+        super().__init__(message)
+        self.raised = raised
 
 
 class Child:
@@ -95,7 +100,7 @@ class Child:
             code = os.waitstatus_to_exitcode(self.status) if self.status is not None else None
             raise ChildFailed(f"the child process died without an answer (exit status {code})") from None
         if "error" in reply:
-            raise ChildFailed(reply["error"])
+            raise ChildFailed(reply["error"], reply.get("raised", ""))
         return reply["ok"]
 
 
@@ -122,7 +127,8 @@ def _serve(work: Callable, write_fd: int, serves: bool) -> None:
                 answer(work())
         except BaseException as error:  # the parent decides what it means
             if not answered:
-                view = memoryview(json.dumps({"error": "".join(traceback.format_exception(error)).strip()}).encode())
+                view = memoryview(json.dumps({"error": "".join(traceback.format_exception(error)).strip(),
+                                              "raised": type(error).__name__}).encode())
                 while view:
                     view = view[os.write(write_fd, view):]
             code = 1

@@ -127,7 +127,8 @@ class CellRequest(Message):
 
 @dataclass(frozen=True)
 class CellResult(Message):
-    """notebook -> grader: what one cell did. `handed`: the results its hidden tests handed in (encoded)."""
+    """notebook -> grader: what one cell did. `handed`: the results its hidden tests handed in (encoded); `syntax`:
+    what it raised was a SyntaxError (IndentationError, TabError), so the cell is not valid Python."""
     tag: ClassVar[str] = "result"
     id: str
     ok: bool
@@ -137,6 +138,7 @@ class CellResult(Message):
     tampered: list[str]
     line: int | None
     handed: dict[str, str]
+    syntax: bool = False
 
 
 @dataclass(frozen=True)

@@ -65,18 +65,14 @@ def failed(error: str, failure: Failure) -> dict:
             "failure": failure}
 
 
-_SYNTAX_ERRORS = ("SyntaxError", "IndentationError", "TabError")
-
-
 def cell_failure(reply: CellResult) -> Failure | None:
-    """Why a cell the notebook process ran failed (None: it passed): the tests' tools changed under them, or the
-    exception it raised, named by the last line of Python's own traceback (a syntax error, or any other)."""
+    """Why a cell the notebook process ran failed (None: it passed): the tests' tools changed under them, a syntax
+    error (the notebook process says so: CellResult.syntax), or any other exception or failed check."""
     if reply.tampered:
         return Failure.TAMPERED
     if reply.ok:
         return None
-    last = reply.error.strip().splitlines()[-1] if reply.error.strip() else ""
-    return Failure.SYNTAX if last.split(":")[0].split(".")[-1] in _SYNTAX_ERRORS else Failure.ERROR
+    return Failure.SYNTAX if reply.syntax else Failure.ERROR
 
 
 class Zygote:
@@ -200,7 +196,7 @@ class NotebookProcess:
         reply = self._read_reply(seconds)
         if not isinstance(reply, CellResult) or reply.id != request.id or self.buffer:
             raise Died("the notebook wrote to the grader's channel (its result was not trusted)", Failure.CRASH)
-        return {**{k: v for k, v in reply.__dict__.items() if k != "id"}, "failure": cell_failure(reply)}
+        return {**{k: v for k, v in reply.__dict__.items() if k not in ("id", "syntax")}, "failure": cell_failure(reply)}
 
     def _read_reply(self, seconds: float) -> Message:
         """The reply within `seconds` of the notebook process's own time: the time its threads waited for a CPU (the

@@ -219,7 +219,8 @@ def serve(requests: io.TextIOBase, replies: io.TextIOBase, output_chars: int, wa
             id=request.id, ok=error is None and not tampered and builtins_ok, output=out.value(),
             error=_error_text(error) if error is not None else "", restored=restored, tampered=tampered,
             line=_line_in_cell(error, request.code) if error is not None and error.__traceback__ else None,
-            handed={k: v for k, v in handed.items() if type(k) is str and type(v) is str})
+            handed={k: v for k, v in handed.items() if type(k) is str and type(v) is str},
+            syntax=isinstance(error, SyntaxError))
         if request.kind == "test":
             _forget_source(request.code)
         if os.getpid() != serving_pid:  # a process the cell forked got here: only the original answers

@@ -300,7 +300,7 @@ COST_BUDGETS = [CostBudget(
     what=f"sliding_windows(torch.empty({_cost.WINDOWS_LENGTH:,}), {_cost.WINDOWS_WIDTH}) (a "
          f"{_cost.WINDOWS_LENGTH - _cost.WINDOWS_WIDTH + 1:,} x {_cost.WINDOWS_WIDTH} result: 256 MiB if copied)",
     # torch.empty maps its memory without touching it: the input is not resident, and a view touches nothing.
-    prepare=f"_cost_x = torch.empty({_cost.WINDOWS_LENGTH})",
+    prepare=f"_cost_x = torch.empty({_cost.WINDOWS_LENGTH})\n_cost_windows = sliding_windows(torch.empty(8), 2)",  # warm-up
     call=f"_cost_windows = sliding_windows(_cost_x, {_cost.WINDOWS_WIDTH}); del _cost_windows",
     hint="a view shares x's storage and costs no memory: set the size and strides with as_strided, copy nothing "
          "(lecture 3).",

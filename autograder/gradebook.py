@@ -431,9 +431,11 @@ def recorded(course: Course) -> tuple[set[tuple[str, str]], set[str]]:
 # ---- reading it back -----------------------------------------------------------------------------------------
 
 def flagged_for_a_person(course: Course, names: list[str]) -> dict[tuple[str, str], list[str]]:
-    """{(student, assignment): the grade ids nbgrader flags for manual grading (`Grade.needs_manual_grade`)} for the
-    named assignments: a cell nobody scored yet, and a hand-scored one whose submission or automatic score changed
-    since (a resubmission: its manual score is stale until a person looks again). One query."""
+    """{(student, assignment): the grade ids of hand-scored cells that nbgrader flags for manual grading again
+    (`Grade.needs_manual_grade` with a `manual_score`)} for the named assignments: the submission or its automatic
+    score changed since the hand score was given (a resubmission), so that score is stale until a person looks
+    again. Cells nobody scored yet have no score at all (gradebook.rows gives them None), and a submission record
+    made only for an extension has no scores. One query."""
     from nbgrader.api import Assignment, BaseCell, Grade, Student, SubmittedAssignment, SubmittedNotebook
     with session(course) as gradebook:
         query = (gradebook.db.query(Student.id, Assignment.name, BaseCell.name)
@@ -442,7 +444,8 @@ def flagged_for_a_person(course: Course, names: list[str]) -> dict[tuple[str, st
                  .join(Assignment, SubmittedAssignment.assignment_id == Assignment.id)
                  .join(Student, SubmittedAssignment.student_id == Student.id)
                  .join(BaseCell, Grade.cell_id == BaseCell.id)
-                 .filter(Grade.needs_manual_grade.is_(True), Assignment.name.in_(names)))
+                 .filter(Grade.needs_manual_grade.is_(True), Grade.manual_score.isnot(None),
+                         Assignment.name.in_(names)))
         found: dict[tuple[str, str], list[str]] = {}
         for student, assignment, grade_id in query:
             found.setdefault((student, assignment), []).append(grade_id)

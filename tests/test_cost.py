@@ -8,7 +8,7 @@ side: each submission below is graded by the real grader (`python -m autograder.
   it drops before returning (the page faults are counted);
 - a child process that does the reading is refused, and the notebook flagged for a person;
 - exercise 9's MLP forward pass raises the peak memory by what the student's mlp_activation_bytes predicts, within
-  10%; a prediction that forgets an activation is 48% off (measured in a sandboxed notebook process, as the grader
+  10%; a prediction that forgets an activation is about half the measured peak (measured in a sandboxed notebook process, as the grader
   does: such an answer fails its visible test before the grader's measurement).
 The same correct work passes under torch's generic CPU kernels (ATEN_CPU_CAPABILITY=default) and on a loaded machine.
 """
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -50,8 +51,13 @@ def grade(root: Path, makers: dict, environment: dict | None = None) -> dict:
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
     makers = {("solved", a): submissions.solved(a) for a in TASKS}
-    makers.update({(trick.replace(" ", "-"), a): submissions.cost_trick(a, trick) for a, trick in submissions.COST_TRICKS})
+    makers.update({(student(trick), a): submissions.cost_trick(a, trick) for a, trick in submissions.COST_TRICKS})
     return grade(tmp_path_factory.mktemp("cost"), makers)
+
+
+def student(trick: str) -> str:
+    """The student id a trick's submission is graded under: "new mapping" -> "new-mapping"."""
+    return re.sub(r"[^a-z0-9]+", "-", trick.lower()).strip("-")
 
 
 def cost(cell: dict) -> dict:
@@ -70,7 +76,7 @@ def test_correct_work_passes_its_budgets_and_sees_them(graded):
     mlp = graded[("solved", "09_mixed_precision")]
     assert mlp["ok"], mlp["error"]
     assert abs(cost(mlp)["peak_bytes"] - cost(mlp)["predicted_bytes"]) <= 0.1 * cost(mlp)["predicted_bytes"], cost(mlp)
-    assert "your prediction 66.0 MiB" in mlp["output"]
+    assert "your prediction 64.5 MiB" in mlp["output"]
 
 
 def test_a_wrong_prediction_of_peak_memory_fails_against_the_machine(graded):
@@ -78,15 +84,15 @@ def test_a_wrong_prediction_of_peak_memory_fails_against_the_machine(graded):
     from autograder.grader import cost as grader_cost
     from autograder.grader.notebooks import Zygote
     from bench.cost_budgets import measure
-    assert not graded[("forgets-GELU's-input", "09_mixed_precision")]["ok"]   # its visible test says so first
+    assert not graded[(student("forgets GELU's input"), "09_mixed_precision")]["ok"]   # its visible test says so first
     zygote = Zygote(walled=[REPO_ROOT / "reference", REPO_ROOT / "source"])
     try:
         [(budget, found)] = measure("09_mixed_precision", submissions.cost_trick("09_mixed_precision",
                                                                                  "forgets GELU's input"), 1, zygote)
     finally:
         zygote.close()
-    assert found[0].predicted_bytes == 34 * 2**20
-    assert "from your prediction of 34.0 MiB" in grader_cost.verdict(budget, found[0])
+    assert found[0].predicted_bytes == 8 * 256 * (64 + 4096) * 4   # 32.5 MiB
+    assert "from your prediction of 32.5 MiB" in grader_cost.verdict(budget, found[0])
 
 
 @pytest.mark.parametrize("student", ["copy", "signal"])
@@ -99,8 +105,13 @@ def test_a_copy_where_a_view_is_wanted_fails_its_memory_budget(graded, student):
 
 @pytest.mark.parametrize("student", ["full-read", "new-fd", "new-mapping"])
 def test_a_full_read_fails_the_pages_budget_however_it_reads(graded, student):
+    """A read through `data` itself is caught already by the visible test, which measures the same in the notebook;
+    the others only by the grader, from outside."""
     cell = graded[(student, "08_training_loop")]
     assert not cell["ok"]
+    if student == "full-read":
+        assert "read 32.00 MiB of the file; the budget is 2.0 MiB" in cell["error"], cell["error"]
+        return
     measured = cost(cell)
     assert measured["file_bytes"] >= 32 * 2**20 or measured["faults"] >= 512, measured
     assert "over the budget" in cell["error"], cell["error"]

@@ -8,8 +8,8 @@ side: each submission below is graded by the real grader (`python -m autograder.
   it drops before returning (the page faults are counted);
 - a child process that does the reading is refused, and the notebook flagged for a person;
 - exercise 9's MLP forward pass raises the peak memory by what the student's mlp_activation_bytes predicts, within
-  10%; a prediction that forgets an activation is about half the measured peak (measured in a sandboxed notebook process, as the grader
-  does: such an answer fails its visible test before the grader's measurement).
+  10%; a prediction that forgets an activation is about half the measured peak (measured in a sandboxed notebook
+  process, as the grader does: such an answer fails its visible test before the grader's measurement).
 The same correct work passes under torch's generic CPU kernels (ATEN_CPU_CAPABILITY=default) and on a loaded machine.
 """
 from __future__ import annotations

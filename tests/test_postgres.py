@@ -434,3 +434,27 @@ def test_a_planted_copy_of_the_server_is_not_run(tmp_path, monkeypatch):
     second = postgres_server.binaries()
     assert (second / "pg_ctl").is_file() and not second.is_relative_to(first.parents[2])
     assert postgres_server.binaries() != first
+
+
+def test_an_emptied_postgresql_gradebook_is_refused_with_a_fresh_out(cycle, server, tmp_path):
+    """Issue #49 item 2 on PostgreSQL: what earlier runs recorded is kept with the gradebook's course folder
+    (`.gradebook-ledger.json`, beside its nbgrader_config.py), not in the run's output. Host A's course, its output
+    gone and its db_url now naming an empty database (a new or emptied gradebook), is refused: nothing is written
+    anywhere, not even nbgrader's tables into the empty database, and the late penalties are not silently lost."""
+    copy = tmp_path / "host-a"
+    shutil.copytree(cycle["host_a"], copy, ignore=shutil.ignore_patterns("out", "autograded", "feedback", ".*.lock"))
+    assert (copy / ".gradebook-ledger.json").is_file()
+    emptied = server.create_database("emptied")
+    (copy / "nbgrader_config.py").write_text("\n".join([
+        "c = get_config()", f"load_subconfig({str(REPO / 'nbgrader_config.py')!r})",
+        f"c.CourseDirectory.root = {str(copy)!r}", f"c.CourseDirectory.db_url = {emptied!r}"]) + "\n")
+    message = refused(Course.load(copy), "has lost what earlier runs recorded", "no nbgrader tables", "--start-over",
+                      ".gradebook-ledger.json")
+    assert "Nothing was written" in message
+    from sqlalchemy import create_engine, inspect
+    engine = create_engine(emptied, future=True)
+    try:
+        with engine.connect() as connection:
+            assert inspect(connection).get_table_names() == []
+    finally:
+        engine.dispose()

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from autograder.atomic import write_atomically
 from autograder.course import Course
-from autograder.database import GradebookError, safe_url
+from autograder.database import GradebookError, explain, safe_url
 from autograder.errors import GraderError
 from autograder.limits import Limits
 from autograder.outcome import Event, EventKind
@@ -240,6 +240,9 @@ def _compare(course: Course, path: Path, submissions: set[tuple[str, str]], due:
         if not file.is_file() or file.stat().st_size == 0:
             raise GradebookError(_lost(shown, f"the gradebook file {file} is {'missing' if not file.exists() else 'empty'}",
                                        len(submissions), path))
+    if (submissions or due) and not _has_tables(course.db_url):  # read only: opening it would create them
+        raise GradebookError(_lost(shown, "the gradebook's database holds no gradebook (no nbgrader tables: new or "
+                                   "emptied)", len(submissions), path))
     from autograder import gradebook
     have, scheduled = gradebook.recorded(course)
     lost, lost_due = submissions - have, due - scheduled
@@ -251,6 +254,20 @@ def _compare(course: Course, path: Path, submissions: set[tuple[str, str]], due:
         if lost_due:
             what.append(f"the due dates of {', '.join(sorted(lost_due))} are gone (late penalties would vanish)")
         raise GradebookError(_lost(shown, "; ".join(what), len(submissions), path))
+
+
+def _has_tables(db_url: str) -> bool:
+    """True when the gradebook's database holds nbgrader's tables (read only; sqlite and PostgreSQL alike)."""
+    from sqlalchemy import create_engine, inspect
+    from sqlalchemy.exc import SQLAlchemyError
+    engine = create_engine(db_url, future=True)
+    try:
+        with engine.connect() as connection:
+            return inspect(connection).has_table("submitted_assignment")
+    except SQLAlchemyError as error:
+        raise GradebookError(explain(error, safe_url(db_url))) from None
+    finally:
+        engine.dispose()
 
 
 def _lost(shown: str, what: str, count: int, ledger: Path) -> str:

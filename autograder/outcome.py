@@ -1,13 +1,15 @@
 """Runs in the grader and in the instructor's tools: one graded submission, typed, from the worker to the report.
 
-    worker --SubmissionOutcome--> results/<student>/<assignment>.json --> record, write, report, canvas
+    worker --SubmissionOutcome--> results/<student>/<assignment>.json --> record, write, report
+    run    --Event-->             summary.txt and summary.json --> merge
 
 A worker grades a submission into a `SubmissionOutcome` (its notebooks, each a `NotebookOutcome` of `CellOutcome`s);
 `to_json` writes it to the results file and `from_json` reads it back strictly: exactly the declared fields, each of
 its declared type, and OutcomeError otherwise (the file is then graded again, never half trusted).
 
-Why something failed is a `Failure`, set where the failure happens (notebooks.py, workers.py, rules.py); whether a
-submission was graded is a `Status`. Neither is ever read back from the English shown to people.
+Why something failed is a `Failure`, set where the failure happens (notebooks.py, workers.py, rules.py, cost.py);
+whether a submission was graded is a `Status` (gradebook.Row, grades.csv's status column); what a line of a run's
+summary is about is an `EventKind`. None of them is ever read back from the English shown to people.
 
 Results files written before these types (2026-11-28, no "format" field) still read: `from_json` gives their cells the
 `Failure` their error text meant when they were written (`_legacy_cell_failure`, the only reader of that text, for

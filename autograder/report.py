@@ -124,7 +124,7 @@ def attention(course: Course, names: list[str], rows: list, out: Path) -> list[d
             add(key, "no submission", "nothing handed in: 0 points")
     for key, why in sorted(failed.items()):
         if key[1] in names:
-            add(key, "NOT GRADED", why.removeprefix("NOT GRADED: "))
+            add(key, "NOT GRADED", why)  # grades.csv's note, shown as it is
     waiting = collections.Counter((r.student, r.assignment) for r in rows if r.task != TOTAL and r.score is None)
     for key, count in sorted(waiting.items()):
         add(key, "waits for a person", f"{count} answer(s) to grade in Formgrader")

@@ -258,8 +258,9 @@ def test_the_script_ran_as_printed_two_tasks_together_and_every_log_landed(run):
     assert len(recorders) <= 1, logs
     log = log_of(course, run["job_again"], 2)
     assert "shard 2 of 2, from Slurm array task 2 (array 2-2, 1 task(s)), shards counted by GRADER_SHARDS=2" in log, log
-    assert ("on this machine: 2 worker(s) (2 usable CPU(s)); 4096 MiB for the job (SLURM_MEM_PER_CPU=2048 x 2 CPU(s)), "
-            "1024 MiB kept for the grader: 1536 MiB per notebook") in log, log
+    # a notebook keeps its own 3,072 MiB whatever the job (issue #49): 4,096 MiB hold the grader and one of them
+    assert ("on this machine: 1 worker(s) (memory for 1 of the 2 wanted); 4096 MiB for the job (SLURM_MEM_PER_CPU=2048 "
+            "x 2 CPU(s)), 1024 MiB kept for the grader: 3072 MiB per notebook") in log, log
 
 
 def test_the_cluster_path_leaves_nothing_for_git(run):
@@ -456,7 +457,7 @@ def test_the_kubernetes_pods_grade_the_class_once(kubernetes):
     assert sorted(logs) == [0, 1]
     for index, log in logs.items():
         assert f"shard {index + 1} of 2, from Kubernetes Indexed Job, JOB_COMPLETION_INDEX={index} of 2" in log, log
-        assert "4096 MiB for the job (GRADER_MEMORY_MIB=4096), 1024 MiB kept for the grader: 1536 MiB per notebook" \
+        assert "4096 MiB for the job (GRADER_MEMORY_MIB=4096), 1024 MiB kept for the grader: 3072 MiB per notebook" \
             in log, log
         assert f"out/shard-{index + 1}/grades.csv" in log
     recorders = [log for log in logs.values() if "recorded in the gradebook from source/" in log]

@@ -5,6 +5,7 @@
     grader  --Files, CellRequest-->       notebook    (the student's process)
     notebook --Ready | StartupFailed, CellResult-->  grader
     checker --Verdict-->                  grader      (the trusted side of the hidden tests)
+    checker --CostBudget-->               grader      (a task's cost budget, reference/, once per run)
 
 Whatever comes from a notebook process is hostile until parsed: `parse` accepts exactly the fields of the message,
 each of its exact type, and raises ProtocolError otherwise (the grader then trusts nothing of that reply).
@@ -21,6 +22,7 @@ class ProtocolError(ValueError):
 
 
 _TYPES: dict[str, type | tuple[type, ...]] = {"str": str, "bool": bool, "int": int, "float": (int, float), "int | None": (int, type(None)),
+          "float | None": (int, float, type(None)),
           "list[str]": list, "dict[str, str]": dict, "dict": dict}
 
 
@@ -150,5 +152,35 @@ class Verdict(Message):
     fault: bool
 
 
+@dataclass(frozen=True)
+class CostBudget(Message):
+    """checker -> grader, once per run: what one task's code may cost (issue #52), declared by the instructor beside
+    its hidden test (reference/<module>.py, COST_BUDGETS) and measured by the grader from outside the notebook process
+    (autograder/grader/cost.py). After the task's test cell passes, the grader runs `prepare` (not measured: it builds
+    the inputs), then `call` (the student's function on them), measuring `call` with the kernel's counters. Each limit
+    left None is not budgeted.
+
+    peak_bytes: peak resident memory above the call's start, bytes. file, file_bytes, faults: bytes read from the
+    file whose path ends with `file` (its mapped pages plus bytes read by system calls), and the page faults that
+    reading may take. cpu_seconds: CPU time of the call. seconds: the call's wall-clock limit (a copy that is also
+    slow fails by time, without holding up the run). predicted, tolerance: the peak must match the student's own
+    prediction (an expression run in their process after `prepare`) within `tolerance` of it, either way. A budget is
+    shown to the student; it is no expected value."""
+    tag: ClassVar[str] = "cost-budget"
+    key: str            # the hidden test ("<module>.<test>") whose test cell the measured call follows
+    what: str           # the call, in words a student recognises: "sliding_windows(torch.empty(66,559), 1024)"
+    prepare: str
+    call: str
+    hint: str
+    peak_bytes: int | None = None
+    file: str = ""
+    file_bytes: int | None = None
+    faults: int = 0
+    cpu_seconds: float | None = None
+    seconds: float = 20.0
+    predicted: str = ""
+    tolerance: float = 0.0
+
+
 MESSAGES: dict[str, type[Message]] = {m.tag: m for m in (Init, Spawn, Started, Exited, StartupFailed, Ready, Files,
-                                                           CellRequest, CellResult, Verdict)}
+                                                           CellRequest, CellResult, Verdict, CostBudget)}

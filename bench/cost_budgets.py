@@ -26,6 +26,7 @@ from autograder.grader import cost
 from autograder.grader.notebooks import NotebookProcess, Zygote
 from autograder.grader.plan import make_plan
 from autograder.limits import load_limits
+from reference import hidden
 from tests import submissions
 
 TASKS = submissions.COST_TASKS
@@ -42,7 +43,7 @@ def measure(assignment: str, notebooks: dict, runs: int, zygote: Zygote) -> list
                 process.run(cell.kind, cell.code, 60)
         test = next(c for c in plan.cells if c.kind == "test" and c.grade_id == f"test_{TASKS[assignment]}")
         out = []
-        for budget in cost.budgets_of(test):
+        for budget in cost.budgets_of(test, {key: hidden.budgets(key) for key in test.hidden_keys}):
             found = []
             for _ in range(runs):  # each run on fresh inputs (a fresh file: pages mapped before would not count)
                 measured, failure = cost.measure_call(process, budget)

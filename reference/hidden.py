@@ -147,32 +147,7 @@ def napkin_test(inputs: dict[str, object], answer: Callable[..., float], what: s
                       unit=unit, tolerance=tolerance)
 
 
-@dataclass(frozen=True)
-class CostBudget:
-    """What one task's code may cost (issue #52), declared beside its hidden test and measured by the grader from
-    outside the notebook process (autograder/grader/cost.py). After the task's test cell passes, the grader runs
-    `prepare` (not measured: it builds the inputs), then `call` (the student's function on them), measuring `call`
-    with the kernel's counters. Each limit left None is not budgeted.
-
-    peak_bytes: peak resident memory above the call's start, bytes. file, file_bytes, faults: bytes read from the
-    file whose path ends with `file` (its mapped pages plus bytes read by system calls), and the page faults that
-    reading may take. cpu_seconds: CPU time of the call. seconds: the call's wall-clock limit (a copy that is also
-    slow fails by time, without holding up the run). predicted, tolerance: the peak must match the student's own
-    prediction (their function's answer, run in their process) within `tolerance` of it, either way. A budget is
-    shown to the student; it is no expected value."""
-    key: str            # the hidden test ("<module>.<test>") whose test cell the measured call follows
-    what: str           # the call, in words a student recognises: "sliding_windows(torch.empty(2**20), 128)"
-    prepare: str
-    call: str
-    hint: str
-    peak_bytes: int | None = None
-    file: str = ""
-    file_bytes: int | None = None
-    faults: int = 0
-    cpu_seconds: float | None = None
-    seconds: float = 20.0
-    predicted: str = ""       # an expression, run in the notebook after `prepare`: the student's own prediction of the
-    tolerance: float = 0.0    # call's peak memory (bytes), which the measured peak must match within this fraction
+from autograder.protocol import CostBudget  # noqa: E402  (typed: the checker sends each one to the grader)
 
 
 def budgets(key: str) -> list[CostBudget]:

@@ -28,6 +28,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from autograder.outcome import Failure
+from autograder.protocol import CostBudget
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
 TICKS = os.sysconf("SC_CLK_TCK")
@@ -171,7 +172,7 @@ def bar(value: float, high: float, low: float | None = None, width: int = 40) ->
     return "    [" + "".join(cells) + "]"
 
 
-def describe(budget, measured: Measured) -> str:
+def describe(budget: CostBudget, measured: Measured) -> str:
     """Per budgeted quantity, the measured cost beside the budget and a bar of the two (shown to the student)."""
     lines = [f"Measured by the grader (the kernel's counters of your notebook process) for {budget.what} "
              f"(in each bar, # is what was measured, | the limits):"]
@@ -192,7 +193,7 @@ def describe(budget, measured: Measured) -> str:
     return "\n".join(lines)
 
 
-def verdict(budget, measured: Measured) -> str:
+def verdict(budget: CostBudget, measured: Measured) -> str:
     """'' when `measured` is within `budget`, else the failure message (with the budget's hint)."""
     if measured.elsewhere:
         return (f"{budget.what} did work outside the notebook process ({'; '.join(measured.elsewhere)}): its cost "
@@ -218,15 +219,15 @@ def verdict(budget, measured: Measured) -> str:
     return f"{budget.what}: {'; '.join(over)}.\nHint: {budget.hint}"
 
 
-def budgets_of(cell) -> list:
-    """The cost budgets that follow a test cell (reference/hidden.py, CostBudget), by its hidden tests' keys."""
+def budgets_of(cell, budgets: dict[str, list[CostBudget]]) -> list[CostBudget]:
+    """The cost budgets that follow a test cell, by its hidden tests' keys; `budgets`: the run's, from the trusted
+    checker (the grader never imports `reference`)."""
     if cell.kind != "test":
         return []
-    from reference import hidden
-    return [budget for key in cell.hidden_keys for budget in hidden.budgets(key)]
+    return [budget for key in cell.hidden_keys for budget in budgets.get(key, [])]
 
 
-def measure_call(process, budget) -> tuple[Measured | None, str]:
+def measure_call(process, budget: CostBudget) -> tuple[Measured | None, str]:
     """Prepare the inputs of `budget` in `process` (a NotebookProcess), then run its call measured from outside:
     (what it cost, '') or (None or what it cost, why the measurement failed). Raises Died as `process.run` does."""
     from autograder.protocol import CellRequest
@@ -247,13 +248,13 @@ def measure_call(process, budget) -> tuple[Measured | None, str]:
     return measured, ""
 
 
-def run_budgets(process, cell, result: dict) -> None:
+def run_budgets(process, cell, result: dict, budgets: dict[str, list[CostBudget]]) -> None:
     """After a passed test cell: run each of its budgets' calls in `process` (a NotebookProcess), measured from
     outside, and fail `result` (in place) with the verdict when one is over; `result["costs"]` keeps what was
     measured, and its output gains the measured cost beside the budget. Raises Died (notebooks.py) as `run` does."""
     if not result.get("ok"):
         return
-    for budget in budgets_of(cell):
+    for budget in budgets_of(cell, budgets):
         try:
             measured, failure = measure_call(process, budget)
         except OSError as error:  # the grader's own limit (a /proc it may not read), never the student's fault

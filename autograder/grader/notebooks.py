@@ -28,8 +28,8 @@ from autograder.grader import cost
 from autograder.grader.plan import Plan
 from autograder.limits import Limits
 from autograder.outcome import Failure
-from autograder.protocol import (CellRequest, CellResult, Exited, Files, Init, Message, ProtocolError, Ready, Spawn,
-                                 Started, StartupFailed)
+from autograder.protocol import (CellRequest, CellResult, CostBudget, Exited, Files, Init, Message, ProtocolError, Ready,
+                                 Spawn, Started, StartupFailed)
 from autograder.sandboxed.zygote import KEPT_ENVIRONMENT
 
 
@@ -332,11 +332,13 @@ def within_budget(results: list[dict], budget: int) -> list[dict]:
 
 
 def run_plan(plan: Plan, limits: Limits, zygote: Zygote, slot: int, files: dict[str, bytes] | None = None,
-             cases: dict[str, str] | None = None) -> list[dict]:
+             cases: dict[str, str] | None = None, budgets: dict[str, list[CostBudget]] | None = None) -> list[dict]:
     """Every cell's result, in order: {"ok", "output", "error", "restored", "tampered", "line", "handed", "failure",
     "seconds"} (a cell that never ran has no "seconds"; "failure": a Failure, None when the cell passed). `files`:
     the assignment's files for the working folder; `cases`: the
-    encoded cases of the hidden tests (key -> JSON text). GraderFault when a notebook process cannot be started."""
+    encoded cases of the hidden tests (key -> JSON text); `budgets`: the cost budgets by hidden test key (from the
+    trusted checker; each measured after its test cell passes, autograder/grader/cost.py). GraderFault when a notebook
+    process cannot be started."""
     cases = cases or {}
     results: list[dict | None] = [None] * len(plan.cells)
     crashed: set[int] = set()
@@ -362,7 +364,7 @@ def run_plan(plan: Plan, limits: Limits, zygote: Zygote, slot: int, files: dict[
                     crashed.add(index)
                     raise
                 try:  # a budgeted task's cost, measured from outside (issue #52): after its test cell passes
-                    cost.run_budgets(process, cell, result)
+                    cost.run_budgets(process, cell, result, budgets or {})
                 except Died as died:
                     results[index] = {**result, "ok": False, "error": f"the measured call of this task's cost "
                                       f"budget was stopped: {died}", "line": None, "failure": died.failure}

@@ -141,7 +141,8 @@ def grade_submission(job: Job, setting: Setting, slot: int) -> SubmissionOutcome
         if runnable:
             assert setting.zygote is not None, "a run with submissions to grade starts a zygote"
             cases = setting.checker.cases if setting.checker else {}
-            results = run_plan(plan, setting.limits, setting.zygote, slot, files, cases)
+            budgets = setting.checker.budgets if setting.checker else {}  # issue #52: measured after their test cells
+            results = run_plan(plan, setting.limits, setting.zygote, slot, files, cases, budgets)
             results, own_faults = check_hidden(plan, results, setting.checker)
             faults += own_faults
             results = [rules.apply(cell, result, judged) for cell, result in zip(plan.cells, results)]

@@ -7,7 +7,8 @@ torch). The checker imports `reference` once, makes every hidden test's cases an
 each request for verdicts in a child of its own, a fork that starts with all of that in memory: a hand-in that
 crashes a check takes that child only.
 
-    checker = Checker(keys)             the cases, {key: encoded cases}, in checker.cases
+    checker = Checker(keys)             the cases, {key: encoded cases}, in checker.cases; the cost budgets of those
+                                        keys (protocol.CostBudget, parsed strictly) in checker.budgets
     checker.verdicts(handed)            [Verdict, ...], one per (key, encoded results or None), from any worker
 
 A check that fails raises AssertionError: the student's results are wrong. Results that cannot be decoded (malformed
@@ -24,10 +25,11 @@ import signal
 import socket
 import time
 from pathlib import Path
+from typing import cast
 
 from autograder.errors import GraderError
 from autograder.forked import Child, ChildFailed
-from autograder.protocol import Verdict
+from autograder.protocol import CostBudget, ProtocolError, Verdict
 
 CHECK_SECONDS = 600
 
@@ -83,7 +85,14 @@ class Checker:
                 raise CourseError(f"the hidden tests' cases took longer than {seconds:g} s to make")
             self.process.pump()
         try:
-            self.cases: dict[str, str] = self.process.answer()
+            answered = self.process.answer()
+            self.cases: dict[str, str] = answered["cases"]
+            self.budgets: dict[str, list[CostBudget]] = {
+                key: [cast(CostBudget, CostBudget.parse(line)) for line in lines]
+                for key, lines in answered["budgets"].items()}
+        except ProtocolError as error:  # a budget in reference/ that is not what CostBudget declares
+            self.close()
+            raise CourseError(f"a cost budget in reference/ is malformed: {error}") from None
         except ChildFailed as error:
             self.close()
             last = str(error).strip().splitlines()[-1] if str(error).strip() else "it died without an answer"
@@ -135,7 +144,8 @@ def _serve(keys: list[str], control: socket.socket, answer, close: socket.socket
             raise CourseError(f"hidden test {key}: its cases or expected results could not be made: {error!r}") from error
     from utils.grading import warm_up
     warm_up()  # before the first fork: each per-request child starts with what a comparison imports
-    answer(cases)
+    budgets = {key: [budget.to_line().decode() for budget in hidden.budgets(key)] for key in keys}
+    answer({"cases": cases, "budgets": {key: lines for key, lines in budgets.items() if lines}})
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # one child per request, reaped by the kernel
     while True:
         try:

@@ -120,3 +120,20 @@ def test_every_cost_budget_follows_a_hidden_test_and_its_visible_test_measures_t
         visible = cells[budget.key].visible_code
         assert "utils.cost.measure(" in visible and ("utils.cost.check_cost(" in visible
                                                      or "utils.cost.check_prediction(" in visible), budget.key
+
+
+def test_cost_budgets_cross_from_the_checker_typed():
+    """A CostBudget travels from the trusted checker to the grader as one protocol message: each round-trips exactly,
+    and one with a field of the wrong type or a missing field is refused (the run then stops as the course's fault)."""
+    import importlib
+
+    from autograder.protocol import CostBudget, ProtocolError
+    budgets = [budget for path in sorted((REPO / "reference").glob("*.py"))
+               for budget in getattr(importlib.import_module(f"reference.{path.stem}"), "COST_BUDGETS", [])]
+    for budget in budgets:
+        assert CostBudget.parse(budget.to_line()) == budget
+    line = json.loads(budgets[0].to_line())
+    for broken in ({**line, "peak_bytes": "16 MiB"}, {**line, "seconds": True},
+                   {k: v for k, v in line.items() if k != "call"}):
+        with pytest.raises(ProtocolError):
+            CostBudget.parse(json.dumps(broken))

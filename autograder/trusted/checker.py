@@ -130,8 +130,9 @@ class Checker:
 
 
 def _serve(keys: list[str], control: socket.socket, answer, close: socket.socket) -> None:
-    """In the checker process: make the cases and expected results, answer with the cases, then serve verdict requests
-    until the grader closes the control socket. A CourseError raised here reaches the grader as the answer."""
+    """In the checker process: make the cases and expected results, answer with the cases and the cost budgets, then
+    serve verdict requests until the grader closes the control socket. A CourseError raised here reaches the grader as
+    the answer."""
     close.close()  # the grader's end, inherited by the fork: kept open here, the grader's close would never be seen
     hidden = _references()
     from utils.handin import encode

@@ -285,7 +285,10 @@ def test_output_floods_are_cut(graded):
 
 def test_csv_has_one_row_per_source_task_and_a_total(graded):
     for row in graded["rows"]:
-        assert set(row) == {"student", "assignment", "task", "title", "score", "max_score", "late_penalty", "note"}
+        assert set(row) == {"student", "assignment", "task", "title", "score", "max_score", "late_penalty", "status",
+                            "note"}
+        assert row["status"] in ("graded", "no submission", "unknown assignment"), row  # nothing here is NOT GRADED
+        assert (row["status"] == "no submission") == (row["note"] == "no submission"), row
     for a in ASSIGNMENTS:
         for student in ("solved", "half") + (("duplicated", "metadata") if a in FIRST_AND_LAST else ()):
             rows = [r for r in graded["rows"] if r["student"] == student and r["assignment"] == a]

@@ -4,7 +4,7 @@ Three tasks of the course have a cost budget as well as a right answer: exercise
 no memory, a copy hundreds of MiB), exercise 8's `get_batch` (a batch reads a few pages of the file, not all of it)
 and exercise 9's `mlp_activation_bytes` (the forward pass of an MLP block must raise the peak memory by what the
 function predicts, within 10%). When your work is graded, the grader measures the call from outside your notebook's process with the kernel's
-own counters (autograder/grader/cost.py). The visible tests measure the same quantities here, with your process
+own counters. The visible tests measure the same quantities here, with your process
 measuring itself, so you see the cost beside the budget before you hand in:
 
 - peak memory above the call's start: the kernel's resident high-water mark, `VmHWM` in /proc/self/status, reset
@@ -32,7 +32,7 @@ import numpy as np
 
 MiB = 2**20
 
-# The budgets (the grader's are the same: reference/strides_views.py and reference/training_loop.py use these).
+# The budgets (the grader checks the same ones).
 WINDOWS_LENGTH, WINDOWS_WIDTH = 2**16 + 1023, 1024     # sliding_windows(torch.empty(WINDOWS_LENGTH), WINDOWS_WIDTH)
 WINDOWS_PEAK_BYTES = 16 * MiB                          # a view: ~0 bytes; a copy: 256 MiB
 BATCH_FILE_TOKENS = 2**24                              # get_batch on a memmap of 2**24 uint16 tokens (32 MiB)

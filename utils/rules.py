@@ -22,7 +22,8 @@ read (it does not parse, or nests deeper than it follows), code built at run tim
 (`exec(...)` in a cell), and names aliased more ways than it follows (`MAX_ROUTES`).
 
 Judged from the text here: every rule in `RULES` (what a task may call or reach). Measured by the kernel at run time
-instead, from outside the student's process (autograder/grader/cost.py, budgets in `COST_BUDGETS` of reference/):
+instead, by the grader from outside the student's process, against budgets the instructor declares beside the
+hidden tests:
 what a task's code costs: exercise 3's `sliding_windows` (peak memory: a view, not a copy), exercise 8's
 `get_batch` (bytes read of a real memmap file: only the batch's pages; this replaced the text rule's only run-time
 stand-in, a counting array-like whose insides a student could open) and exercise 9's `mlp_activation_bytes` (an MLP

@@ -27,8 +27,8 @@ from typing import Any
 from autograder import database
 from autograder.autograded import graded_kind, nbgrader_meta
 from autograder.course import Course
-from autograder.outcome import Status
 from autograder.database import GradebookError, explain, gradebook_error
+from autograder.outcome import Status
 
 TOTAL = "TOTAL"
 
@@ -80,8 +80,9 @@ def one_transaction(gradebook):
     commits become flushes (sent, not yet committed) until the block ends, where the one real commit happens.
     """
     import warnings
-    from sqlalchemy.exc import SAWarning, SQLAlchemyError
+
     from nbgrader.api import InvalidEntry
+    from sqlalchemy.exc import SAWarning, SQLAlchemyError
     session = gradebook.db
     commit = session.commit
     session.commit = session.flush

@@ -35,12 +35,12 @@ from pathlib import Path
 from autograder import gradebook
 from autograder.autograded import graded_cells, strip_ansi
 from autograder.course import Course
-from autograder.late import how_late, points
 from autograder.errors import GraderError
+from autograder.gradebook import TOTAL
 from autograder.grader.write import not_graded
+from autograder.late import how_late, points
 from autograder.lms_import import marked_late
 from autograder.outcome import OutcomeError, Status, SubmissionOutcome
-from autograder.gradebook import TOTAL
 
 TOP_HINTS = 3
 

@@ -26,9 +26,14 @@ import os
 import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from autograder.outcome import Failure
 from autograder.protocol import CostBudget
+
+if TYPE_CHECKING:  # notebooks.py imports this module
+    from autograder.grader.notebooks import NotebookProcess
+    from autograder.grader.plan import Cell
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
 TICKS = os.sysconf("SC_CLK_TCK")
@@ -219,7 +224,7 @@ def verdict(budget: CostBudget, measured: Measured) -> str:
     return f"{budget.what}: {'; '.join(over)}.\nHint: {budget.hint}"
 
 
-def budgets_of(cell, budgets: dict[str, list[CostBudget]]) -> list[CostBudget]:
+def budgets_of(cell: Cell, budgets: dict[str, list[CostBudget]]) -> list[CostBudget]:
     """The cost budgets that follow a test cell, by its hidden tests' keys; `budgets`: the run's, from the trusted
     checker (the grader never imports `reference`)."""
     if cell.kind != "test":
@@ -227,7 +232,7 @@ def budgets_of(cell, budgets: dict[str, list[CostBudget]]) -> list[CostBudget]:
     return [budget for key in cell.hidden_keys for budget in budgets.get(key, [])]
 
 
-def measure_call(process, budget: CostBudget) -> tuple[Measured | None, str]:
+def measure_call(process: NotebookProcess, budget: CostBudget) -> tuple[Measured | None, str]:
     """Prepare the inputs of `budget` in `process` (a NotebookProcess), then run its call measured from outside:
     (what it cost, '') or (None or what it cost, why the measurement failed). Raises Died as `process.run` does."""
     from autograder.protocol import CellRequest
@@ -235,6 +240,7 @@ def measure_call(process, budget: CostBudget) -> tuple[Measured | None, str]:
     prepared = process.run("test", prepare, budget.seconds)
     if not prepared["ok"]:  # the notebook's state broke the inputs' making (a full disk, a rebound name)
         return None, f"the grader could not make the inputs of {budget.what} to measure its cost: {prepared['error']}"
+    assert process.pidfd is not None, "a notebook process that has just run a cell holds its pidfd"
     meter = Meter(pid_of(process.pidfd), budget.file, len(CellRequest("0" * 16, "test", budget.call, {}).to_line()))
     meter.start()  # OSError where the grader may not read the process's /proc: run_budgets says so, never the student
     called = process.run("test", budget.call, budget.seconds)
@@ -248,7 +254,7 @@ def measure_call(process, budget: CostBudget) -> tuple[Measured | None, str]:
     return measured, ""
 
 
-def run_budgets(process, cell, result: dict, budgets: dict[str, list[CostBudget]]) -> None:
+def run_budgets(process: NotebookProcess, cell: Cell, result: dict, budgets: dict[str, list[CostBudget]]) -> None:
     """After a passed test cell: run each of its budgets' calls in `process` (a NotebookProcess), measured from
     outside, and fail `result` (in place) with the verdict when one is over; `result["costs"]` keeps what was
     measured, and its output gains the measured cost beside the budget. Raises Died (notebooks.py) as `run` does."""

@@ -3,11 +3,13 @@ anything) without ever following a link, blocking on a special file or reading m
 """
 from __future__ import annotations
 
+import datetime
 import errno
 import fnmatch
 import os
 import re
 import stat
+from collections.abc import Iterator
 from pathlib import Path
 
 SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@+-]{0,99}$")
@@ -68,7 +70,7 @@ def find_submissions(submitted: Path) -> tuple[list[tuple[str, str, Path]], list
     return found, skipped
 
 
-def read_timestamp(folder: Path):
+def read_timestamp(folder: Path) -> tuple[datetime.datetime | None, str]:
     """(submission time as naive UTC, '') from the folder's timestamp.txt, or (None, why there is none)."""
     from nbgrader.utils import parse_utc
     try:
@@ -121,7 +123,7 @@ def assignment_files(source: Path, submission: Path | None, ignore: list[str], k
     return files, skipped
 
 
-def _walk(root: Path, ignore: list[str]):
+def _walk(root: Path, ignore: list[str]) -> Iterator[tuple[Path, str]]:
     """(path, relative path) of every file under `root` but notebooks and ignored names; links are not followed."""
     for folder, dirs, names in os.walk(root):
         dirs[:] = sorted(d for d in dirs if not _ignored(d, ignore) and not Path(folder, d).is_symlink())

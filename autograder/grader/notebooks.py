@@ -28,10 +28,21 @@ from autograder.grader import cost
 from autograder.grader.plan import Plan
 from autograder.limits import Limits
 from autograder.outcome import Failure
-from autograder.protocol import (CellRequest, CellResult, CostBudget, Exited, Files, Init, Message, ProtocolError, Ready,
-                                 Spawn, Started, StartupFailed)
+from autograder.protocol import (
+    CellRequest,
+    CellResult,
+    CostBudget,
+    Exited,
+    Files,
+    Init,
+    Message,
+    ProtocolError,
+    Ready,
+    Spawn,
+    Started,
+    StartupFailed,
+)
 from autograder.sandboxed.zygote import KEPT_ENVIRONMENT
-
 
 START_SECONDS = 60  # for a notebook process to say Ready (many starting at once on a loaded machine)
 STARVED_FACTOR = 4  # a cell's wall time may stretch to this many times its limit while it waits for a CPU (issue #49)

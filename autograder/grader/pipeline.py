@@ -15,6 +15,7 @@ import os
 import platform
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -138,7 +139,8 @@ def course_limits(course: Course, limits: Limits) -> Limits:
 
 
 # ---- find ------------------------------------------------------------------------------------------------------
-def find(run: run_module.Run, names: list[str] | None):
+def find(run: run_module.Run, names: list[str] | None) -> tuple[list[tuple[str, str, Path]], list[str], set[str],
+                                                                Callable[[], dict]]:
     """(the submissions of this run's shard, the assignments graded, the roster, a function that finishes recording
     the assignments in the gradebook and returns the answer cells' released text)."""
     known = run.course.assignments()
@@ -189,7 +191,8 @@ def job_key(run: run_module.Run, assignment: str, folder: Path, grader: str) -> 
     return digest(files(run.course.source / assignment) + files(folder), grader)
 
 
-def plan_jobs(run: run_module.Run, found: list, names: list[str], on_roster: set[str], fresh: bool):
+def plan_jobs(run: run_module.Run, found: list, names: list[str], on_roster: set[str],
+              fresh: bool) -> tuple[list[Job], list[Job], list[Row]]:
     """(every submission of the run, those to run again, CSV rows for folders of unknown assignments)."""
     from autograder import feedback
     known = run.course.assignments()

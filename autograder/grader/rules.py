@@ -10,10 +10,11 @@ import os
 import resource
 
 from autograder.forked import ChildFailed, call_in_child
+from autograder.grader.plan import Cell, Plan
 from autograder.outcome import Failure
 
 
-def verdicts(assignment: str, plan) -> dict:
+def verdicts(assignment: str, plan: Plan) -> dict:
     """{test grade_id: (rule, verdict)} for every test cell of `plan` that has a rule."""
     from utils.rules import RULES, Code, judge, parse, tasks_of  # imported by the grader before its workers fork
     tests = [c for c in plan.cells if c.kind == "test" and (assignment, c.grade_id) in RULES]
@@ -30,7 +31,7 @@ JUDGE_SECONDS = 60.0       # wall-clock seconds for one notebook's judgement
 JUDGE_MEMORY = 1 << 30     # bytes the judge may map beyond what the worker had mapped
 
 
-def bounded_verdicts(assignment: str, plan) -> dict:
+def bounded_verdicts(assignment: str, plan: Plan) -> dict:
     """`verdicts`, judged in a child of its own with a time and a memory cap, as a notebook has (issue #48: twelve
     lines of dead code once made the judge take 2.26 GB and 47 s): a judgement that runs out of either flags every
     rule-bound task of the notebook for a person, and the run goes on."""
@@ -58,7 +59,7 @@ def _cap_memory(extra: int) -> None:
     resource.setrlimit(resource.RLIMIT_AS, (mapped + extra, mapped + extra))
 
 
-def apply(cell, result: dict, judged: dict) -> dict:
+def apply(cell: Cell, result: dict, judged: dict) -> dict:
     """`result` of one cell, failed with the rule's message when its task broke its rule (whatever else happened in
     it: the broken rule is the verdict a student should read)."""
     if cell.kind != "test" or cell.grade_id not in judged:

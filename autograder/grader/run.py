@@ -20,6 +20,7 @@ import shutil
 import socket
 import sys
 import tempfile
+from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -98,7 +99,7 @@ class Run:
 
 
 @contextmanager
-def begin(course: Course, submitted: Path, out: Path, limits: Limits, shard: tuple[int, int]):
+def begin(course: Course, submitted: Path, out: Path, limits: Limits, shard: tuple[int, int]) -> Iterator[Run]:
     """The run, locked and on clean ground; its work folder is removed at the end, whatever happens."""
     out.mkdir(parents=True, exist_ok=True)
     root = course.root

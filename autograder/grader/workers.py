@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import select
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,7 +21,7 @@ from autograder.forked import Child, ChildFailed
 from autograder.grader import cost, rules
 from autograder.grader.find import Unreadable, assignment_files, read_capped
 from autograder.grader.notebooks import GraderFault, Zygote, failed, run_plan
-from autograder.grader.plan import MissingNotebook, NotANotebook, make_plan, read_notebook
+from autograder.grader.plan import Cell, MissingNotebook, NotANotebook, Plan, make_plan, read_notebook
 from autograder.limits import Limits
 from autograder.outcome import CellOutcome, Failure, NotebookOutcome, OutcomeError, SubmissionOutcome
 from autograder.progress import Progress
@@ -72,7 +73,7 @@ def reusable(result: SubmissionOutcome | None, key: str) -> bool:
     return result is not None and result.key == key and not result.grader_errors
 
 
-def check_hidden(plan, results: list[dict], checker: Checker | None) -> tuple[list[dict], list[str]]:
+def check_hidden(plan: Plan, results: list[dict], checker: Checker | None) -> tuple[list[dict], list[str]]:
     """The results with every hidden test's verdict applied (a test cell that ran cleanly fails when the results its
     hidden tests handed in are wrong), and the grader's own faults, if any (checker.py: never the student's)."""
     pending = [(index, key) for index, cell in enumerate(plan.cells) for key in cell.hidden_keys
@@ -105,7 +106,7 @@ def _problem(job: Job, name: str, error: NotANotebook) -> tuple[str, Failure]:
     return f"{name}.ipynb is not a valid notebook: {error}", Failure.NOT_A_NOTEBOOK
 
 
-def cell_outcome(cell, result: dict) -> CellOutcome:
+def cell_outcome(cell: Cell, result: dict) -> CellOutcome:
     """One cell of the plan and its result, typed. Every step that fails a cell names its Failure; a failed result
     without one (a step added later that forgot to) counts as an ERROR rather than as passed."""
     failure = result.get("failure") or (None if result["ok"] else Failure.ERROR)
@@ -161,7 +162,7 @@ def grade_submission(job: Job, setting: Setting, slot: int) -> SubmissionOutcome
     return SubmissionOutcome(job.key, job.student, job.assignment, notebooks, tuple(problems), tuple(faults))
 
 
-def _work(job: Job, setting: Setting, slot: int):
+def _work(job: Job, setting: Setting, slot: int) -> Callable[[], dict]:
     def work() -> dict:
         try:
             return grade_submission(job, setting, slot).to_dict()

@@ -21,8 +21,12 @@ import os
 import sys
 import traceback
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from autograder.protocol import CellRequest, CellResult, Files, Message, Ready
+
+if TYPE_CHECKING:  # imported when the shell is made (make_shell), after the walls
+    from IPython.core.interactiveshell import InteractiveShell
 
 MISSING = object()
 # Caches Python itself adds to a class on first use (copyreg stores __slotnames__ when a tensor is first pickled).
@@ -163,7 +167,7 @@ def write_files(files: dict[str, str]) -> list[str]:
     return refused
 
 
-def make_shell():
+def make_shell() -> InteractiveShell:
     """IPython's shell, as a notebook's kernel runs cells, with errors reported in the reply instead of printed."""
     from IPython.core.interactiveshell import InteractiveShell
     from traitlets.config import Config
@@ -175,7 +179,8 @@ def make_shell():
     return shell
 
 
-def serve(requests: io.TextIOBase, replies: io.TextIOBase, output_chars: int, walls: list[str], shell) -> None:
+def serve(requests: io.TextIOBase, replies: io.TextIOBase, output_chars: int, walls: list[str],
+          shell: InteractiveShell) -> None:
     """Say Ready (everything after it is the student's), then answer requests until the grader closes the channel."""
     from utils.handin import CHANNEL
     CHANNEL.begin({})  # from here on, hidden_cases() and hand_in() talk to the grader, never to `reference`
@@ -229,6 +234,6 @@ def serve(requests: io.TextIOBase, replies: io.TextIOBase, output_chars: int, wa
         replies.flush()
 
 
-def main(request_fd: int, reply_fd: int, output_chars: int, walls: list[str], shell) -> None:
+def main(request_fd: int, reply_fd: int, output_chars: int, walls: list[str], shell: InteractiveShell) -> None:
     with os.fdopen(request_fd, "r") as requests, os.fdopen(reply_fd, "w") as replies:
         serve(requests, replies, output_chars, walls, shell)

@@ -26,7 +26,7 @@ import stat
 import sys
 from pathlib import Path
 
-from autograder.limits import MiB, Limits
+from autograder.limits import Limits, MiB
 
 CLONE_NEWNS, CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET, CLONE_NEWIPC = 0x00020000, 0x10000000, 0x20000000, 0x40000000, 0x08000000
 MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_BIND, MS_REC, MS_PRIVATE = 2, 4, 8, 4096, 16384, 1 << 18

@@ -47,6 +47,7 @@ def preload() -> None:
     for name in PRELOAD:
         importlib.import_module(name)
     import io
+
     import torch
     torch.save(torch.nn.Parameter(torch.zeros(1)), io.BytesIO())  # first pickling adds caches to torch's classes
     for path in sorted((REPO_ROOT / "utils").glob("*.py")):

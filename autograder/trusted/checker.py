@@ -24,7 +24,9 @@ import select
 import signal
 import socket
 import time
+from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 from typing import cast
 
 from autograder.errors import GraderError
@@ -39,7 +41,7 @@ class CourseError(GraderError):
     context = "the self-check stopped the run; nobody was graded.\n"
 
 
-def _references():
+def _references() -> ModuleType:
     """`reference.hidden`, imported from this checkout: one installed from another checkout (an editable install of
     another clone, say) would grade with answers that are not the course's."""
     from reference import hidden
@@ -50,7 +52,7 @@ def _references():
     return hidden
 
 
-def verdict(hidden, key: str, text: str | None) -> Verdict:
+def verdict(hidden: ModuleType, key: str, text: str | None) -> Verdict:
     """The verdict on one hand-in (in the trusted process; `hidden` is reference.hidden)."""
     from utils.handin import DecodeError, decode
     if text is None:
@@ -129,7 +131,7 @@ class Checker:
         self.process.kill()
 
 
-def _serve(keys: list[str], control: socket.socket, answer, close: socket.socket) -> None:
+def _serve(keys: list[str], control: socket.socket, answer: Callable[[object], None], close: socket.socket) -> None:
     """In the checker process: make the cases and expected results, answer with the cases and the cost budgets, then
     serve verdict requests until the grader closes the control socket. A CourseError raised here reaches the grader as
     the answer."""
@@ -160,7 +162,7 @@ def _serve(keys: list[str], control: socket.socket, answer, close: socket.socket
         os.close(fds[0])
 
 
-def _check(hidden, stream: socket.socket) -> None:
+def _check(hidden: ModuleType, stream: socket.socket) -> None:
     """In a child of the checker: read one request, answer its verdicts, exit. Never returns."""
     try:
         request = json.loads(b"".join(iter(lambda: stream.recv(1 << 20), b"")))

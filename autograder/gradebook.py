@@ -473,9 +473,10 @@ def rows(course: Course, students: list[str], names: list[str], submitted: set[t
     order) and a TOTAL row with the late penalty taken off; 'no submission' (0) where the gradebook holds no graded
     submission. `titles`: {(assignment, grade_id): title}; `notes`: {(student, assignment, grade_id or TOTAL): text};
     `not_graded`: {(student, assignment): why} for submissions the grader failed on, which get 'NOT GRADED: why' and
-    no score (never 'no submission'), or the earlier run's scores where the gradebook has them.
+    no score (never 'no submission'), or the earlier run's scores where the gradebook has them. (A `why` read back from
+    an earlier grades.csv is that row's whole note, prefix included: `_not_graded_note` does not add it twice.)
     """
-    not_graded = not_graded or {}
+    not_graded = {key: _not_graded_note(why) for key, why in (not_graded or {}).items()}
     from nbgrader.api import MissingEntry
     out = []
     with session(course) as gradebook:
@@ -502,7 +503,7 @@ def rows(course: Course, students: list[str], names: list[str], submitted: set[t
                 failure = not_graded.get((student, name))
                 if failure and (submission is None or not graded):
                     out.append(Row(student, name, TOTAL, "assignment total", None, float(assignment.max_score), None,
-                                   f"NOT GRADED: {failure}", Status.NOT_GRADED))
+                                   failure, Status.NOT_GRADED))
                     continue
                 status = Status.NOT_GRADED if failure else Status.GRADED
                 if submission is None or not ((student, name) in submitted or graded):
@@ -525,10 +526,18 @@ def rows(course: Course, students: list[str], names: list[str], submitted: set[t
                 score = max(0.0, float(submission.score) - penalty)
                 note = notes.get((student, name, TOTAL), "")
                 if failure:
-                    note = f"NOT GRADED: {failure} (the scores are an earlier run's)"
+                    note = f"{failure} (the scores are an earlier run's)"
                 out.append(Row(student, name, TOTAL, "assignment total", score, float(submission.max_score), penalty,
                                note, status))
     return out
+
+
+NOT_GRADED_PREFIX = "NOT GRADED: "
+
+
+def _not_graded_note(why: str) -> str:
+    """The note of a NOT GRADED row: 'NOT GRADED: ' and why (the status itself is the row's Status, not this text)."""
+    return why if why.startswith(NOT_GRADED_PREFIX) else NOT_GRADED_PREFIX + why
 
 
 def _ordered_ids(course: Course, assignment: str, notebook: str) -> list[str]:

@@ -344,3 +344,10 @@ def test_a_new_gradebook_gets_the_schema_version_nbgrader_would_stamp():
     theirs = subprocess.run([sys.executable, "-c", "from nbgrader.api import get_alembic_version as v; print(v())"],
                             env=environment, capture_output=True, text=True, check=True).stdout.strip()
     assert theirs and _alembic_head() == theirs
+
+
+def test_a_not_graded_note_read_back_is_not_prefixed_twice():
+    """report and canvas hand `rows` the whole note of an earlier grades.csv; the pipeline hands it the reason."""
+    from autograder.gradebook import _not_graded_note
+    assert _not_graded_note("the notebook process died") == "NOT GRADED: the notebook process died"
+    assert _not_graded_note("NOT GRADED: the notebook process died") == "NOT GRADED: the notebook process died"

@@ -22,7 +22,7 @@ def questions() -> list[tuple[str, str, str, str, str]]:
     """(assignment, variable, unit its visible test names, hidden test key, the visible part) of every napkin test."""
     found = []
     for assignment in assignments():
-        for kind, grade_id, code in cells(assignment):
+        for kind, _grade_id, code in cells(assignment):
             call = CALL.search(code) if kind == "test" else None
             if call:
                 visible = code.partition("### BEGIN HIDDEN TESTS")[0]

@@ -111,10 +111,15 @@ def test_no_hidden_test_code_reaches_the_feedback(graded):
 
 
 def test_a_crafted_hand_in_is_the_students_failure(graded):
-    failed = [c for c in cells(graded, "liar", FIRST) if c["kind"] == "test"]
+    """Every task whose function hands in crafted JSON fails as the student's ("could not be read"); the napkin
+    questions hand in a plain number the liar's functions never touch, and keep their point."""
+    tests = [c for c in cells(graded, "liar", FIRST) if c["kind"] == "test"]
+    napkin = [c for c in tests if "check_napkin_answer" in c.get("visible_code", "")]
+    failed = [c for c in tests if c not in napkin]
     assert failed and all(not c["ok"] for c in failed)
     assert all("could not be read" in c.get("error_full", c["error"]) for c in failed), failed
-    assert total(graded, "liar", FIRST)[0] == 0
+    assert all(c["ok"] for c in napkin)
+    assert total(graded, "liar", FIRST)[0] == sum(c["points"] for c in napkin)
 
 
 def test_a_notebook_cannot_fill_the_disk(graded):

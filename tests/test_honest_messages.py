@@ -209,8 +209,15 @@ def test_a_server_stopped_right_after_the_commit_is_not_said_to_have_written_not
 
 # ---- Ctrl-C ----------------------------------------------------------------------------------------------------
 
+def _as_a_terminal_starts_it() -> None:
+    """SIGINT at its default in the grader's process, as a shell with job control starts a command (a background job
+    of a shell without it, such as `make test ... &`, starts with SIGINT ignored, and Python then keeps it ignored)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_a_forked_child_of_the_grader_ignores_ctrl_c_from_its_first_instruction():
     from autograder.forked import Child, call_in_child
+    before = signal.getsignal(signal.SIGINT)
 
     def disposition() -> bool:
         return signal.getsignal(signal.SIGINT) == signal.SIG_IGN
@@ -224,7 +231,7 @@ def test_a_forked_child_of_the_grader_ignores_ctrl_c_from_its_first_instruction(
     while not child.done:
         child.pump()
     assert child.answer() == "answered"
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the grader's own stays
+    assert signal.getsignal(signal.SIGINT) is before  # the grader's own stays
 
 
 def test_the_zygote_is_out_of_the_terminals_group_and_only_its_starter_stops_it():
@@ -246,7 +253,8 @@ def test_ctrl_c_stops_the_run_promptly_and_says_it_was_interrupted(tmp_path):
     130; a re-run grades the class."""
     students = {f"s{i:02d}": "import time; time.sleep(2); return 2 * x" for i in range(8)}
     make_class(tmp_path, students)
-    run = grade_command(tmp_path, "--workers", "2", wait=False, start_new_session=True)
+    run = grade_command(tmp_path, "--workers", "2", wait=False, start_new_session=True,
+                        preexec_fn=_as_a_terminal_starts_it)
     results = tmp_path / "graded" / "results"
     deadline = time.monotonic() + 240
     while not (results.is_dir() and any(results.glob("*/*.json"))) and time.monotonic() < deadline:

@@ -82,3 +82,9 @@ def test_task_errors_passes_checks_and_names_the_rest():
     assert "lecture 1, section 1" in str(caught.value) and isinstance(caught.value.__cause__, AttributeError)
     assert "NotImplementedError" in raised_hint("01_floats", "test_decode", NotImplementedError())
     assert "traceback" in raised_hint("01_floats", "test_decode", OSError())
+
+
+def test_an_answer_not_started_is_told_so_without_the_tasks_hint():
+    """A blank answer cell raises NotImplementedError: the hint says to write the answer, not how the task goes."""
+    hint = raised_hint("01_floats", "test_decode", NotImplementedError())
+    assert "NotImplementedError" in hint and RAISED_HINTS["01_floats", "test_decode"] not in hint

@@ -7,6 +7,7 @@ Each test grades exercise 7 in a scratch copy of the grader (autograder/, utils/
 from __future__ import annotations
 
 import csv
+import json
 import os
 import shutil
 import subprocess
@@ -77,7 +78,9 @@ def test_a_changed_reference_is_not_reused_and_a_passed_self_check_is(tmp_path):
     root = checkout(tmp_path)
     first = grade(root)
     assert first.returncode == 0, first.stdout + first.stderr
-    assert "self-check passed" in first.stderr and "ada " in first.stdout and "14 / 14" in first.stdout
+    full = sum(c["metadata"].get("nbgrader", {}).get("points", 0)
+               for nb in (REPO / "source" / A).glob("*.ipynb") for c in json.loads(nb.read_text())["cells"])
+    assert "self-check passed" in first.stderr and "ada " in first.stdout and f"{full:g} / {full:g}" in first.stdout
     again = grade(root)  # nothing changed: the result and the self-check are both re-used
     assert "(1 unchanged, reused)" in again.stderr and "self-check passed" not in again.stderr, again.stderr
     module = root / "reference" / "models_optimizers.py"

@@ -453,6 +453,8 @@ def raised_hint(assignment: str, test: str, error: BaseException) -> str:
     """The hint for `error` raised in a test: the task's own (RAISED_HINTS), then what the error's kind means."""
     kind = next((ERROR_KINDS[cls.__name__] for cls in type(error).__mro__ if cls.__name__ in ERROR_KINDS),
                 OTHER_ERRORS)
+    if isinstance(error, NotImplementedError):   # the task is not started yet: its own hint would only distract
+        return f"{kind[0].upper()}{kind[1:]}"
     return f"{RAISED_HINTS[assignment, test]} {kind[0].upper()}{kind[1:]}"
 
 

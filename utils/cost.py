@@ -72,10 +72,11 @@ def _reset_peak() -> bool:
         return False
 
 
-def _file_resident_bytes(name: str) -> int:
-    """Resident bytes of this process's mappings of files whose path ends with `name`."""
+def file_resident_bytes(name: str, pid: int | str = "self") -> int:
+    """Resident bytes of the mappings of files whose path ends with `name`, in process `pid` (this one by default;
+    the grader reads the notebook's from outside with the same parser)."""
     total, inside = 0, False
-    for line in Path("/proc/self/smaps").read_text().splitlines():
+    for line in Path(f"/proc/{pid}/smaps").read_text().splitlines():
         header = _MAPPING.match(line)
         if header:
             inside = bool(name) and header.group(1).endswith(name)
@@ -93,12 +94,12 @@ def measure(call: Callable[[], object], file: str = "") -> tuple[object, Cost]:
         return value, Cost(None, None, time.perf_counter() - started)
     resettable = _reset_peak()
     start_rss = _status_bytes("VmRSS")
-    mapped = _file_resident_bytes(file) if file else 0
+    mapped = file_resident_bytes(file) if file else 0
     started = time.perf_counter()
     value = call()
     seconds = time.perf_counter() - started
     peak = max(_status_bytes("VmHWM") - start_rss, 0) if resettable else None
-    file_bytes = max(_file_resident_bytes(file) - mapped, 0) if file else 0
+    file_bytes = max(file_resident_bytes(file) - mapped, 0) if file else 0
     return value, Cost(peak, file_bytes, seconds)
 
 
@@ -146,10 +147,10 @@ def touch_bytes(path: str | Path) -> int:
     """Bytes of `path` that reading one element in its middle maps into this process (4 KiB on tmpfs; a whole large
     folio, up to 2 MiB, on file systems that cache files in large folios); 0 where /proc is missing."""
     try:
-        before = _file_resident_bytes(str(path))
+        before = file_resident_bytes(str(path))
         again = np.memmap(path, dtype=np.uint8, mode="r")
         int(again[len(again) // 2])
-        touched = _file_resident_bytes(str(path)) - before
+        touched = file_resident_bytes(str(path)) - before
         del again
         return max(touched, 0)
     except OSError:

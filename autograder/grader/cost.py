@@ -39,7 +39,6 @@ PAGE = os.sysconf("SC_PAGE_SIZE")
 TICKS = os.sysconf("SC_CLK_TCK")
 SIGCHLD_BIT = 1 << (17 - 1)  # SIGCHLD is 17 on x86-64 and arm64
 PREDICTION = "__cost_prediction__"  # the line a budget's prepare cell prints with the student's prediction
-_MAPPING = re.compile(r"^[0-9a-f]+-[0-9a-f]+ \S+ \S+ \S+ \d+\s*(.*)$")
 
 
 @dataclass(frozen=True)
@@ -100,15 +99,11 @@ def reset_peak(pid: int) -> None:
 
 
 def file_resident_bytes(pid: int, name: str) -> int:
-    """Bytes of every mapping of a file whose path ends with `name` that are in the process's page tables now."""
-    total, inside = 0, False
-    for line in Path(f"/proc/{pid}/smaps").read_text().splitlines():
-        header = _MAPPING.match(line)
-        if header:
-            inside = bool(name) and header.group(1).endswith(name)
-        elif inside and line.startswith("Rss:"):
-            total += int(line.split()[1]) * 1024
-    return total
+    """Bytes of every mapping of a file whose path ends with `name` that are in the process's page tables now (the
+    students' own parser of /proc/<pid>/smaps, utils.cost, read from outside; imported here, not at start-up, where
+    numpy would cost every worker)."""
+    from utils.cost import file_resident_bytes as resident
+    return resident(name, pid)
 
 
 def children(pid: int) -> list[int]:

@@ -21,44 +21,16 @@ import html
 import re
 
 from autograder.grader.plan import Plan, nbgrader_meta, text_of
-from autograder.outcome import Failure
+from autograder.outcome import CellKind, Failure
+from autograder.source import Role, SourceNotebook
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
 NO_RESPONSE = "No response."  # nbgrader's own comment for an unchanged answer
-HEADING = re.compile(r"^\s*#{1,6}\s+(.+?)\s*#*\s*$", re.MULTILINE)
 EXCEPTION_LINE = re.compile(r"^([A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt|Warning|Iteration))(?::\s?(.*))?$")
 
 
 def strip_ansi(text: str) -> str:
     return ANSI.sub("", text)
-
-
-def graded_kind(cell: dict) -> str | None:
-    """'test' (autograded), 'manual-code', 'manual-text', 'task', or None for a cell that carries no points."""
-    info = nbgrader_meta(cell)
-    if info.get("task"):
-        return "task"
-    if not info.get("grade"):
-        return None
-    if info.get("solution"):
-        return "manual-code" if cell.get("cell_type") == "code" else "manual-text"
-    return "test" if cell.get("cell_type") == "code" else "manual-text"
-
-
-def graded_cells(source_notebook: dict) -> list[dict]:
-    """Each cell with points, in order: grade_id, kind, points, and title (the heading it falls under)."""
-    cells, title = [], ""
-    for cell in source_notebook["cells"]:
-        if cell.get("cell_type") == "markdown" and not nbgrader_meta(cell).get("solution"):
-            headings = HEADING.findall(text_of(cell.get("source")))
-            if headings:
-                title = headings[0]
-        kind = graded_kind(cell)
-        if kind:
-            info = nbgrader_meta(cell)
-            cells.append({"grade_id": info["grade_id"], "kind": kind, "points": float(info.get("points", 0)),
-                          "title": title or info["grade_id"]})
-    return cells
 
 
 # The exception nbgrader's autograded notebook shows for a failure that raised none in the student's code.
@@ -135,14 +107,14 @@ def _groups(plan: Plan, results: list[dict]) -> tuple[list[tuple], list[list[tup
     top: list[tuple] = []
     groups: list[list[tuple]] = []
     for pair in zip(plan.cells, results):
-        if pair[0].kind == "added":
+        if pair[0].kind is CellKind.ADDED:
             (groups[-1] if groups else top).append(pair)
         else:
             groups.append([pair])
     return top, groups
 
 
-def record(source: dict, submitted: dict, plan: Plan, results: list[dict], stubs: dict[str, str],
+def record(source: SourceNotebook, submitted: dict, plan: Plan, results: list[dict], stubs: dict[str, str],
            problem: str = "") -> dict:
     """The autograded notebook, grades and comments of one notebook (see the module docstring).
 
@@ -152,7 +124,7 @@ def record(source: dict, submitted: dict, plan: Plan, results: list[dict], stubs
     """
     answers_md: dict[str, str] = {}
     added_md: dict[str, list[str]] = {}
-    known = {nbgrader_meta(c).get("grade_id") for c in source["cells"]} - {None}
+    known = {c.grade_id for c in source.cells} - {""}
     anchor = ""
     for cell in submitted.get("cells", []):
         if not isinstance(cell, dict):
@@ -167,7 +139,7 @@ def record(source: dict, submitted: dict, plan: Plan, results: list[dict], stubs
 
     ids, count = _Ids(), 0
     top, groups = _groups(plan, results)
-    answer_results = {c.grade_id: (c, r) for c, r in zip(plan.cells, results) if c.kind == "answer"}
+    answer_results = {c.grade_id: (c, r) for c, r in zip(plan.cells, results) if c.kind is CellKind.ANSWER}
     cells: list[dict] = []
     if problem:
         cells.append({"cell_type": "markdown", "id": ids("grader-note", "grader-note"), "metadata": {},
@@ -193,42 +165,42 @@ def record(source: dict, submitted: dict, plan: Plan, results: list[dict], stubs
     group_index = 0
     grades: dict[str, float | None] = {}
     comments: dict[str, str | None] = {}
-    for source_cell in source["cells"]:
+    for source_cell, kept in zip(source.node["cells"], source.cells):
         info = nbgrader_meta(source_cell)
-        grade_id = info.get("grade_id", "")
+        grade_id = kept.grade_id
         meta = {"nbgrader": dict(info)} if info else {}
-        kind = graded_kind(source_cell)
-        if source_cell.get("cell_type") == "code":
+        kind = kept.role
+        if kept.cell_type == "code":
             pairs = groups[group_index] if group_index < len(groups) else []
             group_index += 1
             if not pairs:
                 continue
             cell, result = pairs[0]
-            text = cell.code if cell.kind == "answer" else text_of(source_cell.get("source"))
+            text = cell.code if cell.kind is CellKind.ANSWER else kept.text
             cells.append(code(text, result, meta, source_cell.get("id"), f"cell-{len(cells)}"))
             added(pairs[1:])
-            if kind == "test":
+            if kind is Role.TEST:
                 grades[grade_id] = cell.points if result.get("ok") else 0.0
-        elif source_cell.get("cell_type") == "markdown":
-            text = text_of(source_cell.get("source"))
-            if info.get("solution"):
+        elif kept.cell_type == "markdown":
+            text = kept.text
+            if kept.solution:
                 text = answers_md.get(grade_id, stubs.get(grade_id, ""))
             cells.append({"cell_type": "markdown", "id": ids(source_cell.get("id"), f"cell-{len(cells)}"),
                           "metadata": meta, "source": text})
         else:
             continue
         markdown_after(grade_id)
-        if info.get("solution"):
+        if kept.solution:
             answer = answer_results.get(grade_id)
             given = answer[0].code if answer else answers_md.get(grade_id, "")
             unanswered = given.strip() == stubs.get(grade_id, "").strip() or not given.strip()
             note = failure_note(answer[1].get("error", ""), answer[1].get("failure")) if answer and not answer[1].get("ok") else ""
             comments[grade_id] = NO_RESPONSE if unanswered else (note or None)
-            if kind in ("manual-code", "manual-text"):
+            if kind in (Role.MANUAL_CODE, Role.MANUAL_TEXT):
                 grades[grade_id] = 0.0 if unanswered else None
-        if kind == "task":
+        if kind is Role.TASK:
             grades[grade_id] = None
             comments[grade_id] = None
-    notebook = {"cells": cells, "metadata": source.get("metadata", {}), "nbformat": 4,
-                "nbformat_minor": max(int(source.get("nbformat_minor", 5)), 5)}
+    notebook = {"cells": cells, "metadata": source.node.get("metadata", {}), "nbformat": 4,
+                "nbformat_minor": max(int(source.node.get("nbformat_minor", 5)), 5)}
     return {"notebook": notebook, "grades": grades, "comments": comments}

@@ -119,7 +119,7 @@ def scores(course: Course, names: list[str], graded: Path) -> tuple[dict, dict, 
     """({(student, assignment): final score or None when held back}, {assignment: points possible}, held-back lines)."""
     students = gradebook.roster(course)
     failures = not_graded(graded)
-    rows = gradebook.rows(course, students, names, set(), {}, {}, failures)
+    rows = gradebook.rows(course, students, names, set(), {}, failures)
     waiting = {(r.student, r.assignment) for r in rows if r.task != TOTAL and r.score is None}
     flagged = gradebook.flagged_for_a_person(course, names)  # a stale hand score counts, not only a missing one
     final: dict[tuple[str, str], float | None] = {}

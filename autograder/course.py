@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +19,8 @@ if TYPE_CHECKING:  # nbgrader is slow to import and only some commands need it
     from nbgrader.apps import NbGraderAPI
     from nbgrader.coursedir import CourseDirectory
     from traitlets.config import Config
+
+    from autograder.source import SourceNotebook
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SOURCE_DIR = REPO_ROOT / "source"
@@ -70,6 +72,7 @@ class Course:
     """One nbgrader course: `config` as nbgrader reads it, `coursedir` its folders and database URL."""
     config: Any
     coursedir: CourseDirectory
+    _sources: dict[str, dict[str, SourceNotebook]] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def load(cls, root: Path = REPO_ROOT) -> Course:
@@ -104,6 +107,14 @@ class Course:
     def notebooks(self, assignment: str) -> list[str]:
         """Notebook names (without .ipynb) of an assignment's source."""
         return sorted(p.stem for p in (self.source / assignment).glob("*.ipynb"))
+
+    def sources(self, assignment: str) -> dict[str, SourceNotebook]:
+        """An assignment's source notebooks by name, read and classified on first use and kept by this Course (a run
+        loads its Course once, so every stage of the run sees the same notebooks, read once: autograder/source.py)."""
+        if assignment not in self._sources:
+            from autograder.source import read_assignment
+            self._sources[assignment] = read_assignment(self.source / assignment)
+        return self._sources[assignment]
 
     def late_plugin(self):
         """The late-submission plugin configured for nbgrader's AssignLatePenalties (nbgrader_config.py)."""

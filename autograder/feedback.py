@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 
 from autograder.autograded import error_parts, strip_ansi
-from autograder.outcome import CellOutcome, Failure
+from autograder.outcome import CellKind, CellOutcome, Failure
 
 STYLE = """body{font-family:system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;color:#222}
 pre{background:#f6f8fa;padding:.6rem;overflow-x:auto;border-radius:4px;font-size:.85rem}
@@ -56,7 +56,7 @@ def render(student: str, assignment: str, notebook: str, cells: tuple[CellOutcom
     """One HTML page of a notebook's cells. `titles`: grade_id -> the task's title (its heading in the notebook);
     `task_notes`: grade_id -> why it failed."""
     titles, task_notes = titles or {}, task_notes or {}
-    tests = [c for c in cells if c.kind == "test"]
+    tests = [c for c in cells if c.kind is CellKind.TEST]
     earned = sum(c.points for c in tests if c.ok)
     total = sum(c.points for c in tests)
     rows = "".join(f"<tr><td>{html.escape(titles.get(c.grade_id, c.grade_id))}</td>"
@@ -71,10 +71,10 @@ def render(student: str, assignment: str, notebook: str, cells: tuple[CellOutcom
              f"<table><tr><th>task</th><th>points</th><th>result</th><th>note</th></tr>{rows}</table>"]
     parts += [f"<p class='note'>{html.escape(n)}</p>" for n in notes]
     for cell in cells:
-        css = "" if cell.kind != "test" else ("pass" if cell.ok else "fail")
+        css = "" if cell.kind is not CellKind.TEST else ("pass" if cell.ok else "fail")
         task = titles.get(cell.grade_id, cell.grade_id)
-        title = {"setup": "set-up (locked)", "answer": f"your answer: {cell.grade_id}", "added": "a cell you added",
-                 "test": f"tests of {task} ({cell.points:g} points)"}[cell.kind]
+        title = {CellKind.SETUP: "set-up (locked)", CellKind.ANSWER: f"your answer: {cell.grade_id}",
+                 CellKind.ADDED: "a cell you added", CellKind.TEST: f"tests of {task} ({cell.points:g} points)"}[cell.kind]
         parts.append(f"<div class='cell {css}'><h3>{html.escape(title)}</h3>{_block(cell.visible_code)}"
                      f"{_block(cell.output)}{_block(_error(cell), 'err')}")
         if cell.tampered:

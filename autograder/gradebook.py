@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import Any
 
 from autograder import database
-from autograder.autograded import graded_kind, nbgrader_meta
 from autograder.course import Course
 from autograder.database import GradebookError, explain, gradebook_error
 from autograder.outcome import Status
@@ -133,26 +132,15 @@ def refresh_statistics(gradebook) -> None:
 # ---- the assignments: the gradebook must know each one as source/ has it -------------------------------------
 
 def _source_layout(course: Course, assignment: str) -> dict:
-    """{notebook: {"grade": {id: (points, type)}, "task": {id: points}, "solution": {ids}, "source": {ids}}}."""
-    import json
+    """{notebook: {"grade": {id: (points, type)}, "task": {id: points}, "solution": {ids}, "source": {ids}}}, as
+    nbgrader's gradebook would hold the assignment's cells (_gradebook_layout)."""
     layout = {}
-    for name in course.notebooks(assignment):
-        cells = json.loads((course.source / assignment / f"{name}.ipynb").read_text())["cells"]
-        grade, task, solution, source = {}, {}, set(), set()
-        for cell in cells:
-            info = nbgrader_meta(cell)
-            if not info.get("grade_id"):
-                continue
-            gid = info["grade_id"]
-            if info.get("grade"):
-                grade[gid] = (float(info.get("points", 0)), cell.get("cell_type"))
-            if info.get("task"):
-                task[gid] = float(info.get("points", 0))
-            if info.get("solution"):
-                solution.add(gid)
-            if info.get("grade") or info.get("solution") or info.get("locked") or info.get("task"):
-                source.add(gid)
-        layout[name] = {"grade": grade, "task": task, "solution": solution, "source": source}
+    for name, notebook in course.sources(assignment).items():
+        cells = [c for c in notebook.cells if c.grade_id]
+        layout[name] = {"grade": {c.grade_id: (c.points, c.cell_type) for c in cells if c.grade},
+                        "task": {c.grade_id: c.points for c in cells if c.task},
+                        "solution": {c.grade_id for c in cells if c.solution},
+                        "source": {c.grade_id for c in cells if c.tracked}}
     return layout
 
 
@@ -468,17 +456,18 @@ class Row:
 
 
 def rows(course: Course, students: list[str], names: list[str], submitted: set[tuple[str, str]],
-         titles: dict, notes: dict, not_graded: dict | None = None) -> list[Row]:
+         notes: dict, not_graded: dict | None = None) -> list[Row]:
     """grades.csv from the gradebook: for each student and assignment, one row per graded cell (in the source's
     order) and a TOTAL row with the late penalty taken off; 'no submission' (0) where the gradebook holds no graded
-    submission. `titles`: {(assignment, grade_id): title}; `notes`: {(student, assignment, grade_id or TOTAL): text};
-    `not_graded`: {(student, assignment): why} for submissions the grader failed on, which get 'NOT GRADED: why' and
-    no score (never 'no submission'), or the earlier run's scores where the gradebook has them. (A `why` read back from
-    an earlier grades.csv is that row's whole note, prefix included: `_not_graded_note` does not add it twice.)
+    submission, each cell under its title (`titles`). `notes`: {(student, assignment, grade_id or TOTAL): text};
+    `not_graded`: {(student, assignment): its note (`not_graded_note`, or the note of an earlier grades.csv's NOT
+    GRADED row)} for submissions the grader failed on, which get that note and no score (never 'no submission'), or
+    the earlier run's scores where the gradebook has them.
     """
-    not_graded = {key: _not_graded_note(why) for key, why in (not_graded or {}).items()}
+    not_graded = not_graded or {}
     from nbgrader.api import MissingEntry
     out = []
+    titled = titles(course, names)
     with session(course) as gradebook:
         order = {}
         for name in names:
@@ -520,7 +509,7 @@ def rows(course: Course, students: list[str], names: list[str], submitted: set[t
                         note = "; ".join(filter(None, ["waits for manual grading (formgrader)", note]))
                     elif grade.manual_score is not None:
                         note = "; ".join(filter(None, ["scored by hand", note]))
-                    out.append(Row(student, name, gid, titles.get((name, gid), gid), None if waiting else float(grade.score),
+                    out.append(Row(student, name, gid, titled.get((name, gid), gid), None if waiting else float(grade.score),
                                    float(grade.max_score), None, note, status))
                 penalty = float(submission.late_submission_penalty or 0.0)
                 score = max(0.0, float(submission.score) - penalty)
@@ -535,12 +524,15 @@ def rows(course: Course, students: list[str], names: list[str], submitted: set[t
 NOT_GRADED_PREFIX = "NOT GRADED: "
 
 
-def _not_graded_note(why: str) -> str:
-    """The note of a NOT GRADED row: 'NOT GRADED: ' and why (the status itself is the row's Status, not this text)."""
-    return why if why.startswith(NOT_GRADED_PREFIX) else NOT_GRADED_PREFIX + why
+def not_graded_note(why: str) -> str:
+    """The note of a NOT GRADED row, for people: 'NOT GRADED: ' and why (the status itself is the row's Status)."""
+    return NOT_GRADED_PREFIX + why
+
+
+def titles(course: Course, names: list[str]) -> dict[tuple[str, str], str]:
+    """{(assignment, grade_id): the heading the graded cell falls under} (grades.csv, feedback, the report)."""
+    return {(a, c.grade_id): c.title for a in names for notebook in course.sources(a).values() for c in notebook.graded}
 
 
 def _ordered_ids(course: Course, assignment: str, notebook: str) -> list[str]:
-    import json
-    cells = json.loads((course.source / assignment / f"{notebook}.ipynb").read_text())["cells"]
-    return [nbgrader_meta(c)["grade_id"] for c in cells if graded_kind(c)]
+    return [c.grade_id for c in course.sources(assignment)[notebook].graded]

@@ -46,6 +46,15 @@ class Failure(enum.Enum):
     GRADER = "grader"                        # NOT GRADED: the grader's own fault, never the student's
 
 
+class CellKind(enum.StrEnum):
+    """What a cell of the plan (grader/plan.py) is: the instructor's code, the student's answer in its place, a cell
+    the student added, or a graded test. The value is what the results file holds."""
+    SETUP = "setup"    # the instructor's code with no points (it runs as the source has it)
+    ANSWER = "answer"  # the student's code in a solution cell of the source
+    ADDED = "added"    # a code cell the student added
+    TEST = "test"      # an autograded test cell (its points and code from the source)
+
+
 class Status(enum.Enum):
     """What happened to one student's assignment in a run: a gradebook row's and grades.csv's `status`."""
     GRADED = "graded"                        # graded (some parts may have scored 0: see the notes)
@@ -110,11 +119,11 @@ def _plain(value: object) -> object:
 # ---- the outcome ---------------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class CellOutcome:
-    """One cell of the plan (plan.py) as it ran. `kind`: setup, answer, test or added; `line`: the line of the visible
+    """One cell of the plan (plan.py) as it ran. `line`: the line of the visible
     code a failure is shown at (None: none, or a hidden test's); `seconds`: wall time (None: never ran);
     `error_full`: the whole error where students see only a hint (instructors only); `costs`: a budgeted task's
     measured costs (grader/cost.py); `failure`: why it failed (None when it passed)."""
-    kind: str
+    kind: CellKind
     grade_id: str
     points: float
     visible_code: str
@@ -130,6 +139,9 @@ class CellOutcome:
     failure: Failure | None = None
 
     OMITTED_WHEN_NONE: ClassVar[frozenset[str]] = frozenset({"seconds", "error_full", "costs"})  # absent: None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "kind", CellKind(self.kind))  # its value given as text is the same kind; others raise
 
     def to_dict(self) -> dict[str, Any]:
         return {f.name: _plain(getattr(self, f.name)) for f in fields(self)

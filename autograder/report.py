@@ -33,14 +33,14 @@ import sys
 from pathlib import Path
 
 from autograder import gradebook
-from autograder.autograded import graded_cells, strip_ansi
+from autograder.autograded import strip_ansi
 from autograder.course import Course
 from autograder.errors import GraderError
 from autograder.gradebook import TOTAL
 from autograder.grader.write import not_graded
 from autograder.late import how_late, points
 from autograder.lms_import import marked_late
-from autograder.outcome import OutcomeError, Status, SubmissionOutcome
+from autograder.outcome import CellKind, OutcomeError, Status, SubmissionOutcome
 
 TOP_HINTS = 3
 
@@ -68,7 +68,7 @@ def hints(out: Path, assignment: str) -> dict[str, collections.Counter]:
         result = outcome(path)
         for notebook in result.notebooks.values() if result else ():
             for cell in notebook.cells:
-                if cell.kind == "test" and not cell.ok:
+                if cell.kind is CellKind.TEST and not cell.ok:
                     found[cell.grade_id][failure_hint(cell.error)] += 1
     return found
 
@@ -151,9 +151,8 @@ def summarize(course: Course, names: list[str], out: Path) -> dict:
     """The report's numbers: {assignment: {...}} (see the module docstring), and under the key "" the students who
     need a person (`attention`) and the run's summary lines."""
     students = gradebook.roster(course)
-    titles = {(a, c["grade_id"]): c["title"] for a in names for nb in course.notebooks(a)
-              for c in graded_cells(json.loads((course.source / a / f"{nb}.ipynb").read_text()))}
-    rows = gradebook.rows(course, students, names, set(), titles, {}, not_graded(out))
+    titles = gradebook.titles(course, names)
+    rows = gradebook.rows(course, students, names, set(), {}, not_graded(out))
     report = {}
     for a in names:
         mine = [r for r in rows if r.assignment == a]

@@ -26,6 +26,8 @@ from autograder.grader import cost
 from autograder.grader.notebooks import NotebookProcess, Zygote
 from autograder.grader.plan import make_plan
 from autograder.limits import load_limits
+from autograder.outcome import CellKind
+from autograder.source import read_notebook
 from reference import hidden
 from tests import submissions
 
@@ -34,14 +36,14 @@ TASKS = submissions.COST_TASKS
 
 def measure(assignment: str, notebooks: dict, runs: int, zygote: Zygote) -> list:
     """(budget, [Measured] * runs) for the budgeted task of `assignment`, answered as in `notebooks`."""
-    source = json.loads((REPO_ROOT / "source" / assignment / f"{assignment}.ipynb").read_text())
+    source = read_notebook(REPO_ROOT / "source" / assignment / f"{assignment}.ipynb")
     plan = make_plan(assignment, source, json.loads(json.dumps(next(iter(notebooks.values())))))
     process = NotebookProcess(zygote, 0, load_limits())
     try:
         for cell in plan.cells:
-            if cell.kind == "setup" or (cell.kind == "answer" and cell.grade_id == TASKS[assignment]):
+            if cell.kind is CellKind.SETUP or (cell.kind is CellKind.ANSWER and cell.grade_id == TASKS[assignment]):
                 process.run(cell.kind, cell.code, 60)
-        test = next(c for c in plan.cells if c.kind == "test" and c.grade_id == f"test_{TASKS[assignment]}")
+        test = next(c for c in plan.cells if c.kind is CellKind.TEST and c.grade_id == f"test_{TASKS[assignment]}")
         out = []
         for budget in cost.budgets_of(test, {key: hidden.budgets(key) for key in test.hidden_keys}):
             found = []

@@ -17,7 +17,7 @@ import pytest
 from autograder.limits import load_limits
 from autograder.course import Course
 from autograder.feedback import render
-from autograder.outcome import CellOutcome, Failure
+from autograder.outcome import CellKind, CellOutcome, Failure
 from autograder.grade import grade
 from tests import tiny_course
 
@@ -151,9 +151,9 @@ def test_submissions_are_only_read(tiny):
 
 
 def test_feedback_page_names_tasks_and_explains_failures():
-    cells = (CellOutcome("answer", "f", 0, "x", False, RED, "the cell ran longer than 5 s and was stopped", (), (), None,
+    cells = (CellOutcome(CellKind.ANSWER, "f", 0, "x", False, RED, "the cell ran longer than 5 s and was stopped", (), (), None,
                          failure=Failure.TIMEOUT),
-             CellOutcome("test", "test_f", 2, "assert f()", False, "", "not run: the notebook ran past its 300 s limit",
+             CellOutcome(CellKind.TEST, "test_f", 2, "assert f()", False, "", "not run: the notebook ran past its 300 s limit",
                          (), (), None, failure=Failure.NOT_RUN))
     page = render("s", "a", "nb", cells, [], {"test_f": "Task 1: f (2 points)"},
                   {"test_f": "answer cell 'f': timed out: the cell ran longer than 5 s and was stopped"})
@@ -346,8 +346,12 @@ def test_a_new_gradebook_gets_the_schema_version_nbgrader_would_stamp():
     assert theirs and _alembic_head() == theirs
 
 
-def test_a_not_graded_note_read_back_is_not_prefixed_twice():
-    """report and canvas hand `rows` the whole note of an earlier grades.csv; the pipeline hands it the reason."""
-    from autograder.gradebook import _not_graded_note
-    assert _not_graded_note("the notebook process died") == "NOT GRADED: the notebook process died"
-    assert _not_graded_note("NOT GRADED: the notebook process died") == "NOT GRADED: the notebook process died"
+def test_a_not_graded_note_is_written_once_and_read_back_as_it_is(tiny):
+    """The pipeline makes a NOT GRADED row's note once (`not_graded_note`); report and canvas hand `rows` the whole note
+    of an earlier grades.csv, which it shows as it is: the status is the row's Status, never found in the text."""
+    from autograder.gradebook import not_graded_note, rows
+    from autograder.outcome import Status
+    note = not_graded_note("the notebook process died")
+    assert note == "NOT GRADED: the notebook process died"
+    [total] = [r for r in rows(tiny["course"], ["absent"], [A], set(), {}, {("absent", A): note}) if r.task == "TOTAL"]
+    assert (total.status, total.note, total.score) == (Status.NOT_GRADED, note, None)

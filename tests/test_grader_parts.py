@@ -10,6 +10,7 @@ from autograder.limits import load_limits
 from autograder.merge import MergeError, merge
 from autograder.grader.write import CSV_COLUMNS
 from autograder.grader.plan import NotANotebook, make_plan, read_notebook
+from autograder.source import classify
 from autograder.sandboxed.walls import readable_paths
 from autograder.course import REPO_ROOT
 
@@ -82,7 +83,7 @@ def test_whether_a_gradebook_error_says_the_results_are_kept_is_a_field_not_its_
 
 
 def test_plan_takes_locked_cells_and_points_from_the_source():
-    plan = make_plan("nb", SOURCE, submitted(
+    plan = make_plan("nb", classify("nb", SOURCE), submitted(
         ("import math", {"grade_id": "setup"}),
         ("def f():\n    return 1", {"grade_id": "f", "solution": True}),
         ("print('scratch')", None),
@@ -95,16 +96,16 @@ def test_plan_takes_locked_cells_and_points_from_the_source():
 
 
 def test_deleted_tests_still_run_and_duplicated_answers_run_in_order():
-    plan = make_plan("nb", SOURCE, submitted(("def f():\n    return 0", {"grade_id": "f", "solution": True}),
+    plan = make_plan("nb", classify("nb", SOURCE), submitted(("def f():\n    return 0", {"grade_id": "f", "solution": True}),
                                              ("def f():\n    return 1", {"grade_id": "f", "solution": True})))
     assert [c.kind for c in plan.cells] == ["setup", "answer", "added", "test"]
     assert plan.cells[2].code.endswith("return 1")
 
 
 def test_suspicious_code_is_flagged():
-    plan = make_plan("nb", SOURCE, submitted(("import ctypes\nimport sys\nsys.modules['x'] = 1", {"grade_id": "f", "solution": True})))
+    plan = make_plan("nb", classify("nb", SOURCE), submitted(("import ctypes\nimport sys\nsys.modules['x'] = 1", {"grade_id": "f", "solution": True})))
     assert {"ctypes", "sys.modules"} <= set(plan.flags)
-    assert make_plan("nb", SOURCE, submitted(("def f():\n    return 1", {"grade_id": "f", "solution": True}))).flags == []
+    assert make_plan("nb", classify("nb", SOURCE), submitted(("def f():\n    return 1", {"grade_id": "f", "solution": True}))).flags == []
 
 
 @pytest.mark.parametrize("content, reason", [(b"", "empty"), (b"{not json", "not valid JSON"), (b"[1, 2]", "not a notebook"),
@@ -175,7 +176,7 @@ def test_feedback_gives_a_failed_hidden_check_only_its_hint(zygote, answer, fail
     hidden case's input or expected value; a failed visible check shows everything; "full" shows everything."""
     from autograder.feedback import for_students
     from autograder.grader.notebooks import run_plan
-    plan = make_plan("nb", HIDDEN_SOURCE, submitted(
+    plan = make_plan("nb", classify("nb", HIDDEN_SOURCE), submitted(
         ("", {"grade_id": "setup"}), (answer, {"grade_id": "f", "solution": True}), ("", {"grade_id": "test_f"})))
     results = run_plan(plan, load_limits(), zygote, 0)
     test, result = plan.cells[-1], results[-1]

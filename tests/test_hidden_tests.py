@@ -8,12 +8,13 @@ from pathlib import Path
 import pytest
 
 from autograder.grader.plan import HIDDEN, source_cells
+from autograder.source import read_notebook
 from reference import hidden
 from utils.handin import decode, encode
 
 REPO = Path(__file__).resolve().parent.parent
 SOURCES = sorted((REPO / "source").glob("*/*.ipynb"))
-TEST_CELLS = [(path, cell) for path in SOURCES for cell in source_cells(json.loads(path.read_text()))
+TEST_CELLS = [(path, cell) for path in SOURCES for cell in source_cells(read_notebook(path))
               if cell.kind == "test" and HIDDEN.search(cell.code)]
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.outcome import (FORMAT, CellOutcome, EventKind, Failure, OutcomeError, Status, SubmissionOutcome,
+from autograder.outcome import (FORMAT, CellKind, CellOutcome, EventKind, Failure, OutcomeError, Status, SubmissionOutcome,
                                 not_graded, read_summary_json)
 
 OLD = Path(__file__).resolve().parent / "fixtures" / "results_2026-11-28"
@@ -82,7 +82,7 @@ def test_an_old_file_round_trips_and_keeps_every_field_it_had(student):
 def test_a_new_outcome_round_trips_with_its_format_and_failures():
     outcome = not_graded("k", "jo", NOTEBOOK, "the zygote is gone")
     assert outcome.to_dict()["format"] == FORMAT and SubmissionOutcome.from_json(outcome.to_json()) == outcome
-    cell = CellOutcome("test", "t", 2.0, "assert f()", False, "", "the cell ran longer than 4 s", (), (), None,
+    cell = CellOutcome(CellKind.TEST, "t", 2.0, "assert f()", False, "", "the cell ran longer than 4 s", (), (), None,
                        seconds=4.1, failure=Failure.TIMEOUT)
     assert CellOutcome.from_dict(cell.to_dict(), "cell", legacy=False) == cell
     assert "error_full" not in cell.to_dict() and cell.to_dict()["failure"] == "timeout"

@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from autograder.grader.plan import make_plan
+from autograder.source import read_notebook as read_source
 from autograder.grader.rules import verdicts
 from tests import submissions
 from utils.rules import MAX_ROUTES, RULES, Code, Rule, judge, parse, tasks_of
@@ -28,7 +29,7 @@ def graded_rules(assignment: str, notebooks: dict) -> dict:
     """{test grade_id: verdict} as the grader judges the submitted notebooks."""
     found = {}
     for name, notebook in notebooks.items():
-        source = json.loads((REPO / "source" / assignment / f"{name}.ipynb").read_text())
+        source = read_source(REPO / "source" / assignment / f"{name}.ipynb")
         plan = make_plan(name, source, json.loads(json.dumps(notebook)))
         found.update({gid: v for gid, (_, v) in verdicts(assignment, plan).items()})
     return found
@@ -267,7 +268,7 @@ def test_the_judge_is_bounded_and_a_judge_that_runs_out_flags_for_a_person(monke
     from autograder.grader import rules as grader_rules
     notebooks = submissions.solved("01_floats")
     name, notebook = next(iter(notebooks.items()))
-    source = json.loads((REPO / "source" / "01_floats" / f"{name}.ipynb").read_text())
+    source = read_source(REPO / "source" / "01_floats" / f"{name}.ipynb")
     plan = make_plan(name, source, json.loads(json.dumps(notebook)))
     plain = {gid: (v.broken, v.dynamic) for gid, (_, v) in verdicts("01_floats", plan).items()}
     bounded = grader_rules.bounded_verdicts("01_floats", plan)

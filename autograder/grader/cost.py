@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from autograder.outcome import Failure
+from autograder.outcome import CellKind, Failure
 from autograder.protocol import CostBudget
 
 if TYPE_CHECKING:  # notebooks.py imports this module
@@ -222,7 +222,7 @@ def verdict(budget: CostBudget, measured: Measured) -> str:
 def budgets_of(cell: Cell, budgets: dict[str, list[CostBudget]]) -> list[CostBudget]:
     """The cost budgets that follow a test cell, by its hidden tests' keys; `budgets`: the run's, from the trusted
     checker (the grader never imports `reference`)."""
-    if cell.kind != "test":
+    if cell.kind is not CellKind.TEST:
         return []
     return [budget for key in cell.hidden_keys for budget in budgets.get(key, [])]
 
@@ -232,13 +232,13 @@ def measure_call(process: NotebookProcess, budget: CostBudget) -> tuple[Measured
     (what it cost, '') or (None or what it cost, why the measurement failed). Raises Died as `process.run` does."""
     from autograder.protocol import CellRequest
     prepare = budget.prepare + (f"\nprint({PREDICTION!r}, int({budget.predicted}))" if budget.predicted else "")
-    prepared = process.run("test", prepare, budget.seconds)
+    prepared = process.run(CellKind.TEST, prepare, budget.seconds)
     if not prepared["ok"]:  # the notebook's state broke the inputs' making (a full disk, a rebound name)
         return None, f"the grader could not make the inputs of {budget.what} to measure its cost: {prepared['error']}"
     assert process.pidfd is not None, "a notebook process that has just run a cell holds its pidfd"
-    meter = Meter(pid_of(process.pidfd), budget.file, len(CellRequest("0" * 16, "test", budget.call, {}).to_line()))
+    meter = Meter(pid_of(process.pidfd), budget.file, len(CellRequest("0" * 16, CellKind.TEST, budget.call, {}).to_line()))
     meter.start()  # OSError where the grader may not read the process's /proc: run_budgets says so, never the student
-    called = process.run("test", budget.call, budget.seconds)
+    called = process.run(CellKind.TEST, budget.call, budget.seconds)
     measured = meter.stop()
     if not called["ok"]:
         return measured, f"{budget.what} failed when the grader measured its cost: {called['error']}"

@@ -27,7 +27,7 @@ from autograder.errors import GraderError
 from autograder.grader import cost
 from autograder.grader.plan import Plan
 from autograder.limits import Limits
-from autograder.outcome import Failure
+from autograder.outcome import CellKind, Failure
 from autograder.protocol import (
     CellRequest,
     CellResult,
@@ -231,7 +231,7 @@ class NotebookProcess:
             try:
                 return self._read_message(wait)
             except Died as died:
-                if not str(died).startswith("the cell ran longer than"):
+                if died.failure is not Failure.TIMEOUT:  # only the cell's own time-out is owed the wait back
                     _check_memory(memory, died)
                     raise
                 timed_out = timed_out or died
@@ -257,7 +257,7 @@ class NotebookProcess:
             if not result["ok"]:
                 raise GraderFault(f"the assignment's files could not be given to the notebook: {result['error']}")
 
-    def run(self, kind: str, code: str, seconds: float, cases: dict[str, str] | None = None) -> dict:
+    def run(self, kind: CellKind, code: str, seconds: float, cases: dict[str, str] | None = None) -> dict:
         """Run one cell (a test cell with the encoded cases of its hidden tests); its result, or Died if the process
         dies, times out or answers out of turn."""
         return self._request(CellRequest(secrets.token_hex(8), kind, code, cases or {}), seconds)

@@ -10,7 +10,6 @@
 """
 from __future__ import annotations
 
-import json
 import os
 import platform
 import sys
@@ -19,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
-from autograder import autograded, database, deadlines, gradebook, shards
+from autograder import database, deadlines, gradebook, shards
 from autograder.course import REPO_ROOT, Course, default_course
 from autograder.errors import GraderError, Refused
 from autograder.gradebook import Row
@@ -69,7 +68,7 @@ def grade(submitted: Path | None, out: Path, names: list[str] | None = None, lim
                 zygote.close()
                 zygote = None
             stubs = finish_sync()
-            setting = prepare(run, zygote, names if todo else [], stubs)
+            setting = prepare(run, zygote, names, stubs, hidden=bool(todo))
             if zygote is not None:  # there is work (todo)
                 run.summary.append(Event(EventKind.MACHINE,
                                          f"sandbox on this machine: {', '.join(walls(zygote, setting.limits))}"))
@@ -236,17 +235,16 @@ def plan_jobs(run: run_module.Run, found: list, names: list[str], on_roster: set
     return jobs, todo, extra_rows
 
 
-def prepare(run: run_module.Run, zygote: Zygote | None, names: list[str], stubs: dict) -> Setting:
-    """What every worker shares: the run's trusted checker (which makes the hidden tests' cases and expected results
-    once), the course's notebooks, files and limits."""
-    keys = list(dict.fromkeys(key for a in names for nb in run.course.notebooks(a)
-                              for cell in source_cells(json.loads((run.course.source / a / f"{nb}.ipynb").read_text()))
-                              for key in cell.hidden_keys))
+def prepare(run: run_module.Run, zygote: Zygote | None, names: list[str], stubs: dict, hidden: bool) -> Setting:
+    """What every worker shares: the assignments' source notebooks (read once, here), the run's trusted checker
+    (which makes the hidden tests' cases and expected results once; only when notebooks run: `hidden`), the course's
+    files and limits."""
+    sources = {a: run.course.sources(a) for a in names}
+    keys = list(dict.fromkeys(key for a in names for notebook in sources[a].values()
+                              for cell in source_cells(notebook) for key in cell.hidden_keys)) if hidden else []
     coursedir = run.course.coursedir
-    limits = run.limits
-    return Setting(run.course.source, {a: run.course.notebooks(a) for a in run.course.assignments()}, limits, zygote,
-                   stubs, Checker(keys) if keys else None, ignore=list(coursedir.ignore),
-                   keep_student=dict(run.course.autograde().exclude_overwriting),
+    return Setting(run.course.source, sources, run.limits, zygote, stubs, Checker(keys) if keys else None,
+                   ignore=list(coursedir.ignore), keep_student=dict(run.course.autograde().exclude_overwriting),
                    file_limit=int(coursedir.max_file_size) * 1000)
 
 
@@ -255,7 +253,7 @@ def run_notebooks(run: run_module.Run, setting: Setting, jobs: list[Job], todo: 
     """Every changed submission, several at once; progress on stderr (a bar on a terminal, a line every 10 s in a
     log). Returns the results that could not be written to their files."""
     def notebooks(some: list[Job]) -> int:
-        return sum(len(setting.notebooks[job.assignment]) for job in some)
+        return sum(len(setting.sources[job.assignment]) for job in some)
     index, count = run.shard
     label = "grading" if (index, count) == (1, 1) else f"grading shard {index}/{count}"
     with Progress(notebooks(jobs), reused=notebooks(jobs) - notebooks(todo), label=label) as progress:
@@ -267,10 +265,9 @@ def write(run: run_module.Run, names: list[str], jobs: list[Job], results: list[
           notes: dict, failures: dict, extra_rows: list[Row]) -> list[Row]:
     """grades.csv from the gradebook (manual scores and penalties included), feedback pages, the summary."""
     course = run.course
-    titles = {(a, c["grade_id"]): c["title"] for a in names for nb in course.notebooks(a)
-              for c in autograded.graded_cells(json.loads((course.source / a / f"{nb}.ipynb").read_text()))}
+    titles = gradebook.titles(course, names)
     students = sorted((on_roster | {j.student for j in jobs}) & run.mine)
-    rows = gradebook.rows(course, students, names, {(j.student, j.assignment) for j in jobs}, titles, notes, failures)
+    rows = gradebook.rows(course, students, names, {(j.student, j.assignment) for j in jobs}, notes, failures)
     rows += extra_rows
     for result in results:
         if result.status is Status.GRADED:
@@ -287,6 +284,9 @@ def write(run: run_module.Run, names: list[str], jobs: list[Job], results: list[
     return rows
 
 
+LANDLOCK_FILES = "landlock files"  # the wall a notebook process names when Landlock guards the files (sandboxed/zygote.py)
+
+
 class WeakSandbox(GraderError):
     """This machine cannot build the walls that keep the course's files from a notebook; the message says which."""
 
@@ -296,7 +296,7 @@ def walls(zygote: Zygote, limits: Limits) -> list[str]:
     process = NotebookProcess(zygote, 0, limits)
     built = process.walls
     process.kill()
-    if not any(w.startswith("landlock files") for w in built):
+    if LANDLOCK_FILES not in built:
         if limits.require_landlock:
             raise WeakSandbox(f"this kernel ({platform.release()}) has no Landlock, so a student's notebook could read "
                               "the course's files (source/, reference/, other submissions); nobody was graded. Grade "

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from autograder.grader.find import MAX_NOTEBOOK_BYTES, Missing, Unreadable, read_capped
+from autograder.outcome import CellKind
+from autograder.source import Role, SourceNotebook
 
 HIDDEN = re.compile(r"^[ \t]*### BEGIN HIDDEN TESTS[\s\S]*?^[ \t]*### END HIDDEN TESTS[ \t]*$\n?", re.MULTILINE)
 HIDDEN_PLACEHOLDER = "# (hidden tests ran here)"  # what feedback shows where the hidden tests were
@@ -35,9 +37,8 @@ SUSPICIOUS = {
 
 @dataclass
 class Cell:
-    """One cell to run. kind: 'setup' (locked instructor code), 'answer' (a solution cell), 'added' (a cell the
-    student added), 'test' (graded; `points` > 0)."""
-    kind: str
+    """One cell to run (a test's `points` are the source's)."""
+    kind: CellKind
     grade_id: str
     code: str
     points: float = 0.0
@@ -52,12 +53,12 @@ class Cell:
 
     def failed_in_hidden_tests(self, result: dict) -> bool:
         """True when this test cell failed on a line of its hidden tests."""
-        return self.kind == "test" and not result.get("ok") and result.get("line") in self.hidden_lines
+        return self.kind is CellKind.TEST and not result.get("ok") and result.get("line") in self.hidden_lines
 
     @property
     def hidden_keys(self) -> list[str]:
         """The keys of the hidden tests this cell hands results in for (utils/handin.py), in order, once each."""
-        match = HIDDEN.search(self.code) if self.kind == "test" else None
+        match = HIDDEN.search(self.code) if self.kind is CellKind.TEST else None
         return list(dict.fromkeys(HIDDEN_KEY.findall(match.group(0)))) if match else []
 
     @property
@@ -115,28 +116,24 @@ def nbgrader_meta(cell: dict) -> dict:
     return info if isinstance(info, dict) else {}
 
 
-def source_cells(source_notebook: dict) -> list[Cell]:
-    """The instructor's code cells in order, classified, with points from the source."""
+def source_cells(source: SourceNotebook) -> list[Cell]:
+    """The instructor's code cells in order, as the plan runs them, with points from the source."""
+    kinds = {Role.ANSWER: CellKind.ANSWER, Role.MANUAL_CODE: CellKind.ANSWER, Role.TEST: CellKind.TEST}
     cells = []
-    for cell in source_notebook["cells"]:
-        if cell.get("cell_type") != "code":
+    for cell in source.cells:
+        if cell.cell_type != "code":
             continue
-        info = nbgrader_meta(cell)
-        code = text_of(cell.get("source"))
-        if info.get("solution"):
-            cells.append(Cell("answer", info["grade_id"], ""))
-        elif info.get("grade"):
-            cells.append(Cell("test", info["grade_id"], code, float(info.get("points", 0))))
-        else:
-            cells.append(Cell("setup", info.get("grade_id", ""), code))
+        kind = kinds.get(cell.role, CellKind.SETUP)
+        cells.append(Cell(kind, cell.grade_id, "" if kind is CellKind.ANSWER else cell.text,
+                          cell.points if kind is CellKind.TEST else 0.0))
     return cells
 
 
-def make_plan(name: str, source_notebook: dict, submitted: dict) -> Plan:
+def make_plan(name: str, source: SourceNotebook, submitted: dict) -> Plan:
     """Merge a submitted notebook into the source's cells (see the module docstring)."""
-    template = source_cells(source_notebook)
+    template = source_cells(source)
     known = {c.grade_id for c in template}
-    answer_ids = {c.grade_id for c in template if c.kind == "answer"}
+    answer_ids = {c.grade_id for c in template if c.kind is CellKind.ANSWER}
     answers: dict[str, str] = {}
     added_after: dict[str, list[str]] = {}  # grade_id of the source cell they follow ('' = the top)
     anchor = ""
@@ -162,12 +159,12 @@ def make_plan(name: str, source_notebook: dict, submitted: dict) -> Plan:
             added_after.setdefault(anchor, []).append(code)  # a duplicated answer cell runs as the student's code
         elif code.strip():
             added_after.setdefault(anchor, []).append(code)
-    cells = [Cell("added", "", code) for code in added_after.get("", [])]
+    cells = [Cell(CellKind.ADDED, "", code) for code in added_after.get("", [])]
     for cell in template:
-        if cell.kind == "answer":
-            cell = Cell("answer", cell.grade_id, answers.get(cell.grade_id, ""))
+        if cell.kind is CellKind.ANSWER:
+            cell = Cell(CellKind.ANSWER, cell.grade_id, answers.get(cell.grade_id, ""))
         cells.append(cell)
-        cells += [Cell("added", "", code) for code in added_after.get(cell.grade_id, [])]
-    student_code = "\n".join(c.code for c in cells if c.kind in ("answer", "added"))
+        cells += [Cell(CellKind.ADDED, "", code) for code in added_after.get(cell.grade_id, [])]
+    student_code = "\n".join(c.code for c in cells if c.kind in (CellKind.ANSWER, CellKind.ADDED))
     flags = [label for label, pattern in SUSPICIOUS.items() if re.search(pattern, student_code)]
     return Plan(name, cells, flags, notes)

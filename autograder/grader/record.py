@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 
 from autograder import gradebook
-from autograder.gradebook import TOTAL
+from autograder.gradebook import TOTAL, not_graded_note
 from autograder.grader.find import kept_files, read_timestamp
 from autograder.grader.run import Run, owned_name
 from autograder.grader.workers import Job
@@ -27,7 +27,7 @@ def record(run: Run, jobs: list[Job], results: list[SubmissionOutcome], create: 
             if result.grader_errors:  # never the student's fault, never scored: the gradebook keeps what it had
                 run.summary += [Event(EventKind.SUBMISSION, "NOT GRADED, the grader's fault (not the student's): "
                                       f"{job.student}/{job.assignment}: {e}") for e in result.grader_errors]
-                not_graded[(job.student, job.assignment)] = "; ".join(result.grader_errors)[:300]
+                not_graded[(job.student, job.assignment)] = not_graded_note("; ".join(result.grader_errors)[:300])
                 continue
             timestamp, missing = read_timestamp(job.folder)
             overall, per_cell = submission_notes(result)

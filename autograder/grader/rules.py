@@ -11,17 +11,17 @@ import resource
 
 from autograder.forked import ChildFailed, call_in_child
 from autograder.grader.plan import Cell, Plan
-from autograder.outcome import Failure
+from autograder.outcome import CellKind, Failure
 
 
 def verdicts(assignment: str, plan: Plan) -> dict:
     """{test grade_id: (rule, verdict)} for every test cell of `plan` that has a rule."""
     from utils.rules import RULES, Code, judge, parse, tasks_of  # imported by the grader before its workers fork
-    tests = [c for c in plan.cells if c.kind == "test" and (assignment, c.grade_id) in RULES]
+    tests = [c for c in plan.cells if c.kind is CellKind.TEST and (assignment, c.grade_id) in RULES]
     if not tests:
         return {}
-    code = Code(parse(c.code for c in plan.cells if c.kind in ("answer", "added")),
-                context=parse(c.code for c in plan.cells if c.kind == "setup"))
+    code = Code(parse(c.code for c in plan.cells if c.kind in (CellKind.ANSWER, CellKind.ADDED)),
+                context=parse(c.code for c in plan.cells if c.kind is CellKind.SETUP))
     others = tasks_of(assignment)   # each task is charged for its own code only, once
     return {c.grade_id: (RULES[(assignment, c.grade_id)], judge(RULES[(assignment, c.grade_id)], code, others))
             for c in tests}
@@ -44,7 +44,7 @@ def bounded_verdicts(assignment: str, plan: Plan) -> dict:
         answer: dict = call_in_child(work, JUDGE_SECONDS)   # type: ignore[assignment]  # work's own answer
     except ChildFailed as why:
         reason = "MemoryError" if why.raised == "MemoryError" else str(why).strip().splitlines()[-1][:120]
-        tests = [c.grade_id for c in plan.cells if c.kind == "test" and (assignment, c.grade_id) in RULES]
+        tests = [c.grade_id for c in plan.cells if c.kind is CellKind.TEST and (assignment, c.grade_id) in RULES]
         return {gid: (RULES[(assignment, gid)], Verdict([], [f"the judge could not finish ({reason})"]))
                 for gid in tests}
     return {gid: (RULES[(assignment, gid)], Verdict(*pair)) for gid, pair in answer.items()}
@@ -62,7 +62,7 @@ def _cap_memory(extra: int) -> None:
 def apply(cell: Cell, result: dict, judged: dict) -> dict:
     """`result` of one cell, failed with the rule's message when its task broke its rule (whatever else happened in
     it: the broken rule is the verdict a student should read)."""
-    if cell.kind != "test" or cell.grade_id not in judged:
+    if cell.kind is not CellKind.TEST or cell.grade_id not in judged:
         return result
     rule, verdict = judged[cell.grade_id]
     if not verdict.broken:

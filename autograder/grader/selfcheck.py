@@ -11,9 +11,8 @@ import json
 import os
 from pathlib import Path
 
-from autograder.grader import plan as plan_module
 from autograder.grader.workers import Job, Setting, read_result, result_path, run_jobs
-from autograder.outcome import SubmissionOutcome
+from autograder.outcome import CellKind, SubmissionOutcome
 from autograder.trusted.checker import CourseError
 
 
@@ -37,7 +36,7 @@ def self_check(setting: Setting, names: list[str], grader: str, work: Path) -> l
     cache = cache_folder()
     todo = []
     for assignment in names:
-        files = [setting.source / assignment / f"{n}.ipynb" for n in setting.notebooks[assignment]]
+        files = [setting.source / assignment / f"{n}.ipynb" for n in setting.sources[assignment]]
         files += sorted(p for p in (setting.source / assignment).rglob("*") if p.is_file() and p.suffix != ".ipynb")
         key = digest(files, f"{grader} {assignment}")
         if not (cache / key).exists():
@@ -47,11 +46,11 @@ def self_check(setting: Setting, names: list[str], grader: str, work: Path) -> l
         for who in ("solution", "blank"):
             folder = work / "submitted" / who / assignment
             folder.mkdir(parents=True, exist_ok=True)
-            for name in setting.notebooks[assignment]:
-                notebook = json.loads((setting.source / assignment / f"{name}.ipynb").read_text())
+            for name, source in setting.sources[assignment].items():
+                notebook = source.copy()
                 if who == "blank":
-                    for cell in notebook["cells"]:
-                        if plan_module.nbgrader_meta(cell).get("solution"):
+                    for cell, kept in zip(notebook["cells"], source.cells):
+                        if kept.solution:
                             cell["source"] = ""
                 (folder / f"{name}.ipynb").write_text(json.dumps(notebook))
             jobs.append(Job(who, assignment, folder, key))
@@ -71,7 +70,7 @@ def _check(job: Job, result: SubmissionOutcome | None) -> None:
                           f"{'; '.join(result.grader_errors if result else ['no result'])}")
     for name, notebook in result.notebooks.items():
         for cell in notebook.cells:
-            if cell.kind != "test":
+            if cell.kind is not CellKind.TEST:
                 continue
             if job.student == "solution" and not cell.ok:
                 raise CourseError(f"{job.assignment}: the instructor's solution fails {cell.grade_id} in "

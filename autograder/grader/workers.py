@@ -8,7 +8,6 @@ student and never reused; every other submission is graded.
 """
 from __future__ import annotations
 
-import json
 import os
 import select
 from collections.abc import Callable
@@ -25,6 +24,7 @@ from autograder.grader.plan import Cell, MissingNotebook, NotANotebook, Plan, ma
 from autograder.limits import Limits
 from autograder.outcome import CellOutcome, Failure, NotebookOutcome, OutcomeError, SubmissionOutcome
 from autograder.progress import Progress
+from autograder.source import SourceNotebook
 from autograder.trusted.checker import Checker, CourseError
 
 
@@ -40,7 +40,7 @@ class Job:
 class Setting:
     """What every worker of a run shares: the course's notebooks and files, the limits, the hidden tests' cases."""
     source: Path                     # the course's source/ folder
-    notebooks: dict[str, list[str]]  # assignment -> its notebook names
+    sources: dict[str, dict[str, SourceNotebook]]  # assignment -> its source notebooks by name (read once a run)
     limits: Limits
     zygote: Zygote | None            # None when the run grades nothing
     stubs: dict                      # (assignment, notebook, grade_id) -> the released text of an answer cell
@@ -126,8 +126,7 @@ def grade_submission(job: Job, setting: Setting, slot: int) -> SubmissionOutcome
                                        setting.keep_student.get(job.assignment, []), setting.file_limit,
                                        setting.limits.disk_mib * 2**20 // 2)
     problems += [f"not given to the notebook: {line}" for line in left_out]
-    for name in setting.notebooks[job.assignment]:
-        source = json.loads((setting.source / job.assignment / f"{name}.ipynb").read_text())
+    for name, source in setting.sources[job.assignment].items():
         problem, unusable = "", None
         submitted: dict = {"cells": []}
         try:
@@ -199,7 +198,7 @@ def run_jobs(jobs: list[Job], setting: Setting, out: Path,
             unwritten[(job.student, job.assignment)] = result
             failed_here = True
         if progress is not None:
-            progress.advance(len(setting.notebooks[job.assignment]), failed_here)
+            progress.advance(len(setting.sources[job.assignment]), failed_here)
 
     while queue or running:
         while queue and len(running) < workers:

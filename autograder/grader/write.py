@@ -11,7 +11,7 @@ from autograder import autograded, feedback
 from autograder.atomic import write_atomically
 from autograder.errors import GraderError
 from autograder.gradebook import TOTAL, Row
-from autograder.outcome import Event, NotebookOutcome, Status, SubmissionOutcome, summary_json
+from autograder.outcome import CellKind, Event, NotebookOutcome, Status, SubmissionOutcome, summary_json
 
 CSV_COLUMNS = ("student", "assignment", "task", "title", "score", "max_score", "late_penalty", "status", "note")
 
@@ -26,12 +26,12 @@ def task_notes(notebook: NotebookOutcome) -> dict[str, str]:
     the test or an answer cell before it timed out, crashed, was not run, or had a syntax error."""
     notes, pending = {}, []
     for cell in notebook.cells:
-        if cell.kind in ("answer", "added") and not cell.ok:
+        if cell.kind in (CellKind.ANSWER, CellKind.ADDED) and not cell.ok:
             note = autograded.failure_note(cell.error, cell.failure)
             if note:
-                name = f"answer cell {cell.grade_id!r}" if cell.kind == "answer" else "a cell you added"
+                name = f"answer cell {cell.grade_id!r}" if cell.kind is CellKind.ANSWER else "a cell you added"
                 pending.append(f"{name}: {note}")
-        if cell.kind == "test":
+        if cell.kind is CellKind.TEST:
             if not cell.ok:
                 own = autograded.failure_note(cell.error, cell.failure)
                 if cell.tampered:

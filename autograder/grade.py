@@ -100,7 +100,8 @@ def main() -> None:
     if (index, count) != (1, 1) or args.shard != "1/1":
         print(f"shard {index} of {count}, from {shard_from}", file=sys.stderr)
     try:
-        rows = grade(submitted, args.out, args.assignment, limits, args.fresh, (index, count), course, args.start_over)
+        rows = grade(submitted, args.out, names=args.assignment, limits=limits, fresh=args.fresh,
+                     shard=(index, count), course=course, start_over=args.start_over)
     except GraderError as error:  # the gradebook, a run lock, the self-check, the sandbox, a refused argument...
         print(f"error: {error.explain()}", file=sys.stderr)
         raise SystemExit(error.exit_code) from None

@@ -105,7 +105,7 @@ def main() -> None:
         ours_course = Path(scratch) / "our-course"
         for a in names:
             shutil.copytree(SOURCE_DIR / a, ours_course / "source" / a)
-        rows = grade(submitted, Path(scratch) / "ours", names, limits, course=Course.load(ours_course))
+        rows = grade(submitted, Path(scratch) / "ours", names=names, limits=limits, course=Course.load(ours_course))
         our_seconds = time.perf_counter() - start
     ours = {(r.student, r.assignment, r.task): r.score for r in rows if r.task != TOTAL}
     same = ours == theirs

@@ -102,12 +102,12 @@ def graded(tmp_path_factory):
     assert imported.imported == [f"gus/{A}/{A}.ipynb <- grissomgusivan_LATE_1007_5001_{A}.ipynb"], imported.lines()
     (root / "graded" / "results").mkdir(parents=True)
     (root / "graded" / "results" / "dee").write_text("in the way")  # dee's result cannot be written: NOT GRADED
-    grade(None, root / "graded", None, LIMITS, course=course)
+    grade(None, root / "graded", limits=LIMITS, course=course)
     for student, points in BY_HAND.items():
         grade_by_hand(course, student, points)
     before_regrade = export(root, root / "too-early.csv")
     hand_in(root, release, "eve", right, AGAIN)
-    rows = grade(None, root / "graded", None, LIMITS, course=course)
+    rows = grade(None, root / "graded", limits=LIMITS, course=course)
     graded_at = time.monotonic()
     numbers = report.build(course, root / "graded")
     reported = time.monotonic()

@@ -77,7 +77,7 @@ def tiny(tmp_path_factory):
         gb.add_student("absent")
     write_class(root, release, WORK)
     before = digest(root / "submitted")
-    rows = grade(None, root / "graded", None, LIMITS, course=course)
+    rows = grade(None, root / "graded", limits=LIMITS, course=course)
     return dict(root=root, course=course, release=release, rows=rows, before=before,
                 summary=(root / "graded" / "summary.txt").read_text(),
                 csv=(root / "graded" / "grades.csv").read_text())
@@ -173,7 +173,7 @@ def test_a_regrade_keeps_manual_scores_and_flags_changed_work(tiny, tmp_path):
         gb.db.commit()
     folder = tiny["root"] / "submitted" / "late" / A
     (folder / "timestamp.txt").write_text("2026-01-06 11:00:00.000000 UTC")  # a new, on-time submission
-    rows = grade(None, tmp_path / "graded", None, LIMITS, fresh=True, course=course)
+    rows = grade(None, tmp_path / "graded", limits=LIMITS, fresh=True, course=course)
     summary = (tmp_path / "graded" / "summary.txt").read_text()
     assert f"late {A}: resubmitted after a hand grade" in summary and f"ok {A}: resubmitted" not in summary
     totals = {r.student: r.note for r in rows if r.task == "TOTAL"}
@@ -311,7 +311,7 @@ def test_a_due_date_already_past_for_everyone_is_warned_at_release_and_at_gradin
     release = nbformat.read(root / "release" / A / f"{A}.ipynb", as_version=4)
     now = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
     write_class(root, release, {"ada": (tiny_course.answers(), f"{now.isoformat(' ')} UTC")})
-    grade(None, root / "graded", None, LIMITS, course=course)
+    grade(None, root / "graded", limits=LIMITS, course=course)
     summary = (root / "graded" / "summary.txt").read_text()
     assert f"WARNING: all 1 submission(s) of {A} with a time are late" in summary, summary
     with Gradebook(course.db_url, course.course_id) as gb:
@@ -330,7 +330,7 @@ def test_extensions_live_in_the_gradebook(tiny):
     line = extend(course, A, "absent", days=2)
     assert "due 2026-01-08 12:00:00 UTC" in line
     assert any("absent: extension 2 days" in text for text in show(course, A))
-    rows = grade(None, tiny["root"] / "graded-after-extension", None, LIMITS, course=course)
+    rows = grade(None, tiny["root"] / "graded-after-extension", limits=LIMITS, course=course)
     assert next(r for r in rows if r.student == "absent" and r.task == "TOTAL").note == "no submission"
     with pytest.raises(GradebookError, match="not on the roster"):
         extend(course, A, "nobody", days=1)

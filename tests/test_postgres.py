@@ -308,7 +308,7 @@ def refused(course: Course, *needles: str) -> str:
     database.forget()
     before = sorted(p for p in course.root.rglob("*"))
     with pytest.raises(GradebookError) as caught:
-        grade(None, course.root / "out", None, course=course)
+        grade(None, course.root / "out", course=course)
     message = str(caught.value)
     for needle in needles:
         assert needle in message, message

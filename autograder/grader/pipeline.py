@@ -37,7 +37,7 @@ from autograder.sandboxed.zygote import KEPT_ENVIRONMENT
 from autograder.trusted.checker import Checker
 
 
-def grade(submitted: Path | None, out: Path, names: list[str] | None = None, limits: Limits | None = None,
+def grade(submitted: Path | None, out: Path, *, names: list[str] | None = None, limits: Limits | None = None,
           fresh: bool = False, shard: tuple[int, int] = (1, 1), course: Course | None = None,
           start_over: bool = False) -> list[Row]:
     """Grade every submission under `submitted` into the course's gradebook and `out`; return the rows of

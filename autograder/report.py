@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import collections
 import datetime
+import enum
 import html
 import json
 import math
@@ -105,45 +106,57 @@ def utc(moment: datetime.datetime | None) -> str | None:
     return f"{moment:%Y-%m-%d %H:%M} UTC"
 
 
+class Attention(enum.Enum):
+    """Why a student needs a person, in the order the report lists them; the value is what report.json holds."""
+    NOT_GRADED = "NOT GRADED"
+    FLAGGED = "flagged"
+    WAITS = "waits for a person"
+    LATE = "late"
+    NO_SUBMISSION = "no submission"
+    LATE_UNCHECKED = "late, not checked"  # Canvas marked it LATE, and the download had no submission time
+
+    @property
+    def rank(self) -> int:
+        return list(Attention).index(self)
+
+
 def attention(course: Course, names: list[str], rows: list, out: Path) -> list[dict]:
     """The students an instructor must act on, one entry per student, assignment and reason:
-    {student, assignment, status, detail, score}. Status is one of: no submission, late, late, not checked (Canvas
-    marked it LATE, and the download had no submission time: lms_import.py), NOT GRADED, flagged, waits for a
-    person."""
+    {student, assignment, status (an Attention's value), detail, score}."""
     totals = {(r.student, r.assignment): r for r in rows if r.task == TOTAL}
     failed = not_graded(out)
     found = []
 
-    def add(key, status, detail):
+    def add(key: tuple[str, str], status: Attention, detail: str) -> None:
         total = totals.get(key)
         score = None if total is None or total.score is None else total.score
-        found.append({"student": key[0], "assignment": key[1], "status": status, "detail": detail, "score": score,
+        found.append({"student": key[0], "assignment": key[1], "status": status.value, "detail": detail, "score": score,
                       "max_score": total.max_score if total else None})
     for key, total in sorted(totals.items()):
         if total.status is Status.NO_SUBMISSION:
-            add(key, "no submission", "nothing handed in: 0 points")
+            add(key, Attention.NO_SUBMISSION, "nothing handed in: 0 points")
     for key, why in sorted(failed.items()):
         if key[1] in names:
-            add(key, "NOT GRADED", why)  # grades.csv's note, shown as it is
+            add(key, Attention.NOT_GRADED, why)  # grades.csv's note, shown as it is
     waiting = collections.Counter((r.student, r.assignment) for r in rows if r.task != TOTAL and r.score is None)
     for key, count in sorted(waiting.items()):
-        add(key, "waits for a person", f"{count} answer(s) to grade in Formgrader")
+        add(key, Attention.WAITS, f"{count} answer(s) to grade in Formgrader")
     with gradebook.session(course) as book:
         for name in names:
             for submission in book.find_assignment(name).submissions:
                 key = (submission.student.id, name)
                 seconds = submission.total_seconds_late or 0
                 if submission.timestamp is None and marked_late(course.folder("submitted", key[0], name)):
-                    add(key, "late, not checked", "Canvas marked it LATE; its download has no submission time, so "
+                    add(key, Attention.LATE_UNCHECKED, "Canvas marked it LATE; its download has no submission time, so "
                                                   "the grader took no penalty: check it, and grant an extension or not")
                 if seconds > 0:
                     extension = " (with an extension)" if submission.extension else ""
-                    add(key, "late", f"{how_late(seconds)} after the due date{extension}: penalty "
+                    add(key, Attention.LATE, f"{how_late(seconds)} after the due date{extension}: penalty "
                                      f"{points(float(submission.late_submission_penalty or 0))}")
                 flagged = [nb.name for nb in submission.notebooks if nb.flagged]
                 if flagged:
                     reasons = review_reasons(out, key, submission)
-                    add(key, "flagged", "; ".join(reasons) or f"flagged in Formgrader: {', '.join(flagged)}")
+                    add(key, Attention.FLAGGED, "; ".join(reasons) or f"flagged in Formgrader: {', '.join(flagged)}")
     return sorted(found, key=lambda e: (e["student"], e["assignment"], e["status"]))
 
 
@@ -275,23 +288,21 @@ document.querySelectorAll('table.sortable').forEach(table => {
 });
 </script>"""
 
-STATUS_ORDER = {"NOT GRADED": 0, "flagged": 1, "waits for a person": 2, "late": 3, "no submission": 4}
-
-
 def render_attention(people: list[dict]) -> list[str]:
     e = html.escape
     parts = ["<h2 id='attention'>Students who need a person</h2>"]
     if not people:
         return parts + ["<p>Nobody: every student handed in on time, was graded, and nothing waits or is flagged.</p>"]
-    counts = collections.Counter(p["status"] for p in people)
-    parts.append("<p>" + ", ".join(f"{counts[s]} {e(s)}" for s in sorted(counts, key=lambda s: STATUS_ORDER.get(s, 9))) +
+    counts = collections.Counter(Attention(p["status"]) for p in people)
+    parts.append("<p>" + ", ".join(f"{counts[s]} {e(s.value)}" for s in sorted(counts, key=lambda s: s.rank)) +
                  ". Click a column heading to sort by it.</p>")
     parts.append("<table class='sortable' id='people'><thead><tr><th>student</th><th>assignment</th><th>status</th>"
                  "<th>score</th><th>what to do or why</th></tr></thead><tbody>")
-    for p in sorted(people, key=lambda p: (STATUS_ORDER.get(p["status"], 9), p["student"], p["assignment"])):
+    for p in sorted(people, key=lambda p: (Attention(p["status"]).rank, p["student"], p["assignment"])):
+        status = Attention(p["status"])
         score = "–" if p["score"] is None else f"{p['score']:g} / {p['max_score']:g}"
-        parts.append(f"<tr class='status-{e(p['status'].split()[0].lower())}'><td>{e(p['student'])}</td>"
-                     f"<td>{e(p['assignment'])}</td><td data-sort='{STATUS_ORDER.get(p['status'], 9)}'>"
+        parts.append(f"<tr class='status-{status.name.lower().replace('_', '-')}'><td>{e(p['student'])}</td>"
+                     f"<td>{e(p['assignment'])}</td><td data-sort='{status.rank}'>"
                      f"{e(p['status'])}</td><td class='n' data-sort='{-1 if p['score'] is None else p['score']}'>"
                      f"{score}</td><td>{e(p['detail'])}</td></tr>")
     parts.append("</tbody></table>")
@@ -306,7 +317,7 @@ def render(course: Course, report: dict) -> str:
              "body{font-family:sans-serif;margin:2em;max-width:1400px} table{border-collapse:collapse;margin:1em 0}"
              "td,th{border:1px solid #ccc;padding:4px 8px;text-align:left;vertical-align:top} th{background:#f3f3f3}"
              "table.sortable th{cursor:pointer} th[aria-sort=ascending]::after{content:' ▲'}"
-             "th[aria-sort=descending]::after{content:' ▼'} tr.status-not td:nth-child(3){color:#b00;font-weight:bold}"
+             "th[aria-sort=descending]::after{content:' ▼'} tr.status-not-graded td:nth-child(3){color:#b00;font-weight:bold}"
              "tr.status-flagged td:nth-child(3){color:#b60} td.n{text-align:right} img{max-width:100%}"
              ".hint{font-family:monospace;font-size:90%} pre{white-space:pre-wrap;font-size:90%}",
              "</style></head><body>",

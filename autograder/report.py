@@ -34,10 +34,10 @@ import sys
 from pathlib import Path
 
 from autograder import gradebook
-from autograder.autograded import strip_ansi
 from autograder.course import Course
 from autograder.errors import GraderError
 from autograder.gradebook import TOTAL
+from autograder.grader.autograded import strip_ansi
 from autograder.grader.write import not_graded
 from autograder.late import how_late, points
 from autograder.lms_import import marked_late

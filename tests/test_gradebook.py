@@ -16,7 +16,7 @@ import pytest
 
 from autograder.limits import load_limits
 from autograder.course import Course
-from autograder.feedback import render
+from autograder.grader.feedback import render
 from autograder.outcome import CellKind, CellOutcome, Failure
 from autograder.grade import grade
 from tests import tiny_course

@@ -174,7 +174,7 @@ def zygote(tmp_path_factory):
 def test_feedback_gives_a_failed_hidden_check_only_its_hint(zygote, answer, failed_where):
     """With feedback = "hints" (the default), a student reads that a hidden check failed and its hint, never the
     hidden case's input or expected value; a failed visible check shows everything; "full" shows everything."""
-    from autograder.feedback import for_students
+    from autograder.grader.feedback import for_students
     from autograder.grader.notebooks import run_plan
     plan = make_plan("nb", classify("nb", HIDDEN_SOURCE), submitted(
         ("", {"grade_id": "setup"}), (answer, {"grade_id": "f", "solution": True}), ("", {"grade_id": "test_f"})))

@@ -193,7 +193,7 @@ def job_key(run: run_module.Run, assignment: str, folder: Path, grader: str) -> 
 def plan_jobs(run: run_module.Run, found: list, names: list[str], on_roster: set[str],
               fresh: bool) -> tuple[list[Job], list[Job], list[Row]]:
     """(every submission of the run, those to run again, CSV rows for folders of unknown assignments)."""
-    from autograder import feedback
+    from autograder.grader import feedback
     known = run.course.assignments()
     create = run.course.autograde().create_student
     grader = grader_digest(run.limits)

@@ -14,10 +14,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autograder import autograded, cgroups, feedback, outcome
+from autograder import cgroups, outcome
 from autograder.atomic import write_atomically
 from autograder.forked import Child, ChildFailed
-from autograder.grader import cost, rules
+from autograder.grader import autograded, cost, feedback, rules
 from autograder.grader.find import Unreadable, assignment_files, read_capped
 from autograder.grader.notebooks import GraderFault, Zygote, failed, run_plan
 from autograder.grader.plan import Cell, MissingNotebook, NotANotebook, Plan, make_plan, read_notebook

@@ -7,10 +7,10 @@ import shutil
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from autograder import autograded, feedback
 from autograder.atomic import write_atomically
 from autograder.errors import GraderError
 from autograder.gradebook import TOTAL, Row
+from autograder.grader import autograded, feedback
 from autograder.outcome import CellKind, Event, NotebookOutcome, Status, SubmissionOutcome, summary_json
 
 CSV_COLUMNS = ("student", "assignment", "task", "title", "score", "max_score", "late_penalty", "status", "note")

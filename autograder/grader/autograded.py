@@ -88,7 +88,7 @@ def _outputs(result: dict) -> list[dict]:
 class _Ids:
     """Cell ids, unique within the notebook (nbformat 4.5)."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.used: set[str] = set()
 
     def __call__(self, wanted: object, fallback: str) -> str:

@@ -9,7 +9,8 @@ import html
 import re
 from pathlib import Path
 
-from autograder.autograded import error_parts, strip_ansi
+from autograder.grader.autograded import error_parts, strip_ansi
+from autograder.grader.plan import Cell
 from autograder.outcome import CellKind, CellOutcome, Failure
 
 STYLE = """body{font-family:system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;color:#222}
@@ -22,7 +23,7 @@ DEFAULT_HINT = ("Hint: your code passes the visible tests but not every case; tr
                 "edge cases.")
 
 
-def for_students(cell, result: dict, detail: str) -> dict:
+def for_students(cell: Cell, result: dict, detail: str) -> dict:
     """`result` (one cell's) as a student may see it. With detail "hints", a test cell that failed in its hidden
     part keeps only the kind of failure and the check's hint; the whole message moves to `error_full` (instructors
     only). A visible check, a time-out or a crash is shown as it is."""

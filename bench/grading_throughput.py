@@ -13,18 +13,18 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import tempfile
 import time
 from pathlib import Path
 
-import shutil
-
 from autograder.course import REPO_ROOT, SOURCE_DIR, Course, assignments, make_course
-from autograder.gradebook import TOTAL
 from autograder.grade import grade
+from autograder.gradebook import TOTAL
 from autograder.grader.notebooks import NotebookProcess, Zygote
 from autograder.grader.pipeline import probe
 from autograder.limits import Limits, load_limits
+from autograder.outcome import CellKind
 from tests import submissions
 
 KINDS = (("solved", submissions.solved), ("half", submissions.half_done), ("blank", submissions.release_notebooks))
@@ -72,7 +72,7 @@ def process_start_seconds(limits: Limits, repeats: int = 10) -> tuple[float, flo
         for _ in range(repeats):
             start = time.perf_counter()
             process = NotebookProcess(zygote, 0, limits)
-            process.run("setup", "pass", 30)
+            process.run(CellKind.SETUP, "pass", 30)
             process.kill()
             times.append(time.perf_counter() - start)
     finally:

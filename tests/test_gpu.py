@@ -70,16 +70,17 @@ def in_sandbox(code: str) -> dict:
         from autograder.course import REPO_ROOT
         from autograder.grader.notebooks import NotebookProcess, Zygote
         from autograder.limits import load_limits
+        from autograder.outcome import CellKind
         zygote = Zygote([REPO_ROOT])
         try:
             process = NotebookProcess(zygote, 0, load_limits())
             try:
-                reply = process.run("setup", sys.argv[1], 120)
+                reply = process.run(CellKind.SETUP, sys.argv[1], 120)
             finally:
                 process.kill()
         finally:
             zygote.close()
-        print(json.dumps(reply))
+        print(json.dumps({"ok": reply.ok, "error": reply.error, "output": reply.output}))
     """)
     result = subprocess.run([sys.executable, "-c", probe, code], capture_output=True, text=True, timeout=300,
                             cwd=REPO)

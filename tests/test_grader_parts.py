@@ -180,17 +180,17 @@ def test_feedback_gives_a_failed_hidden_check_only_its_hint(zygote, answer, fail
         ("", {"grade_id": "setup"}), (answer, {"grade_id": "f", "solution": True}), ("", {"grade_id": "test_f"})))
     results = run_plan(plan, load_limits(), zygote, 0)
     test, result = plan.cells[-1], results[-1]
-    assert not result["ok"]
+    assert not result.ok
     shown = for_students(test, result, "hints")
     if failed_where == "visible":
-        assert shown == result and "f(1): expected 2" in shown["error"]
+        assert shown == result and "f(1): expected 2" in shown.error
         return
-    assert "-7" not in shown["error"] and "-14" not in shown["error"] and "'no'" not in shown["error"]
-    assert "hidden test" in shown["error"] and shown["error_full"] == result["error"]
+    assert "-7" not in shown.error and "-14" not in shown.error and "'no'" not in shown.error
+    assert "hidden test" in shown.error and shown.error_full == result.error
     if "abs" in answer:
-        assert shown["error"].endswith("Hint: negative numbers too") and "-14" in result["error"]
+        assert shown.error.endswith("Hint: negative numbers too") and "-14" in result.error
     else:
-        assert shown["error"].startswith("ValueError: your code raised ValueError in a hidden test")
+        assert shown.error.startswith("ValueError: your code raised ValueError in a hidden test")
     assert for_students(test, result, "full") == result
 
 
@@ -285,11 +285,12 @@ def test_a_notebook_has_one_output_budget():
     """Issue #48: cells each within the per-cell cap still add up; past the notebook's budget their output is cut,
     with a note, and the verdicts and errors stay whole."""
     from autograder.grader.notebooks import within_budget
-    results = [{"ok": True, "output": "x" * 20_000, "error": ""} for _ in range(4_000)]
-    results.append({"ok": False, "output": "y" * 10, "error": "AssertionError: " + "z" * 5_000})
+    from autograder.grader.plan import CellRun
+    results = [CellRun(True, "x" * 20_000) for _ in range(4_000)]
+    results.append(CellRun(False, "y" * 10, "AssertionError: " + "z" * 5_000))
     kept = within_budget(results, 200_000)
-    assert sum(len(r["output"]) for r in kept[:10]) == 200_000 and "used up" not in kept[9]["output"]
-    assert kept[10]["output"].startswith("\n[... 20,000 more characters dropped") and "used up" in kept[10]["output"]
-    assert sum(len(r["output"]) for r in kept) < 200_000 + 4_000 * 120   # the notes: one line a cell
-    assert [r["ok"] for r in kept] == [r["ok"] for r in results] and kept[-1]["error"] == results[-1]["error"]
+    assert sum(len(r.output) for r in kept[:10]) == 200_000 and "used up" not in kept[9].output
+    assert kept[10].output.startswith("\n[... 20,000 more characters dropped") and "used up" in kept[10].output
+    assert sum(len(r.output) for r in kept) < 200_000 + 4_000 * 120   # the notes: one line a cell
+    assert [r.ok for r in kept] == [r.ok for r in results] and kept[-1].error == results[-1].error
     assert within_budget(results[:3], 200_000) == results[:3]   # within it: nothing changes

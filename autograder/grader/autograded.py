@@ -20,7 +20,7 @@ from __future__ import annotations
 import html
 import re
 
-from autograder.grader.plan import Plan, nbgrader_meta, text_of
+from autograder.grader.plan import CellRun, Plan, nbgrader_meta, text_of
 from autograder.outcome import CellKind, Failure
 from autograder.source import Role, SourceNotebook
 
@@ -71,16 +71,16 @@ def failure_note(error: str, failure: Failure | None) -> str:
     return ""
 
 
-def _outputs(result: dict) -> list[dict]:
+def _outputs(result: CellRun) -> list[dict]:
     outputs: list[dict] = []
-    if result.get("output"):
-        outputs.append({"output_type": "stream", "name": "stdout", "text": strip_ansi(result["output"])})
-    if result.get("tampered"):
+    if result.output:
+        outputs.append({"output_type": "stream", "name": "stdout", "text": strip_ansi(result.output)})
+    if result.tampered:
         outputs.append({"output_type": "error", "ename": "TestToolsChanged",
-                        "evalue": "the tests' tools were changed while they ran: " + ", ".join(result["tampered"][:5]),
+                        "evalue": "the tests' tools were changed while they ran: " + ", ".join(result.tampered[:5]),
                         "traceback": []})
-    elif not result.get("ok"):
-        ename, evalue = error_parts(result.get("error", ""), result.get("failure"))
+    elif not result.ok:
+        ename, evalue = error_parts(result.error, result.failure)
         outputs.append({"output_type": "error", "ename": ename, "evalue": evalue, "traceback": [f"{ename}: {evalue}"]})
     return outputs
 
@@ -101,7 +101,7 @@ class _Ids:
         return candidate
 
 
-def _groups(plan: Plan, results: list[dict]) -> tuple[list[tuple], list[list[tuple]]]:
+def _groups(plan: Plan, results: list[CellRun]) -> tuple[list[tuple], list[list[tuple]]]:
     """The plan's (cell, result) pairs split into: cells added above the first source cell, and one group per
     source code cell (that cell, then the cells the student added after it)."""
     top: list[tuple] = []
@@ -114,7 +114,7 @@ def _groups(plan: Plan, results: list[dict]) -> tuple[list[tuple], list[list[tup
     return top, groups
 
 
-def record(source: SourceNotebook, submitted: dict, plan: Plan, results: list[dict], stubs: dict[str, str],
+def record(source: SourceNotebook, submitted: dict, plan: Plan, results: list[CellRun], stubs: dict[str, str],
            problem: str = "") -> dict:
     """The autograded notebook, grades and comments of one notebook (see the module docstring).
 
@@ -146,7 +146,7 @@ def record(source: SourceNotebook, submitted: dict, plan: Plan, results: list[di
                       # file names are the student's: text, never markup (issue #46)
                       "source": f"**This notebook could not be graded as submitted:** {html.escape(problem)}"})
 
-    def code(text: str, result: dict, meta: dict, wanted_id: object, fallback: str) -> dict:
+    def code(text: str, result: CellRun, meta: dict, wanted_id: object, fallback: str) -> dict:
         nonlocal count
         count += 1
         return {"cell_type": "code", "id": ids(wanted_id, fallback), "metadata": meta, "execution_count": count,
@@ -180,7 +180,7 @@ def record(source: SourceNotebook, submitted: dict, plan: Plan, results: list[di
             cells.append(code(text, result, meta, source_cell.get("id"), f"cell-{len(cells)}"))
             added(pairs[1:])
             if kind is Role.TEST:
-                grades[grade_id] = cell.points if result.get("ok") else 0.0
+                grades[grade_id] = cell.points if result.ok else 0.0
         elif kept.cell_type == "markdown":
             text = kept.text
             if kept.solution:
@@ -194,7 +194,7 @@ def record(source: SourceNotebook, submitted: dict, plan: Plan, results: list[di
             answer = answer_results.get(grade_id)
             given = answer[0].code if answer else answers_md.get(grade_id, "")
             unanswered = given.strip() == stubs.get(grade_id, "").strip() or not given.strip()
-            note = failure_note(answer[1].get("error", ""), answer[1].get("failure")) if answer and not answer[1].get("ok") else ""
+            note = failure_note(answer[1].error, answer[1].failure) if answer and not answer[1].ok else ""
             comments[grade_id] = NO_RESPONSE if unanswered else (note or None)
             if kind in (Role.MANUAL_CODE, Role.MANUAL_TEXT):
                 grades[grade_id] = 0.0 if unanswered else None

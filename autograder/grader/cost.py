@@ -33,7 +33,7 @@ from autograder.protocol import CostBudget
 
 if TYPE_CHECKING:  # notebooks.py imports this module
     from autograder.grader.notebooks import NotebookProcess
-    from autograder.grader.plan import Cell
+    from autograder.grader.plan import Cell, CellRun
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
 TICKS = os.sysconf("SC_CLK_TCK")
@@ -233,45 +233,49 @@ def measure_call(process: NotebookProcess, budget: CostBudget) -> tuple[Measured
     from autograder.protocol import CellRequest
     prepare = budget.prepare + (f"\nprint({PREDICTION!r}, int({budget.predicted}))" if budget.predicted else "")
     prepared = process.run(CellKind.TEST, prepare, budget.seconds)
-    if not prepared["ok"]:  # the notebook's state broke the inputs' making (a full disk, a rebound name)
-        return None, f"the grader could not make the inputs of {budget.what} to measure its cost: {prepared['error']}"
+    if not prepared.ok:  # the notebook's state broke the inputs' making (a full disk, a rebound name)
+        return None, f"the grader could not make the inputs of {budget.what} to measure its cost: {prepared.error}"
     assert process.pidfd is not None, "a notebook process that has just run a cell holds its pidfd"
     meter = Meter(pid_of(process.pidfd), budget.file, len(CellRequest("0" * 16, CellKind.TEST, budget.call, {}).to_line()))
     meter.start()  # OSError where the grader may not read the process's /proc: run_budgets says so, never the student
     called = process.run(CellKind.TEST, budget.call, budget.seconds)
     measured = meter.stop()
-    if not called["ok"]:
-        return measured, f"{budget.what} failed when the grader measured its cost: {called['error']}"
+    if not called.ok:
+        return measured, f"{budget.what} failed when the grader measured its cost: {called.error}"
     if budget.predicted:
-        measured = dataclasses.replace(measured, predicted_bytes=prediction(prepared["output"]))
+        measured = dataclasses.replace(measured, predicted_bytes=prediction(prepared.output))
         if measured.predicted_bytes is None:
             return measured, f"your prediction for {budget.what} could not be read: it is no int"
     return measured, ""
 
 
-def run_budgets(process: NotebookProcess, cell: Cell, result: dict, budgets: dict[str, list[CostBudget]]) -> None:
+def run_budgets(process: NotebookProcess, cell: Cell, result: CellRun, budgets: dict[str, list[CostBudget]]) -> CellRun:
     """After a passed test cell: run each of its budgets' calls in `process` (a NotebookProcess), measured from
-    outside, and fail `result` (in place) with the verdict when one is over; `result["costs"]` keeps what was
-    measured, and its output gains the measured cost beside the budget. Raises Died (notebooks.py) as `run` does."""
-    if not result.get("ok"):
-        return
+    outside; `result` with what was measured (`costs`), its output gaining the measured cost beside the budget, and
+    failed with the verdict when one is over. Raises Died (notebooks.py) as `run` does."""
+    if not result.ok:
+        return result
     for budget in budgets_of(cell, budgets):
         try:
             measured, failure = measure_call(process, budget)
         except OSError as error:  # the grader's own limit (a /proc it may not read), never the student's fault
-            result.setdefault("costs", []).append({"what": budget.what, "unmeasured": str(error), "ok": True})
-            result["output"] = (result.get("output") or "") + f"(the grader could not measure {budget.what} here)\n"
+            result = _with_cost(result, {"what": budget.what, "unmeasured": str(error), "ok": True},
+                                f"(the grader could not measure {budget.what} here)")
             continue
         if measured is not None:
             failure = failure or verdict(budget, measured)
-            result.setdefault("costs", []).append({"what": budget.what, **measured.as_dict(), "ok": not failure,
-                                                   "budget": {k: getattr(budget, k) for k in
-                                                              ("peak_bytes", "file", "file_bytes", "faults",
-                                                               "cpu_seconds", "tolerance")}})
-            result["output"] = (result.get("output") or "") + describe(budget, measured) + "\n"
+            result = _with_cost(result, {"what": budget.what, **measured.as_dict(), "ok": not failure,
+                                         "budget": {k: getattr(budget, k) for k in ("peak_bytes", "file", "file_bytes",
+                                                                                    "faults", "cpu_seconds", "tolerance")}},
+                                describe(budget, measured))
         if failure:
-            result.update(ok=False, error=f"AssertionError: {failure}", line=None, failure=Failure.ERROR)
-            return
+            return result.failing(f"AssertionError: {failure}", Failure.ERROR)
+    return result
+
+
+def _with_cost(result: CellRun, measured: dict, line: str) -> CellRun:
+    """`result` with one more measured cost, and its line added to what the cell printed."""
+    return dataclasses.replace(result, costs=(*(result.costs or ()), measured), output=result.output + line + "\n")
 
 
 def prediction(output: str) -> int | None:
@@ -281,10 +285,10 @@ def prediction(output: str) -> int | None:
     return int(found[-1]) if found and re.fullmatch(r"-?\d{1,30}", found[-1]) else None
 
 
-def flags(results: list[dict]) -> list[str]:
+def flags(results: list[CellRun]) -> list[str]:
     """A flag for a person per measured call that did work outside the notebook process, or that the grader could not
     measure."""
     return [f"cost: {cost['what']} did work outside the notebook process ({'; '.join(cost['elsewhere'])})"
-            for result in results for cost in result.get("costs", []) if cost.get("elsewhere")] + \
+            for result in results for cost in result.costs or () if cost.get("elsewhere")] + \
         [f"cost: the grader could not measure {cost['what']} ({cost['unmeasured']}): a person checks its budget"
-         for result in results for cost in result.get("costs", []) if cost.get("unmeasured")]
+         for result in results for cost in result.costs or () if cost.get("unmeasured")]

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import html
 import re
+from dataclasses import replace
 from pathlib import Path
 
 from autograder.grader.autograded import error_parts, strip_ansi
-from autograder.grader.plan import Cell
+from autograder.grader.plan import Cell, CellRun
 from autograder.outcome import CellKind, CellOutcome, Failure
 
 STYLE = """body{font-family:system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;color:#222}
@@ -23,20 +24,20 @@ DEFAULT_HINT = ("Hint: your code passes the visible tests but not every case; tr
                 "edge cases.")
 
 
-def for_students(cell: Cell, result: dict, detail: str) -> dict:
+def for_students(cell: Cell, result: CellRun, detail: str) -> CellRun:
     """`result` (one cell's) as a student may see it. With detail "hints", a test cell that failed in its hidden
     part keeps only the kind of failure and the check's hint; the whole message moves to `error_full` (instructors
     only). A visible check, a time-out or a crash is shown as it is."""
     if detail == "full" or not cell.failed_in_hidden_tests(result):
         return result
-    error = result["error"]
+    error = result.error
     last = error.strip().splitlines()[-1] if error.strip() else ""
     hint = last if last.startswith("Hint:") else DEFAULT_HINT
     ename = next((line.split(":")[0] for line in error.splitlines() if re.match(r"^[A-Za-z_][\w.]*(Error|Exception)", line)),
                  "AssertionError")
     shown = ("a hidden test failed; its inputs and expected values stay with the instructor" if ename == "AssertionError"
              else f"your code raised {ename} in a hidden test (a case the visible tests do not try)")
-    return {**result, "error": f"{ename}: {shown}\n{hint}", "error_full": error}
+    return replace(result, error=f"{ename}: {shown}\n{hint}", error_full=error)
 
 
 def _block(text: str, css: str = "") -> str:

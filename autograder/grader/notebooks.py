@@ -19,13 +19,14 @@ import socket
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from autograder import cgroups
 from autograder.course import REPO_ROOT
 from autograder.errors import GraderError
 from autograder.grader import cost
-from autograder.grader.plan import Plan
+from autograder.grader.plan import CellRun, Plan
 from autograder.limits import Limits
 from autograder.outcome import CellKind, Failure
 from autograder.protocol import (
@@ -70,10 +71,9 @@ class Died(Exception):
         self.failure = failure
 
 
-def failed(error: str, failure: Failure) -> dict:
-    """The result of a cell that did not run to completion (a crash, a time-out, never run)."""
-    return {"ok": False, "output": "", "error": error, "restored": [], "tampered": [], "line": None, "handed": {},
-            "failure": failure}
+def failed(error: str, failure: Failure) -> CellRun:
+    """The run of a cell that did not run to completion (a crash, a time-out, never run)."""
+    return CellRun(False, error=error, failure=failure)
 
 
 def cell_failure(reply: CellResult) -> Failure | None:
@@ -199,7 +199,7 @@ class NotebookProcess:
         except ProtocolError:
             raise Died("the notebook wrote to the grader's channel (its result was not trusted)", Failure.CRASH) from None
 
-    def _request(self, request: Files | CellRequest, seconds: float) -> dict:
+    def _request(self, request: Files | CellRequest, seconds: float) -> CellRun:
         try:
             _write_all(self.request_w, request.to_line())
         except OSError:
@@ -207,7 +207,8 @@ class NotebookProcess:
         reply = self._read_reply(seconds)
         if not isinstance(reply, CellResult) or reply.id != request.id or self.buffer:
             raise Died("the notebook wrote to the grader's channel (its result was not trusted)", Failure.CRASH)
-        return {**{k: v for k, v in reply.__dict__.items() if k not in ("id", "syntax")}, "failure": cell_failure(reply)}
+        return CellRun(reply.ok, reply.output, reply.error, tuple(reply.restored), tuple(reply.tampered), reply.line,
+                       reply.handed, cell_failure(reply))
 
     def _read_reply(self, seconds: float) -> Message:
         """The reply within `seconds` of the notebook process's own time: the time its threads waited for a CPU (the
@@ -254,10 +255,10 @@ class NotebookProcess:
         if files:
             encoded = {name: base64.b64encode(data).decode() for name, data in files.items()}
             result = self._request(Files(secrets.token_hex(8), encoded), START_SECONDS)
-            if not result["ok"]:
-                raise GraderFault(f"the assignment's files could not be given to the notebook: {result['error']}")
+            if not result.ok:
+                raise GraderFault(f"the assignment's files could not be given to the notebook: {result.error}")
 
-    def run(self, kind: CellKind, code: str, seconds: float, cases: dict[str, str] | None = None) -> dict:
+    def run(self, kind: CellKind, code: str, seconds: float, cases: dict[str, str] | None = None) -> CellRun:
         """Run one cell (a test cell with the encoded cases of its hidden tests); its result, or Died if the process
         dies, times out or answers out of turn."""
         return self._request(CellRequest(secrets.token_hex(8), kind, code, cases or {}), seconds)
@@ -327,31 +328,28 @@ def _last_line(text: str) -> str:
     return lines[-1][:300] if lines else "no reason given"
 
 
-def within_budget(results: list[dict], budget: int) -> list[dict]:
+def within_budget(results: list[CellRun], budget: int) -> list[CellRun]:
     """The results with their output cut to `budget` characters for the whole notebook, in cell order (issue #48:
     4,000 cells each at the per-cell cap made one submission write a gigabyte); a cut says so. Error text is kept
     whole: the grader reads each cell's verdict from it."""
     left, kept = budget, []
     for result in results:
-        text = result.get("output") or ""
+        text = result.output
         if len(text) > left:
-            result = {**result, "output": text[:left] + f"\n[... {len(text) - left:,} more characters dropped: the "
-                                                       f"notebook's output budget of {budget:,} characters is used up]"}
+            result = replace(result, output=text[:left] + f"\n[... {len(text) - left:,} more characters dropped: the "
+                                                          f"notebook's output budget of {budget:,} characters is used up]")
         left -= min(len(text), left)
         kept.append(result)
     return kept
 
 
 def run_plan(plan: Plan, limits: Limits, zygote: Zygote, slot: int, files: dict[str, bytes] | None = None,
-             cases: dict[str, str] | None = None, budgets: dict[str, list[CostBudget]] | None = None) -> list[dict]:
-    """Every cell's result, in order: {"ok", "output", "error", "restored", "tampered", "line", "handed", "failure",
-    "seconds"} (a cell that never ran has no "seconds"; "failure": a Failure, None when the cell passed). `files`:
-    the assignment's files for the working folder; `cases`: the
-    encoded cases of the hidden tests (key -> JSON text); `budgets`: the cost budgets by hidden test key (from the
+             cases: dict[str, str] | None = None, budgets: dict[str, list[CostBudget]] | None = None) -> list[CellRun]:
+    """Every cell's run, in order. `files`: the assignment's files for the working folder; `cases`: the encoded cases of the hidden tests (key -> JSON text); `budgets`: the cost budgets by hidden test key (from the
     trusted checker; each measured after its test cell passes, autograder/grader/cost.py). GraderFault when a notebook
     process cannot be started."""
     cases = cases or {}
-    results: list[dict | None] = [None] * len(plan.cells)
+    results: list[CellRun | None] = [None] * len(plan.cells)
     crashed: set[int] = set()
     deadline = time.monotonic() + limits.notebook_seconds
     restarts = 0
@@ -371,17 +369,17 @@ def run_plan(plan: Plan, limits: Limits, zygote: Zygote, slot: int, files: dict[
                     results[index] = result = process.run(cell.kind, cell.code, min(limits.cell_seconds, left),
                                                           {key: cases[key] for key in cell.hidden_keys if key in cases})
                 except Died as died:
-                    results[index] = {**failed(str(died), died.failure), "seconds": round(time.monotonic() - started, 3)}
+                    results[index] = replace(failed(str(died), died.failure), seconds=round(time.monotonic() - started, 3))
                     crashed.add(index)
                     raise
                 try:  # a budgeted task's cost, measured from outside (issue #52): after its test cell passes
-                    cost.run_budgets(process, cell, result, budgets or {})
+                    result = cost.run_budgets(process, cell, result, budgets or {})
                 except Died as died:
-                    results[index] = {**result, "ok": False, "error": f"the measured call of this task's cost "
-                                      f"budget was stopped: {died}", "line": None, "failure": died.failure}
+                    results[index] = result.failing(f"the measured call of this task's cost budget was stopped: {died}",
+                                                    died.failure)
                     crashed.add(index)
                     raise
-                result["seconds"] = round(time.monotonic() - started, 3)  # wall time: for the instructor
+                results[index] = replace(result, seconds=round(time.monotonic() - started, 3))  # for the instructor
             return within_budget(results, limits.notebook_output_chars)  # type: ignore[arg-type]
         except Died as died:
             restarts += 1

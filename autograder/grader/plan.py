@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from autograder.grader.find import MAX_NOTEBOOK_BYTES, Missing, Unreadable, read_capped
-from autograder.outcome import CellKind
+from autograder.outcome import CellKind, Failure
 from autograder.source import Role, SourceNotebook
 
 HIDDEN = re.compile(r"^[ \t]*### BEGIN HIDDEN TESTS[\s\S]*?^[ \t]*### END HIDDEN TESTS[ \t]*$\n?", re.MULTILINE)
@@ -51,9 +53,9 @@ class Cell:
             return range(0)
         return range(self.code.count("\n", 0, match.start()) + 1, self.code.count("\n", 0, match.end()) + 1)
 
-    def failed_in_hidden_tests(self, result: dict) -> bool:
+    def failed_in_hidden_tests(self, result: CellRun) -> bool:
         """True when this test cell failed on a line of its hidden tests."""
-        return self.kind is CellKind.TEST and not result.get("ok") and result.get("line") in self.hidden_lines
+        return self.kind is CellKind.TEST and not result.ok and result.line in self.hidden_lines
 
     @property
     def hidden_keys(self) -> list[str]:
@@ -65,6 +67,31 @@ class Cell:
     def visible_code(self) -> str:
         """The code a student may see in feedback: hidden tests replaced by one comment line."""
         return HIDDEN.sub(HIDDEN_PLACEHOLDER + "\n", self.code)
+
+
+@dataclass(frozen=True)
+class CellRun:
+    """What one cell of the plan did, as the grader's stages refine it (the output budget, the hidden tests' verdicts,
+    the task's rule and cost budget, what students may see) before workers.cell_outcome records it as a CellOutcome.
+    `line`: the line of the visible code a failure is shown at (None: none, or a hidden test's); `handed`: what its
+    hidden tests handed in, encoded (never recorded); `seconds`: wall time (None: never ran); `error_full`: the whole
+    error where students see only a hint; `costs`: a budgeted task's measured costs (cost.py); `failure`: why it
+    failed (None: it passed)."""
+    ok: bool
+    output: str = ""
+    error: str = ""
+    restored: tuple[str, ...] = ()
+    tampered: tuple[str, ...] = ()
+    line: int | None = None
+    handed: Mapping[str, str] = field(default_factory=dict)
+    failure: Failure | None = None
+    seconds: float | None = None
+    error_full: str | None = None
+    costs: tuple[dict[str, Any], ...] | None = None
+
+    def failing(self, error: str, failure: Failure, line: int | None = None) -> CellRun:
+        """This run, failed with `error` (shown at `line`) for `failure`; what it printed is kept."""
+        return replace(self, ok=False, error=error, line=line, failure=failure)
 
 
 @dataclass

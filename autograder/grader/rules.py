@@ -10,7 +10,7 @@ import os
 import resource
 
 from autograder.forked import ChildFailed, call_in_child
-from autograder.grader.plan import Cell, Plan
+from autograder.grader.plan import Cell, CellRun, Plan
 from autograder.outcome import CellKind, Failure
 
 
@@ -59,7 +59,7 @@ def _cap_memory(extra: int) -> None:
     resource.setrlimit(resource.RLIMIT_AS, (mapped + extra, mapped + extra))
 
 
-def apply(cell: Cell, result: dict, judged: dict) -> dict:
+def apply(cell: Cell, result: CellRun, judged: dict) -> CellRun:
     """`result` of one cell, failed with the rule's message when its task broke its rule (whatever else happened in
     it: the broken rule is the verdict a student should read)."""
     if cell.kind is not CellKind.TEST or cell.grade_id not in judged:
@@ -67,8 +67,7 @@ def apply(cell: Cell, result: dict, judged: dict) -> dict:
     rule, verdict = judged[cell.grade_id]
     if not verdict.broken:
         return result
-    return {**result, "ok": False, "error": f"AssertionError: {verdict.message(rule)}", "line": None,
-            "failure": Failure.RULE}
+    return result.failing(f"AssertionError: {verdict.message(rule)}", Failure.RULE)
 
 
 def flags(judged: dict) -> list[str]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import select
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from autograder import cgroups, outcome
@@ -20,7 +20,7 @@ from autograder.forked import Child, ChildFailed
 from autograder.grader import autograded, cost, feedback, rules
 from autograder.grader.find import Unreadable, assignment_files, read_capped
 from autograder.grader.notebooks import GraderFault, Zygote, failed, run_plan
-from autograder.grader.plan import Cell, MissingNotebook, NotANotebook, Plan, make_plan, read_notebook
+from autograder.grader.plan import Cell, CellRun, MissingNotebook, NotANotebook, Plan, make_plan, read_notebook
 from autograder.limits import Limits
 from autograder.outcome import CellOutcome, Failure, NotebookOutcome, OutcomeError, SubmissionOutcome
 from autograder.progress import Progress
@@ -73,26 +73,26 @@ def reusable(result: SubmissionOutcome | None, key: str) -> bool:
     return result is not None and result.key == key and not result.grader_errors
 
 
-def check_hidden(plan: Plan, results: list[dict], checker: Checker | None) -> tuple[list[dict], list[str]]:
+def check_hidden(plan: Plan, results: list[CellRun], checker: Checker | None) -> tuple[list[CellRun], list[str]]:
     """The results with every hidden test's verdict applied (a test cell that ran cleanly fails when the results its
     hidden tests handed in are wrong), and the grader's own faults, if any (checker.py: never the student's)."""
     pending = [(index, key) for index, cell in enumerate(plan.cells) for key in cell.hidden_keys
-               if results[index].get("ok")]
-    handed = [(key, results[index].get("handed", {}).get(key)) for index, key in pending]
+               if results[index].ok]
+    handed = [(key, results[index].handed.get(key)) for index, key in pending]
     faults = []
-    results = [{k: v for k, v in r.items() if k != "handed"} for r in results]
+    results = [replace(r, handed={}) for r in results]  # what the hidden tests handed in is the checker's alone
     verdicts = []
     if handed:
         assert checker is not None, "hidden tests ran, but the run has no checker"  # prepare() starts one for them
         verdicts = checker.verdicts(handed)
     for (index, _key), verdict in zip(pending, verdicts):
-        if verdict.ok or not results[index]["ok"]:
+        if verdict.ok or not results[index].ok:
             continue
         cell = plan.cells[index]
         # A wrong result fails on the hidden tests' first line (feedback shows it as a hidden failure, with its hint);
         # the grader's own fault is shown as what it is.
         line = None if verdict.fault else cell.hidden_lines.start
-        results[index] = {**results[index], "ok": False, "error": verdict.error, "line": line, "failure": Failure.ERROR}
+        results[index] = results[index].failing(verdict.error, Failure.ERROR, line)
         if verdict.fault:
             faults.append(f"{plan.notebook}, {cell.grade_id}: {verdict.error}")
     return results, faults
@@ -106,15 +106,13 @@ def _problem(job: Job, name: str, error: NotANotebook) -> tuple[str, Failure]:
     return f"{name}.ipynb is not a valid notebook: {error}", Failure.NOT_A_NOTEBOOK
 
 
-def cell_outcome(cell: Cell, result: dict) -> CellOutcome:
-    """One cell of the plan and its result, typed. Every step that fails a cell names its Failure; a failed result
-    without one (a step added later that forgot to) counts as an ERROR rather than as passed."""
-    failure = result.get("failure") or (None if result["ok"] else Failure.ERROR)
-    costs = result.get("costs")
-    return CellOutcome(cell.kind, cell.grade_id, float(cell.points), cell.visible_code, result["ok"], result["output"],
-                       result["error"], tuple(result["restored"]), tuple(result["tampered"]), result["line"],
-                       seconds=result.get("seconds"), error_full=result.get("error_full"),
-                       costs=None if costs is None else tuple(costs), failure=failure)
+def cell_outcome(cell: Cell, result: CellRun) -> CellOutcome:
+    """One cell of the plan and its run, as the results file records it. Every step that fails a cell names its
+    Failure; a failed run without one (a step added later that forgot to) counts as an ERROR rather than as passed."""
+    failure = result.failure or (None if result.ok else Failure.ERROR)
+    return CellOutcome(cell.kind, cell.grade_id, float(cell.points), cell.visible_code, result.ok, result.output,
+                       result.error, result.restored, result.tampered, result.line, seconds=result.seconds,
+                       error_full=result.error_full, costs=result.costs, failure=failure)
 
 
 def grade_submission(job: Job, setting: Setting, slot: int) -> SubmissionOutcome:

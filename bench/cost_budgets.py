@@ -55,7 +55,7 @@ def measure(assignment: str, notebooks: dict, runs: int, zygote: Zygote) -> list
                     print(f"  {budget.key}: {failure[-300:]}")
                 found.append(measured)
                 if budget.file:
-                    process.run("test", "os.remove(_cost_path); del _cost_data", budget.seconds)
+                    process.run(CellKind.TEST, "os.remove(_cost_path); del _cost_data", budget.seconds)
             out.append((budget, found))
         return out
     finally:

@@ -51,6 +51,7 @@ def restore_postgres(server: postgres_server.Postgres, dump: Path, analyze: bool
                     "--dbname", name, str(dump)], check=True)
     if analyze:   # what the grader does after writing the class (gradebook.refresh_statistics)
         from nbgrader.api import Gradebook
+
         from autograder.gradebook import refresh_statistics
         with Gradebook(url, COURSE_ID) as gb:
             refresh_statistics(gb)

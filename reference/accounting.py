@@ -93,7 +93,7 @@ import random
 from collections import namedtuple
 
 from reference.hidden import HiddenTest, keep_stand_ins_apart, results_list
-from utils.grading import check_int, check_float, check_type
+from utils.grading import check_float, check_int, check_type
 
 GPT2Shape = namedtuple("GPT2Shape", "vocab_size context_length d_model num_layers num_heads d_ff")  # repr as the exercise's
 GPT2_SMALL, GPT2_MEDIUM = GPT2Shape(50257, 1024, 768, 12, 12, 3072), GPT2Shape(50257, 1024, 1024, 24, 16, 4096)
@@ -309,8 +309,8 @@ HIDDEN_TESTS = keep_stand_ins_apart({
 
 
 # ---- napkin math (utils/napkin.py): the question's inputs, the answer computed from them ----------------
-from reference.hidden import napkin_test  # noqa: E402
-from utils.napkin import PERCENT_FOR_FRACTION, within_percent  # noqa: E402
+from reference.hidden import napkin_test
+from utils.napkin import PERCENT_FOR_FRACTION, within_percent
 
 HIDDEN_TESTS["run_mfu"] = napkin_test(
     {'parameters': 124000000, 'tokens_per_step': 524288, 'seconds_per_step': 1.2, 'gpus': 8, 'peak_flops_per_second': 312000000000000},

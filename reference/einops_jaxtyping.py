@@ -239,8 +239,8 @@ HIDDEN_TESTS = {
 
 
 # ---- napkin math (utils/napkin.py): the question's inputs, the answer computed from them ----------------
-from reference.hidden import napkin_test  # noqa: E402
-from utils.napkin import GB_FOR_GIB, within_percent  # noqa: E402
+from reference.hidden import napkin_test
+from utils.napkin import GB_FOR_GIB, within_percent
 
 HIDDEN_TESTS["scores_gib"] = napkin_test(
     {'batch': 8, 'heads': 12, 'seq': 2048, 'head_width': 64},

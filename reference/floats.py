@@ -217,8 +217,8 @@ HIDDEN_TESTS = {
 
 
 # ---- napkin math (utils/napkin.py): the question's inputs, the answer computed from them ----------------
-from reference.hidden import napkin_test  # noqa: E402
-from utils.napkin import BITS_FOR_BYTES, GB_FOR_GIB, within_percent  # noqa: E402
+from reference.hidden import napkin_test
+from utils.napkin import BITS_FOR_BYTES, GB_FOR_GIB, within_percent
 
 HIDDEN_TESTS["weights_gib"] = napkin_test(
     {'parameters': 7000000000},

@@ -287,8 +287,8 @@ HIDDEN_TESTS = keep_stand_ins_apart({
 
 
 # ---- napkin math (utils/napkin.py): the question's inputs, the answer computed from them ----------------
-from reference.hidden import napkin_test  # noqa: E402
-from utils.napkin import MULTIPLY_ADDS, S_FOR_MS, within_percent  # noqa: E402
+from reference.hidden import napkin_test
+from utils.napkin import MULTIPLY_ADDS, S_FOR_MS, within_percent
 
 HIDDEN_TESTS["matmul_ms"] = napkin_test(
     {'n': 8192, 'peak_flops_per_second': 312000000000000, 'mfu': 0.6},

@@ -14,12 +14,17 @@ import torch
 
 from reference.hidden import HiddenTest
 from reference.hidden import results_list as _results
-from utils.gradients import (autograd_linear_grads, autograd_linear_stack_activation_grads, autograd_linear_stack_grads,
-                             autograd_two_layer_grads, count_linear_stack_flops, count_two_layer_flops,
-                             stack_call_table, two_layer_call_table)
+from utils.gradients import (
+    autograd_linear_grads,
+    autograd_linear_stack_activation_grads,
+    autograd_linear_stack_grads,
+    autograd_two_layer_grads,
+    count_linear_stack_flops,
+    count_two_layer_flops,
+    stack_call_table,
+    two_layer_call_table,
+)
 from utils.grading import check_int, check_tensor, check_type
-
-
 
 
 def _check_grad(got: object, expected: torch.Tensor, what: str, hint: str | None = None,
@@ -282,8 +287,8 @@ HIDDEN_TESTS = {
 
 
 # ---- napkin math (utils/napkin.py): the question's inputs, the answer computed from them ----------------
-from reference.hidden import napkin_test  # noqa: E402
-from utils.napkin import within_percent  # noqa: E402
+from reference.hidden import napkin_test
+from utils.napkin import within_percent
 
 HIDDEN_TESTS["step_flops"] = napkin_test(
     {'parameters': 1300000000, 'sequences': 512, 'seq': 1024},

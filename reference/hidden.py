@@ -147,7 +147,7 @@ def napkin_test(inputs: dict[str, object], answer: Callable[..., float], what: s
                       unit=unit, tolerance=tolerance)
 
 
-from autograder.protocol import CostBudget  # noqa: E402  (typed: the checker sends each one to the grader)
+from autograder.protocol import CostBudget  # typed: the checker sends each one to the grader
 
 
 def budgets(key: str) -> list[CostBudget]:

@@ -291,8 +291,8 @@ HIDDEN_TESTS = {
 
 
 # ---- napkin math (utils/napkin.py): the question's inputs, the answer computed from them ----------------
-from reference.hidden import napkin_test  # noqa: E402
-from utils.napkin import GIB_FOR_GB, within_percent  # noqa: E402
+from reference.hidden import napkin_test
+from utils.napkin import GIB_FOR_GB, within_percent
 
 HIDDEN_TESTS["mixed_adamw_gb"] = napkin_test(
     {'parameters': 7000000000},
@@ -304,8 +304,8 @@ HIDDEN_TESTS["mixed_adamw_gb"] = napkin_test(
 # The forward pass of an MLP block (the first half of a training step) keeps the activations autograd saves, plus
 # its output: the input of up is x itself, made before the call, and the output is as large as x, so the peak above
 # the call's start is what mlp_activation_bytes counts. Warmed up first: a first matmul allocates its library's buffers.
-from reference.hidden import CostBudget  # noqa: E402
-from utils import cost as _cost  # noqa: E402
+from reference.hidden import CostBudget
+from utils import cost as _cost
 
 _B, _S, _D, _H = _cost.MLP_SHAPE
 COST_BUDGETS = [CostBudget(

@@ -151,8 +151,8 @@ HIDDEN_TESTS = {
 
 
 # ---- napkin math (utils/napkin.py): the question's inputs, the answer computed from them ----------------
-from reference.hidden import napkin_test  # noqa: E402
-from utils.napkin import GIB_FOR_GB, within_percent  # noqa: E402
+from reference.hidden import napkin_test
+from utils.napkin import GIB_FOR_GB, within_percent
 
 HIDDEN_TESTS["adamw_gb"] = napkin_test(
     {'parameters': 13000000000},

@@ -63,8 +63,6 @@ from utils.grading import check_int, check_tensor, check_type
 from utils.strides import check_bool, check_ints, check_metadata
 
 
-
-
 def _storage_index_cases() -> list[tuple]:
     """(index, strides, offset) of an element of a random view."""
     rng = random.Random(3)
@@ -282,8 +280,8 @@ HIDDEN_TESTS = keep_stand_ins_apart({
 
 
 # ---- napkin math (utils/napkin.py): the question's inputs, the answer computed from them ----------------
-from reference.hidden import napkin_test  # noqa: E402
-from utils.napkin import BITS_FOR_BYTES, within_percent  # noqa: E402
+from reference.hidden import napkin_test
+from utils.napkin import BITS_FOR_BYTES, within_percent
 
 HIDDEN_TESTS["copy_mib"] = napkin_test(
     {'rows': 8192, 'cols': 4096},
@@ -292,8 +290,8 @@ HIDDEN_TESTS["copy_mib"] = napkin_test(
     {**BITS_FOR_BYTES, 0.25: "elements counted where bytes were asked? Each float32 element is 4 bytes.", 2**20 / 1e6: "MB (10^6 bytes) where MiB (2^20 bytes) were asked?"})
 
 # ---- cost budgets (issue #52): measured by the grader from outside the notebook process, after the test cell passes
-from reference.hidden import CostBudget  # noqa: E402
-from utils import cost as _cost  # noqa: E402
+from reference.hidden import CostBudget
+from utils import cost as _cost
 
 COST_BUDGETS = [CostBudget(
     key="strides_views.sliding_windows",

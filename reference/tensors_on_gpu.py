@@ -261,8 +261,8 @@ HIDDEN_TESTS = {
 
 
 # ---- napkin math (utils/napkin.py): the question's inputs, the answer computed from them ----------------
-from reference.hidden import napkin_test  # noqa: E402
-from utils.napkin import MS_FOR_S, within_percent  # noqa: E402
+from reference.hidden import napkin_test
+from utils.napkin import MS_FOR_S, within_percent
 
 HIDDEN_TESTS["copy_seconds"] = napkin_test(
     {'gib': 4, 'bytes_per_second': 25000000000},

@@ -6,8 +6,8 @@ checkpoint stores all of them as tensors and plain Python values that `torch.loa
 """
 from __future__ import annotations
 
-import random
 import copy
+import random
 from pathlib import Path
 
 import numpy as np
@@ -98,11 +98,11 @@ def load_checkpoint(path: str | Path, model: nn.Module, optimizer: torch.optim.O
 # ---- hidden tests (reference/hidden.py): cases, expected results, checks -----------------------------------------
 import contextlib
 
+import utils.training as lecture
 from reference.hidden import HiddenTest
 from utils.grading import check_as_accurate_as_torch, check_float, check_int, check_str, check_tensor, check_type
 from utils.models import TinyLM
 from utils.training import NoisyTinyLM, exercise_tokens, make_optimizer, run_to_checkpoint
-import utils.training as lecture
 
 
 @contextlib.contextmanager
@@ -483,8 +483,8 @@ HIDDEN_TESTS = {
 
 
 # ---- napkin math (utils/napkin.py): the question's inputs, the answer computed from them ----------------
-from reference.hidden import napkin_test  # noqa: E402
-from utils.napkin import within_percent  # noqa: E402
+from reference.hidden import napkin_test
+from utils.napkin import within_percent
 
 HIDDEN_TESTS["tokens_billions"] = napkin_test(
     {'file_bytes': 2800000000000},
@@ -501,8 +501,8 @@ HIDDEN_TESTS["read_minutes"] = napkin_test(
 # ---- cost budgets (issue #52): measured by the grader from outside the notebook process, after the test cell passes.
 # They replace the CountingTokens stand-in: a real memmap file, read however the code likes (slices, a new mapping,
 # a new file descriptor), counted by the kernel.
-from reference.hidden import CostBudget  # noqa: E402
-from utils import cost as _cost  # noqa: E402
+from reference.hidden import CostBudget
+from utils import cost as _cost
 
 COST_BUDGETS = [CostBudget(
     key="training_loop.get_batch",

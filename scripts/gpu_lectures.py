@@ -221,7 +221,7 @@ def check(notebook, run: dict, executed_on_gpu: bool) -> list[str]:
                 problems.append(f"GPU figure {cell.id} holds a CPU run's output")
         if figures and run["device"] not in json.dumps(figures[0].get("outputs", [])):
             problems.append("the device line does not name the GPU")
-        from tests.test_notebook_provenance import provenance_problems   # what that test will check (#25 B5)
+        from tests.test_notebook_provenance import provenance_problems  # what that test will check (#25 B5)
         problems += provenance_problems(json.loads(nbformat.writes(notebook)))
     return problems
 
@@ -271,7 +271,7 @@ def main(argv: list[str] | None = None) -> int:
             try:
                 NotebookClient(notebook, timeout=args.timeout, kernel_name=KERNEL,
                                resources={"metadata": {"path": str(path.parent)}}).execute()
-            except Exception as error:  # noqa: BLE001 (the cell's error is the report)
+            except Exception as error:  # the cell's error is the report
                 problems.append(f"execution stopped: {type(error).__name__}: {str(error)[-600:]}")
         problems += stamp(notebook, run, whole_run=args.execute and on_gpu and not problems)
         problems += check(notebook, run, executed_on_gpu=args.execute and on_gpu)

@@ -20,7 +20,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from bench.suite_cpu import busy_seconds  # noqa: E402 - the repository's root is on the path only from here
+from bench.suite_cpu import busy_seconds  # the repository's root is on the path only from here
 
 
 def slowest(folder: Path, count: int = 10) -> list[tuple[float, str]]:

@@ -11,7 +11,17 @@ import matplotlib.pyplot as plt
 from IPython.display import display
 
 from utils.memory import STATE_NAMES
-from utils.planning import PARTS, PLANNABLE_GPUS, PRECISIONS, Plan, days, fits, gpu_memory, largest_model, memory_per_gpu
+from utils.planning import (
+    PARTS,
+    PLANNABLE_GPUS,
+    PRECISIONS,
+    Plan,
+    days,
+    fits,
+    gpu_memory,
+    largest_model,
+    memory_per_gpu,
+)
 from utils.units import GB
 
 ANSWER_CLASS = "course-plan-answer"   # the browser test finds the answer by this CSS class

@@ -14,7 +14,6 @@ from typing import Callable
 
 from torch.utils.flop_counter import FlopCounterMode
 
-
 SECONDS_PER_DAY = 24 * 60 * 60
 
 

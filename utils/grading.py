@@ -163,7 +163,7 @@ def errors_named(what: str, hints: dict[str, str]) -> Iterator[None]:
         yield
     except AssertionError:
         raise
-    except Exception as error:  # noqa: BLE001 - matched against the hints, else re-raised unchanged
+    except Exception as error:  # matched against the hints, else re-raised unchanged
         text = f"{type(error).__name__}: {error}"
         for pattern, hint in hints.items():
             if re.search(pattern, text):
@@ -467,7 +467,7 @@ def task_errors(assignment: str, test: str) -> Iterator[None]:
         yield
     except AssertionError:
         raise
-    except Exception as error:  # noqa: BLE001 - every raw error gets the task's hint
+    except Exception as error:  # every raw error gets the task's hint
         first = (f"{type(error).__name__}: {error}".splitlines() or [type(error).__name__])[0]
         task = test.removeprefix("test_")
         raise AssertionError(f"{task}: your code raised {first[:300]}\nHint: {raised_hint(assignment, test, error)}") \

@@ -76,7 +76,7 @@ def outcome(fn, *args, **kwargs) -> tuple[str, object]:
     """What calling `fn` did, as data to hand in: ("returned", the value) or ("raised", the exception's type name)."""
     try:
         return "returned", fn(*args, **kwargs)
-    except Exception as error:  # noqa: BLE001 - which exception it was is the observation
+    except Exception as error:  # which exception it was is the observation
         return "raised", type(error).__name__
 
 

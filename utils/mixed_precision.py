@@ -17,7 +17,6 @@ from torch import Tensor, nn
 
 from utils.models import Linear
 
-
 # ---------------------------------------------------------------- fp32 master weights
 
 def fp32_master_copy(params: Iterable[Tensor]) -> list[nn.Parameter]:

@@ -12,8 +12,7 @@ import torch
 from torch import nn
 from torch.optim import Optimizer
 
-from utils.optimizers import RMSProp, SGD, Run, run_optimizer
-
+from utils.optimizers import SGD, RMSProp, Run, run_optimizer
 
 
 @dataclass

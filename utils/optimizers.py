@@ -21,7 +21,6 @@ from jaxtyping import Float
 from torch import Tensor, nn
 from torch.optim import Optimizer
 
-
 Params = Iterable[nn.Parameter] | Iterable[dict]
 
 

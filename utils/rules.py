@@ -342,7 +342,7 @@ def _literal_getattr(node: ast.AST) -> str | None:
 def _notebook_cells(fn: Callable) -> list[str]:
     """The cells run so far in this kernel (IPython's `In`), else the source of `fn` itself."""
     try:
-        shell = get_ipython()  # type: ignore[name-defined]  # noqa: F821 - defined inside IPython only
+        shell = get_ipython()  # type: ignore[name-defined]  # defined inside IPython only
         cells = [text for text in shell.user_ns.get("In", []) if text]
     except NameError:
         cells = []

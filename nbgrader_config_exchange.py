@@ -10,7 +10,11 @@ COURSE_EXCHANGE to a shared one (`sudo mkdir -p -m 1777 /srv/nbgrader/exchange`)
 
 Two classes of this course on one machine share the course id, so every student command checks that the exchange is
 the class's own: its course.txt (written by the first release) must name COURSE. Otherwise the command stops, saying
-so, before anything is fetched or submitted.
+so, before anything is fetched or submitted. And every student command checks that the class's exchange folder, its
+course.txt and students' file and its inbound, outbound and feedback folders are the instructor's (INSTRUCTOR_UID, the
+account that released) or root's, and no symbolic link: on a shared machine another student could have made them
+before the first release (autograder.exchange.check_owned, whose check this repeats: students have nothing else of
+the instructor's).
 """
 import os
 
@@ -18,10 +22,14 @@ c = get_config()  # noqa: F821 (provided by traitlets when it loads this file)
 
 EXCHANGE = None  # the class's exchange folder, as the instructor's release_assignment used it
 COURSE = None    # the instructor's course folder: the class's own, which <EXCHANGE>/cs336-primitives/course.txt names
+INSTRUCTOR_UID = None  # the uid of the account whose release wrote this file
 COURSE_ID = "cs336-primitives"
 CLASS_MARK = "course.txt"  # autograder.exchange.CLASS_MARK
+# autograder.exchange.EXCHANGE_PARTS: name in the course's exchange folder, a folder?, writable by others?
+EXCHANGE_PARTS = (("", True, False), (CLASS_MARK, False, False), ("nbgrader_config_exchange.py", False, False),
+                  ("outbound", True, False), ("inbound", True, True), ("feedback", True, False))
 
-if EXCHANGE is None or COURSE is None:
+if EXCHANGE is None or COURSE is None or INSTRUCTOR_UID is None:
     raise SystemExit(f"error: {os.path.abspath(__file__)} is the template of the students' file and names no exchange. "
                      "Use the copy your instructor hands out: `nbgrader release_assignment` writes it into the class's "
                      f"exchange, as <exchange>/{COURSE_ID}/nbgrader_config_exchange.py. Nothing was fetched or submitted.")
@@ -44,11 +52,37 @@ from nbgrader.exchange.default.list import ExchangeList  # noqa: E402
 from nbgrader.exchange.default.submit import ExchangeSubmit  # noqa: E402
 
 
+def untrusted(course_path):
+    """Why the course's exchange folder cannot be trusted (a part another account made, or a link), or None."""
+    import stat
+    for name, folder, others_write in EXCHANGE_PARTS:
+        path = os.path.join(course_path, name) if name else course_path
+        try:
+            info = os.lstat(path)
+        except FileNotFoundError:
+            if not name:
+                return None
+            continue
+        if stat.S_ISLNK(info.st_mode):
+            return f"{path} is a symbolic link"
+        if info.st_uid not in (0, INSTRUCTOR_UID):
+            return f"{path} is owned by uid {info.st_uid}, not by your instructor (uid {INSTRUCTOR_UID}) or root"
+        if stat.S_ISDIR(info.st_mode) != folder or not (folder or stat.S_ISREG(info.st_mode)):
+            return f"{path} is not a {'folder' if folder else 'regular file'}"
+        if info.st_mode & stat.S_IWOTH and not others_write:
+            return f"{path} is writable by every account"
+    return None
+
+
 class ThisClassOnly:
     """Fail, before anything is copied, unless the exchange's course folder belongs to this class."""
 
     def start(self):
         course_path = os.path.join(self.root, COURSE_ID)
+        why = untrusted(course_path)
+        if why:
+            self.fail(f"{why}: another account may have made or changed it, so the class's exchange cannot be "
+                      "trusted. Nothing was fetched or submitted: tell your instructor (and show them this message).")
         mark = os.path.join(course_path, CLASS_MARK)
         try:
             with open(mark) as f:

@@ -19,6 +19,12 @@ the course root filled in, so that students and instructor have one exchange, wh
 unless COURSE_EXCHANGE names another). Each student copies it to ~/.jupyter/nbgrader_config.py; it refuses, in every
 student command, an exchange whose course.txt names another class, or none.
 
+Owners (`check_owned`): the exchange's root is writable by every account (nbgrader's 1777), so on a shared machine a
+student could make `<exchange>/<course id>/`, its course.txt or students' file, or its inbound, outbound or feedback
+folder before the first release, and own it. The release refuses any of those not owned by the releasing account or
+root (or a symbolic link, or writable by others where nbgrader does not make it so), and so does every student
+command (the students' file checks the same with the releasing account's uid, which the release writes into it).
+
 OwnedCollect: stock `collect` believes the folder name of a submission (`<student>+<assignment>+<time>`), follows
 symbolic links while copying, enforces the size limit only on the student's side, and stops the whole class at one
 malformed name. On the class hub (scripts/class_hub.py configures it for the grader account only: with one account
@@ -53,6 +59,8 @@ from nbgrader.exchange.default.release_feedback import ExchangeReleaseFeedback
 from nbgrader.utils import parse_utc
 from traitlets import Unicode
 
+from autograder.errors import Refused
+
 NEEDED = ("timestamp.txt", "submission_secret.txt")
 ENTRY = re.compile(r"^(?P<student>[^+/]+)\+(?P<assignment>[^+/]+)\+(?P<time>[^+/]+)(\+[^+/]*)?$")
 CHUNK = 1 << 20          # bytes read at a time while copying
@@ -68,6 +76,58 @@ TEMPLATE = Path(__file__).resolve().parent.parent / STUDENTS_CONFIG
 
 class OtherClass(Exception):
     """The course's exchange folder belongs to another class of the same course id; the message says which."""
+
+
+class Untrusted(Refused):
+    """A file or folder of the course's exchange folder that another account made or may change; nothing was
+    written there, nor read from it. The message says which, whose it is, and what to do."""
+
+
+# What check_owned looks at in <exchange>/<course id>/, in this order: name, a folder?, writable by others?
+# (nbgrader's own modes: the course folder and outbound 755, feedback 711, inbound 2733: every student drops a
+# submission there, and none can list it; the class hub's is 1733.)
+EXCHANGE_PARTS = (("", True, False), (CLASS_MARK, False, False), (STUDENTS_CONFIG, False, False),
+                  ("outbound", True, False), ("inbound", True, True), ("feedback", True, False))
+
+
+def check_owned(course_path: Path, owners: set[int], remedy: str) -> None:
+    """Raise Untrusted unless the course's exchange folder `course_path`, and each of EXCHANGE_PARTS in it that
+    exists, is owned by one of `owners` (uids), is no symbolic link, is what it should be (a folder or a file), and is
+    writable by others only where nbgrader makes it so (inbound). `remedy` ends the message (what to do; {path} in
+    it is the path refused).
+
+    Why: the exchange's root is writable by every account, and nbgrader checks no owner but of a folder its release
+    makes (and not of course.txt or the students' file, nor in `groupshared` courses, nor on the students' side). A
+    student who made one of these before the instructor's first release owns it, and could swap what the others
+    fetch, plant a configuration every student's nbgrader runs, read or remove submissions, or write a course.txt
+    the students' commands believe. Links are not followed (os.lstat): a link is refused whatever it points to."""
+    for name, folder, others_write in EXCHANGE_PARTS:
+        path = course_path / name if name else course_path
+        try:
+            info = os.lstat(path)
+        except FileNotFoundError:
+            if not name:
+                return   # no course folder yet: nothing in it either
+            continue
+        mode = stat.filemode(info.st_mode)
+        if stat.S_ISLNK(info.st_mode):
+            why = f"is a symbolic link (to {os.readlink(path)})"
+        elif info.st_uid not in owners:
+            why = f"is owned by {account_name(info.st_uid)}, not by {' or '.join(map(account_name, sorted(owners)))}"
+        elif stat.S_ISDIR(info.st_mode) != folder or not (folder or stat.S_ISREG(info.st_mode)):
+            why = f"is not a {'folder' if folder else 'regular file'} ({mode})"
+        elif info.st_mode & stat.S_IWOTH and not others_write:
+            why = f"is writable by every account ({mode})"
+        else:
+            continue
+        raise Untrusted(f"{path} {why}: another account may have made or changed it, and nothing in the class's "
+                        f"exchange folder can be trusted while it is there. {remedy.format(path=path)}")
+
+
+def release_check(course_path: Path) -> None:
+    """check_owned for the instructor's release: the parts must be the releasing account's, or root's."""
+    check_owned(course_path, {0, os.geteuid()}, "Nothing was released. Remove it as root (`sudo rm -rf '{path}'`), "
+                "then release again.")
 
 
 def exchange_root(config) -> Path:
@@ -96,10 +156,12 @@ def check_class(course_path: Path, course_root: Path, doing: str) -> None:
             f"this one moved, remove {course_path / CLASS_MARK}. Nothing was {doing}.")
 
 
-def students_config(exchange: Path, course_root: Path) -> str:
-    """The students' nbgrader configuration for this class: the template with its exchange and course filled in."""
+def students_config(exchange: Path, course_root: Path, instructor: int | None = None) -> str:
+    """The students' nbgrader configuration for this class: the template with its exchange, course and the uid of
+    the releasing account (`instructor`, this process's by default) filled in."""
     text = TEMPLATE.read_text()
-    for name, value in (("EXCHANGE", str(exchange)), ("COURSE", str(course_root))):
+    uid = os.geteuid() if instructor is None else instructor
+    for name, value in (("EXCHANGE", str(exchange)), ("COURSE", str(course_root)), ("INSTRUCTOR_UID", uid)):
         blank = f"{name} = None"
         assert text.count(blank) == 1, f"{TEMPLATE} has no single line {blank!r}"
         text = text.replace(blank, f"{name} = {value!r}")
@@ -108,6 +170,7 @@ def students_config(exchange: Path, course_root: Path) -> str:
 
 def hand_out(course_path: Path, exchange: Path, course_root: Path) -> Path:
     """Mark `course_path` as this class's (unless it is) and write the students' file beside it; return its path."""
+    release_check(course_path)
     check_class(course_path, course_root, "released")
     if owner_of(course_path) is None:
         (course_path / CLASS_MARK).write_text(f"{course_root}\n")
@@ -127,10 +190,11 @@ class ReleaseAssignment(ExchangeReleaseAssignment):
         course_path = Path(self.root) / self.coursedir.course_id
         course_root = Path(self.coursedir.root).resolve()
         try:
+            release_check(course_path)   # before nbgrader makes a folder; hand_out checks again before writing
             check_class(course_path, course_root, "released")
             super().init_dest()
             handed = hand_out(course_path, Path(self.root), course_root)
-        except OtherClass as error:
+        except (OtherClass, Untrusted) as error:
             self.fail(str(error))
         self.log.info("Students' configuration of this class's exchange: %s (each student copies it to "
                       "~/.jupyter/nbgrader_config.py once)", handed)
@@ -143,11 +207,14 @@ class ReleaseAssignment(ExchangeReleaseAssignment):
 class ReleaseFeedback(ExchangeReleaseFeedback):
 
     def init_dest(self) -> None:
+        course_path = Path(self.root) / self.coursedir.course_id
         try:
-            check_class(Path(self.root) / self.coursedir.course_id, Path(self.coursedir.root).resolve(), "released")
-        except OtherClass as error:
+            release_check(course_path)
+            check_class(course_path, Path(self.coursedir.root).resolve(), "released")
+            super().init_dest()
+            release_check(course_path)   # the feedback folder nbgrader found or made
+        except (OtherClass, Untrusted) as error:
             self.fail(str(error))
-        super().init_dest()
 
     def copy_files(self) -> None:
         pattern = os.path.normpath(self.coursedir.format_path(self.coursedir.feedback_directory, "*",

@@ -7,6 +7,10 @@ B (B's students' file, naming that exchange) is refused by fetch_assignment, sub
 saying whose exchange it is, with nothing fetched or submitted. A's student, with the file A's release wrote, fetches
 and submits. A student whose own COURSE_EXCHANGE names another folder is refused too.
 
+On a shared machine any account may make the course's exchange folder, or a part of it, before the first release
+(docs/security.md, "The exchange on a shared machine"): as root, these tests give such parts to `nobody` and see the
+release and every student command refuse them, writing and fetching nothing.
+
 The whole cycle as docs/instructors.md prints it (the one default exchange, the course's exchange/, with no
 COURSE_EXCHANGE on either side) is tests/test_readme_commands.py.
 """
@@ -163,3 +167,171 @@ def test_the_check_of_the_students_environment_agrees_with_a_student_account(tmp
     assert any(f"{closed} (mode drwx------) does not let other accounts in" in line for line in obstacles), obstacles
     assert not as_nobody(closed / "env" / "bin" / "nbgrader")
     assert main(["check-students-env", str(closed / "env")]) == 1
+
+
+# ---- owners: a shared machine's exchange, where any account may make the course's folder first ---------------------
+
+NOBODY = 65534   # `nobody`: a student, as far as files go
+root_only = pytest.mark.skipif(os.geteuid() != 0, reason="gives files to another account: needs root")
+
+
+def tree(root: Path) -> list[tuple]:
+    """Everything under `root`, links not followed: (path, owner, mode, a file's bytes or a link's target)."""
+    found = []
+    for folder, folders, files in os.walk(root):
+        for name in sorted(folders + files):
+            path = Path(folder) / name
+            info = path.lstat()
+            what = path.read_bytes() if path.is_file() and not path.is_symlink() else \
+                os.readlink(path) if path.is_symlink() else None
+            found.append((str(path.relative_to(root)), info.st_uid, info.st_mode, what))
+    return sorted(found)
+
+
+def shared_exchange(tmp: Path) -> tuple[Path, Path, dict]:
+    """A class (its course folder), a shared exchange (1777, as nbgrader's default) and its instructor's shell."""
+    exchange = tmp / "exchange"
+    exchange.mkdir(mode=0o1777)
+    exchange.chmod(0o1777)
+    return course(tmp / "class").resolve(), exchange, environment(tmp / "home" / "prof",
+                                                                  COURSE_EXCHANGE=str(exchange))
+
+
+def plant(folder: Path, what: str, course_root: Path) -> None:
+    """What a student made in the exchange's course folder `folder` before the instructor's first release."""
+    if what == "link":   # the course folder, a link to a folder the release would write into
+        (folder.parent / "elsewhere").mkdir()
+        folder.symlink_to(folder.parent / "elsewhere")
+        return
+    folder.mkdir(mode=0o1777 if what == "open" else 0o755)
+    folder.chmod(0o1777 if what == "open" else 0o755)   # "open": root's (an administrator's), but every account's
+    made = {"folder": folder, "marker": folder / "course.txt", "config": folder / STUDENTS_CONFIG,
+            "inbound": folder / "inbound", "outbound": folder / "outbound", "feedback": folder / "feedback"}.get(what)
+    if made is not None and made != folder:
+        if made.name in ("course.txt", STUDENTS_CONFIG):
+            made.write_text(f"{course_root}\n" if made.name == "course.txt" else "c = get_config()\n")
+        else:
+            made.mkdir()
+    if made is not None:
+        os.chown(made, NOBODY, NOBODY)
+
+
+@root_only
+@pytest.mark.parametrize("what, why", [("folder", "is owned by nobody"), ("marker", "is owned by nobody"),
+                                       ("config", "is owned by nobody"), ("inbound", "is owned by nobody"),
+                                       ("outbound", "is owned by nobody"), ("feedback", "is owned by nobody"),
+                                       ("link", "is a symbolic link"), ("open", "is writable by every account")])
+def test_a_release_into_what_another_account_made_is_refused_and_writes_nothing(tmp_path, what, why):
+    course_root, exchange, instructor = shared_exchange(tmp_path)
+    folder = exchange / COURSE_ID
+    plant(folder, what, course_root)
+    refused = {"marker": folder / "course.txt", "config": folder / STUDENTS_CONFIG}.get(
+        what, folder / what if what in ("inbound", "outbound", "feedback") else folder)
+    before = tree(tmp_path / "exchange"), tree(tmp_path / "elsewhere") if what == "link" else []
+    done = nbgrader("release_assignment", A, cwd=course_root, env=instructor)
+    assert done.returncode != 0, (done.stdout, done.stderr)
+    assert f"{refused} {why}" in done.stderr and "Nothing was released" in done.stderr, done.stderr
+    assert f"Remove it as root (`sudo rm -rf '{refused}'`), then release again" in done.stderr, done.stderr
+    after = tree(tmp_path / "exchange"), tree(tmp_path / "elsewhere") if what == "link" else []
+    assert after == before
+
+
+@root_only
+def test_release_feedback_into_a_feedback_folder_another_account_made_is_refused(tmp_path):
+    course_root, exchange, instructor = shared_exchange(tmp_path)
+    assert nbgrader("release_assignment", A, cwd=course_root, env=instructor).returncode == 0
+    feedback = exchange / COURSE_ID / "feedback"
+    feedback.mkdir()
+    os.chown(feedback, NOBODY, NOBODY)   # as though a student had made it before the first release_feedback
+    (course_root / "feedback" / "someone" / A).mkdir(parents=True)
+    before = tree(exchange)
+    done = nbgrader("release_feedback", A, cwd=course_root, env=instructor)
+    assert done.returncode != 0 and f"{feedback} is owned by nobody" in done.stderr, done.stderr
+    assert tree(exchange) == before
+
+
+@root_only
+@pytest.mark.parametrize("what, command, why", [
+    ("folder", ["fetch_assignment", A], "is owned by uid 65534, not by your instructor (uid 0) or root"),
+    ("marker", ["list"], "is owned by uid 65534"), ("config", ["fetch_assignment", A], "is owned by uid 65534"),
+    ("inbound", ["submit", A], "is owned by uid 65534"), ("link", ["fetch_assignment", A], "is a symbolic link")])
+def test_a_student_command_refuses_an_exchange_another_account_made(tmp_path, what, command, why):
+    """The class's own release, then the folder swapped (a root without the sticky bit), a marker, the students' file
+    or inbound given to another account, or the course folder replaced by a link to a copy: the class's student,
+    with the file the release handed out, is refused, told to tell the instructor, with nothing fetched or
+    submitted."""
+    course_root, exchange, instructor = shared_exchange(tmp_path)
+    assert nbgrader("release_assignment", A, cwd=course_root, env=instructor).returncode == 0
+    folder = exchange / COURSE_ID
+    home = tmp_path / "home" / "student"
+    env = student(home, (folder / STUDENTS_CONFIG).read_text())
+    if command[0] == "submit":   # the student's work, fetched before
+        (home / COURSE_ID / A).mkdir(parents=True)
+        (home / COURSE_ID / A / f"{A}.ipynb").write_bytes((folder / "outbound" / A / f"{A}.ipynb").read_bytes())
+    if what == "link":
+        folder.rename(exchange / "copy")
+        folder.symlink_to(exchange / "copy")
+        refused = folder
+    else:
+        refused = {"folder": folder, "marker": folder / "course.txt", "config": folder / STUDENTS_CONFIG,
+                   "inbound": folder / "inbound"}[what]
+        os.chown(refused, NOBODY, NOBODY)
+    before = tree(exchange)
+    done = nbgrader(*command, cwd=home, env=env)
+    shown = done.stdout + done.stderr
+    assert done.returncode != 0, shown
+    assert f"{refused} {why}" in shown and "Nothing was fetched or submitted: tell your instructor" in shown, shown
+    assert tree(exchange) == before
+    fetched = sorted(str(p.relative_to(home)) for p in home.glob(f"{COURSE_ID}/**/*"))
+    assert fetched == ([f"{COURSE_ID}/{A}", f"{COURSE_ID}/{A}/{A}.ipynb"] if command[0] == "submit" else []), fetched
+
+
+@root_only
+def test_the_students_file_checks_as_the_release_does(tmp_path):
+    """The students' file repeats autograder.exchange.check_owned (students have nothing else of the instructor's):
+    both accept and refuse the same course folders."""
+    from traitlets.config import Config
+
+    from autograder.exchange import Untrusted, check_owned
+    config = {"get_config": Config}
+    exec(students_config(tmp_path, tmp_path, instructor=0), config)
+    cases = ["fine", "folder", "marker", "config", "inbound", "outbound", "feedback", "link", "open", "kind"]
+    for case in cases:
+        folder = tmp_path / case / COURSE_ID
+        folder.parent.mkdir()
+        if case == "kind":   # course.txt a folder
+            folder.mkdir()
+            (folder / "course.txt").mkdir()
+        elif case != "fine":
+            plant(folder, case, tmp_path)
+        try:
+            check_owned(folder, {0}, "")
+            release = None
+        except Untrusted as error:
+            release = str(error)
+        assert (release is None) == (config["untrusted"](str(folder)) is None) == (case == "fine"), (case, release)
+
+
+@root_only
+def test_the_class_hubs_exchange_passes_both_checks(tmp_path):
+    """The course folder scripts/class_hub.py makes as the grader's (inbound 1733: writable by every student), with the
+    grader's course.txt and students' file in it, is trusted by the release (run as the grader) and by the students;
+    not by a release run as another account."""
+    from types import SimpleNamespace
+
+    from traitlets.config import Config
+
+    from autograder.exchange import Untrusted, check_owned
+    from scripts.class_hub import create_exchange
+    create_exchange(SimpleNamespace(exchange=str(tmp_path / "exchange"), grader="nobody"))
+    folder = tmp_path / "exchange" / COURSE_ID
+    for name in ("course.txt", STUDENTS_CONFIG):
+        (folder / name).write_text("made by the grader's release\n")
+        (folder / name).chmod(0o644)
+        os.chown(folder / name, NOBODY, NOBODY)
+    check_owned(folder, {0, NOBODY}, "")
+    config = {"get_config": Config}
+    exec(students_config(tmp_path / "exchange", tmp_path, instructor=NOBODY), config)
+    assert config["untrusted"](str(folder)) is None
+    with pytest.raises(Untrusted, match=f"{folder} is owned by nobody, not by root"):
+        check_owned(folder, {0}, "")

@@ -14,6 +14,7 @@ Passwords never appear in messages (`safe_url`). A URL that passed is not checke
 """
 from __future__ import annotations
 
+import enum
 import functools
 import os
 
@@ -46,39 +47,82 @@ def after_commit(error: GradebookError, db_url: str, submissions: int, out) -> s
             "every result, writes the same grades again, and then writes those files.")
 
 
+class Problem(enum.Enum):
+    """What kind of trouble a database error is, as the driver's own code tells it (`problem_of`)."""
+    LOCKED = "locked"                      # another process holds the database or the rows
+    WRITTEN_BY_ANOTHER_RUN = "written"     # a unique key another run wrote first
+    NO_CONNECTION = "no connection"        # the server has no connection slot left
+    NOT_A_DATABASE = "not a database"      # the file is not SQLite, or is damaged
+    OTHER = "other"
+
+
+# SQLite's primary result codes (sqlite3.Error.sqlite_errorcode & 0xff; https://sqlite.org/rescode.html) and
+# PostgreSQL's SQLSTATEs (psycopg's Error.sqlstate; https://www.postgresql.org/docs/current/errcodes-appendix.html).
+_SQLITE = {5: Problem.LOCKED, 6: Problem.LOCKED, 19: Problem.WRITTEN_BY_ANOTHER_RUN, 11: Problem.NOT_A_DATABASE,
+           26: Problem.NOT_A_DATABASE}
+_SQLSTATE = {"55P03": Problem.LOCKED, "23505": Problem.WRITTEN_BY_ANOTHER_RUN, "53300": Problem.NO_CONNECTION}
+
+
+def problem_of(error: BaseException) -> Problem:
+    """The kind of a database error, from the driver's code (`_driver_error`). SQLite's constraint code (19) counts as another run's
+    write only for a unique key (its extended codes 2067 and 1555), the only constraint a grading run can break."""
+    driver = _driver_error(error)
+    code = getattr(driver, "sqlite_errorcode", None)
+    if isinstance(code, int):
+        problem = _SQLITE.get(code & 0xFF, Problem.OTHER)
+        unique = code in (2067, 1555)  # SQLITE_CONSTRAINT_UNIQUE, SQLITE_CONSTRAINT_PRIMARYKEY
+        return Problem.OTHER if problem is Problem.WRITTEN_BY_ANOTHER_RUN and not unique else problem
+    state = getattr(driver, "sqlstate", None)
+    if state:
+        return _SQLSTATE.get(state, Problem.OTHER)
+    # A connection the server refuses carries no SQLSTATE (its FATAL comes before a session exists: libpq gives psycopg
+    # the words alone), so a full server is known by PostgreSQL's own two messages for it.
+    text = reason(error)
+    if "too many clients" in text or "remaining connection slots are reserved" in text:
+        return Problem.NO_CONNECTION
+    return Problem.OTHER
+
+
+def _driver_error(error: BaseException) -> BaseException:
+    """The database driver's own error behind `error`: SQLAlchemy's `orig`, or, for one nbgrader raised again in its
+    own words (its InvalidEntry for an IntegrityError), the error it was raised from; else `error` itself."""
+    seen: BaseException | None = error
+    while seen is not None:
+        driver = getattr(seen, "orig", None) or seen
+        if getattr(driver, "sqlite_errorcode", None) is not None or getattr(driver, "sqlstate", None):
+            return driver
+        seen = seen.__cause__ or seen.__context__
+    return error
+
+
 def gradebook_error(error: BaseException, db_url: str) -> GradebookError:
     """A database error as GradebookError: `explain`'s words, and whether they say the graded results are kept (the
-    driver said the gradebook was locked, or written by another run at the same time)."""
-    text = reason(error)
-    locked = "locked" in text
-    return GradebookError(explain(error, db_url), results_kept=locked or _written_by_another_run(text))
-
-
-def _written_by_another_run(text: str) -> bool:
-    """The driver's words for a write that another run made first (PostgreSQL's and SQLite's)."""
-    return "duplicate key value violates unique constraint" in text or "UNIQUE constraint failed" in text
+    gradebook was locked, or written by another run at the same time)."""
+    kept = problem_of(error) in (Problem.LOCKED, Problem.WRITTEN_BY_ANOTHER_RUN)
+    return GradebookError(explain(error, db_url), results_kept=kept)
 
 
 def explain(error: BaseException, db_url: str) -> str:
     """A database error in words, with what to do (never the password of the URL)."""
     text = reason(error)
     where = f"the gradebook ({safe_url(db_url)})"
-    if "locked" in text:
+    problem = problem_of(error)
+    if problem is Problem.LOCKED:
         return (f"{where} is locked by another process (a formgrader saving a score, or another grading run): {text}. "
                 "Nothing was written and the grades in it are as before; run the command again when that process "
                 "is done. The graded results are kept, so the notebooks will not run again.")
-    if _written_by_another_run(text):
+    if problem is Problem.WRITTEN_BY_ANOTHER_RUN:
         return (f"{where} refused this run's write: another grading run wrote the same submissions into it at the same "
                 f"time ({text}). That is two graders given the same shard (the same --shard K/N, or one Slurm array "
                 "task or Kubernetes index running twice at once), or a whole-class run beside shards on a machine "
                 "that does not share their course folder. Nothing was written by this run; the other run's grades "
                 "stand. Make sure each shard runs once (squeue, kubectl get pods), then run this one again if it is "
                 "still needed: its graded results are kept, so no notebook runs again.")
-    if "too many clients" in text or "remaining connection slots are reserved" in text:
+    if problem is Problem.NO_CONNECTION:
         return (f"{where} has no connection left for this run ({text}): every connection the server allows "
                 "(max_connections) is taken by other clients. Nothing was written; the grades in it are as before. "
                 "Run again when fewer clients are connected, or raise the server's max_connections.")
-    if "not a database" in text or "malformed" in text or "file is encrypted" in text:
+    if problem is Problem.NOT_A_DATABASE:
         return (f"{where} is not a readable database ({text}). Nothing was written and the file was not changed; "
                 "restore it from a backup.")
     return f"{where} could not be used: {text}. Nothing was written; the grades in it are as before."

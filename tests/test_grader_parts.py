@@ -73,13 +73,41 @@ def test_every_error_that_stops_a_run_is_a_grader_error_with_its_exit_code_and_w
     assert issubclass(ShardError, ValueError) and issubclass(Refused, ValueError)  # callers that catch ValueError
 
 
-def test_whether_a_gradebook_error_says_the_results_are_kept_is_a_field_not_its_words():
-    """pipeline.kept_for_a_rerun reads GradebookError.results_kept, never the message (issue #51)."""
-    from autograder.database import gradebook_error
+def sqlite_error(tmp_path, make: str) -> Exception:
+    """A real error of SQLite's driver: a database another connection locked, a unique key written twice, a table
+    that is not there."""
+    import sqlite3
+    path = tmp_path / f"{make}.db"
+    first = sqlite3.connect(path, timeout=0, isolation_level=None)
+    first.execute("CREATE TABLE grade (id TEXT PRIMARY KEY)")
+    second = sqlite3.connect(path, timeout=0, isolation_level=None)
+    statement = {"locked": "INSERT INTO grade VALUES ('b')", "unique": "INSERT INTO grade VALUES ('a')",
+                 "other": "SELECT * FROM missing"}[make]
+    first.execute("BEGIN EXCLUSIVE" if make == "locked" else "INSERT INTO grade VALUES ('a')")
+    try:
+        second.execute(statement)
+    except sqlite3.Error as error:
+        return error
+    finally:
+        first.close()
+        second.close()
+    raise AssertionError(f"{statement} did not fail")
+
+
+def test_whether_a_gradebook_error_says_the_results_are_kept_is_a_field_not_its_words(tmp_path):
+    """pipeline.kept_for_a_rerun reads GradebookError.results_kept, never the message; and the kind of a database
+    error comes from the driver's code (SQLite's result code, PostgreSQL's SQLSTATE), not its words (issue #51)."""
+    import psycopg
+
+    from autograder.database import Problem, gradebook_error, problem_of
     url = "sqlite:////tmp/gradebook.db"
-    assert gradebook_error(Exception("database is locked"), url).results_kept
-    assert gradebook_error(Exception("UNIQUE constraint failed: grade.id"), url).results_kept
-    assert not gradebook_error(Exception("disk I/O error"), url).results_kept
+    assert gradebook_error(sqlite_error(tmp_path, "locked"), url).results_kept
+    assert gradebook_error(sqlite_error(tmp_path, "unique"), url).results_kept
+    assert not gradebook_error(sqlite_error(tmp_path, "other"), url).results_kept
+    assert problem_of(Exception("database is locked")) is Problem.OTHER  # words alone are no code
+    assert problem_of(psycopg.errors.UniqueViolation("x")) is Problem.WRITTEN_BY_ANOTHER_RUN
+    assert problem_of(psycopg.errors.TooManyConnections("x")) is Problem.NO_CONNECTION
+    assert problem_of(psycopg.errors.LockNotAvailable("x")) is Problem.LOCKED
 
 
 def test_plan_takes_locked_cells_and_points_from_the_source():

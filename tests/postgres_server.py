@@ -178,7 +178,7 @@ def start(parent: str | None = None) -> Postgres:
         try:
             server.sql(f"CREATE ROLE {USER} LOGIN PASSWORD '{PASSWORD}'")
             return server
-        except Exception as error:  # noqa: BLE001 - the server may still be starting
+        except Exception as error:  # the server may still be starting
             if time.monotonic() > deadline:
                 server.stop()
                 raise PostgresUnavailable(f"PostgreSQL started but did not accept connections: {error}") from None

@@ -8,7 +8,6 @@ import torch
 import reference.accounting as accounting
 from utils.gpt import GPTConfig as Shape  # the exercise's GPT2Shape has the same fields
 
-
 GPT2_SMALL = Shape(50257, 1024, 768, 12, 12, 3072)
 rng = random.Random(10)
 SHAPES = [GPT2_SMALL, Shape(1, 1, 1, 1, 1, 1), Shape(10, 4, 6, 2, 3, 8)] + [

@@ -20,10 +20,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from autograder.grader.pipeline import probe
-from autograder.limits import load_limits
-from autograder.grader.plan import HIDDEN_PLACEHOLDER
 from autograder.course import assignments
+from autograder.grader.pipeline import probe
+from autograder.grader.plan import HIDDEN_PLACEHOLDER
+from autograder.limits import load_limits
 from tests import submissions
 
 REPO = Path(__file__).resolve().parent.parent

@@ -370,6 +370,7 @@ def test_the_hub_refuses_the_ports_chromium_will_not_open(browser_page):
     between 600 and 999, where the test hub's ports are drawn. A page of its own: the shared one may still hold
     JupyterLab, which can hold up leaving it."""
     from playwright.sync_api import Error
+
     from scripts.class_hub import BROWSER_BLOCKED_PORTS
     lab, shared = browser_page
     page = shared.context.browser.new_page()

@@ -44,13 +44,24 @@ import nbformat
 import pytest
 
 from bench.hub_load import ASSIGNMENT, submit_class
-from scripts.class_hub import (ClassError, ClassHub, HubProcess, account_exists, as_user, grader_env, is_class_account,
-                               read_roster, remove_account, student_env)
-from tests import submissions
-from tests.manual import bash_blocks, section
 from scripts import process_group
-from scripts.class_hub import check_clone_private, tcp_listeners
+from scripts.class_hub import (
+    ClassError,
+    ClassHub,
+    HubProcess,
+    account_exists,
+    as_user,
+    check_clone_private,
+    grader_env,
+    is_class_account,
+    read_roster,
+    remove_account,
+    student_env,
+    tcp_listeners,
+)
+from tests import submissions
 from tests.lab_server import free_low_port
+from tests.manual import bash_blocks, section
 from tests.test_browser import CHROMIUM_ARGS, chromium_for_playwright
 
 REPO = Path(__file__).resolve().parent.parent

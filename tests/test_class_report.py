@@ -26,7 +26,8 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from autograder import canvas, lms_import, report
 from autograder.course import Course

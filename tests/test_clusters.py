@@ -106,8 +106,9 @@ def bash(script: str, cwd: Path, env: dict, check: bool = True, timeout: float =
 def enrol(course: Path, env: dict) -> None:
     """The roster and the due date (in the gradebook that the course's config names in `env`, through nbgrader's
     Gradebook, as `nbgrader db student import` and `nbgrader db assignment add` write them), and the hand-ins."""
-    import autograder.course  # noqa: F401 - puts this environment's bin/ on PATH, where nbgrader finds `alembic`
     from nbgrader.api import Gradebook
+
+    import autograder.course  # noqa: F401 - puts this environment's bin/ on PATH, where nbgrader finds `alembic`
     url = env.get("GRADEBOOK_URL") or f"sqlite:///{course / 'gradebook.db'}"
     with Gradebook(url, "cs336-primitives") as book:
         for student in ROSTER:

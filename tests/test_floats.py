@@ -8,8 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from reference.floats import cast_outcome, decode_bits, format_limits, round_to_format, split_bits
-from utils.floats import (BF16, FORMATS, FP8_E4M3, FP8_E5M2, FP16, FP32, FloatFormat, bits_of, from_bits,
-                          positive_values)
+from utils.floats import BF16, FORMATS, FP8_E4M3, FP8_E5M2, FP16, FP32, FloatFormat, bits_of, from_bits, positive_values
 from utils.floats import format_limits as torch_limits
 
 

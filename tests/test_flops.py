@@ -5,11 +5,22 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from reference.flops_mfu import matmul_mfu, roofline_seconds, training_days
-from utils.flops import (SECONDS_PER_DAY, arithmetic_intensity, attention_training_flops, bound, count_flops,
-                         elementwise_bytes, linear_flops, matmul_bytes, matmul_flops, ridge_point)
+from utils.flops import (
+    SECONDS_PER_DAY,
+    arithmetic_intensity,
+    attention_training_flops,
+    bound,
+    count_flops,
+    elementwise_bytes,
+    linear_flops,
+    matmul_bytes,
+    matmul_flops,
+    ridge_point,
+)
 from utils.hardware import MEMORY_BANDWIDTH, memory_bandwidth, peak_flops
 from utils.models import DeepLinear, count_params
 

@@ -14,11 +14,11 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder.limits import load_limits
 from autograder.course import Course
-from autograder.grader.feedback import render
-from autograder.outcome import CellKind, CellOutcome, Failure
 from autograder.grade import grade
+from autograder.grader.feedback import render
+from autograder.limits import load_limits
+from autograder.outcome import CellKind, CellOutcome, Failure
 from tests import tiny_course
 
 A = tiny_course.ASSIGNMENT
@@ -219,8 +219,9 @@ def test_a_corrupt_gradebook_is_a_clear_error_and_is_left_as_it_was(tmp_path):
 
 
 def test_lms_download_is_imported_by_roster_and_never_overwrites(tiny, tmp_path):
-    from autograder.lms_import import import_download
     from nbgrader.api import Gradebook
+
+    from autograder.lms_import import import_download
     course = tiny["course"]
     with Gradebook(course.db_url, course.course_id) as gb:
         gb.update_or_create_student("jsmith", first_name="Jane", last_name="Smith", email="jane.smith@example.org")
@@ -255,8 +256,9 @@ def test_lms_download_is_imported_by_roster_and_never_overwrites(tiny, tmp_path)
 def test_lms_import_finds_students_by_canvas_user_id_before_names(tiny, tmp_path):
     """Issue #49 item 8: the Canvas user id in the file name decides (a middle name in Canvas, two students of one
     name); a name that fits two students without Canvas ids, and a Canvas id on two roster rows, are refused."""
-    from autograder.lms_import import import_download
     from nbgrader.api import Gradebook
+
+    from autograder.lms_import import import_download
     course = tiny["course"]
     with Gradebook(course.db_url, course.course_id) as gb:
         for student, first, last, canvas_id in (("lee1", "Ann", "Lee", "7001"), ("lee2", "Ann", "Lee", "7002"),
@@ -295,8 +297,10 @@ def test_a_due_date_already_past_for_everyone_is_warned_at_release_and_at_gradin
     `nbgrader release_assignment` (our exchange's release) warns when the due date, extensions included, has passed
     for every student, and a grading run warns when every submission with a time was late; a date to come is quiet."""
     import datetime
-    from autograder.deadlines import passed_for_everyone
+
     from nbgrader.api import Gradebook
+
+    from autograder.deadlines import passed_for_everyone
     root = tiny_course.make_course(tmp_path / "course", exchange=tmp_path / "exchange")
     course = Course.load(root)
     assert course.api().generate_assignment(A, force=True, create=True)["success"]

@@ -6,13 +6,13 @@ import textwrap
 
 import pytest
 
+from autograder.course import REPO_ROOT
+from autograder.grader.plan import NotANotebook, make_plan, read_notebook
+from autograder.grader.write import CSV_COLUMNS
 from autograder.limits import load_limits
 from autograder.merge import MergeError, merge
-from autograder.grader.write import CSV_COLUMNS
-from autograder.grader.plan import NotANotebook, make_plan, read_notebook
-from autograder.source import classify
 from autograder.sandboxed.walls import readable_paths
-from autograder.course import REPO_ROOT
+from autograder.source import classify
 
 SOURCE = {"cells": [
     {"cell_type": "code", "source": "import math", "metadata": {"nbgrader": {"grade_id": "setup", "locked": True}}},
@@ -268,6 +268,7 @@ def test_the_runs_helpers_end_at_once_when_it_is_done():
     neither is left running."""
     import os
     import time
+
     from autograder.grader.notebooks import NotebookProcess, Zygote
     from autograder.trusted.checker import Checker
     zygote = Zygote(walled=[REPO_ROOT])

@@ -5,8 +5,15 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from utils.gradients import (autograd_linear_grads, autograd_linear_stack_grads, autograd_two_layer_grads,
-                             count_linear_stack_flops, count_two_layer_flops, linear_stack_loss, two_layer_loss)
+from utils.gradients import (
+    autograd_linear_grads,
+    autograd_linear_stack_grads,
+    autograd_two_layer_grads,
+    count_linear_stack_flops,
+    count_two_layer_flops,
+    linear_stack_loss,
+    two_layer_loss,
+)
 
 size = st.integers(min_value=1, max_value=12)
 big_size = st.integers(min_value=1, max_value=100_000)
@@ -117,7 +124,6 @@ def test_the_two_layer_model_is_a_stack_of_two():
 
 # ---- exercise 6: later tasks that earn their points after wrong earlier ones
 import pytest  # noqa: E402
-
 
 WRONG_EARLY_RIGHT_LATE = {
     "w2_grad": "def w2_grad(h1, h2_grad):\n    return 2 * (h1.T @ h2_grad)  # twice too big\n",

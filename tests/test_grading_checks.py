@@ -119,6 +119,7 @@ def test_forbidden_catches_calls_and_imported_aliases():
 
 def test_forbidden_leaves_classes_exactly_as_they_were():
     import torch
+
     from utils.grading import forbidden
     before = dict(torch.Tensor.__dict__)
 
@@ -171,6 +172,7 @@ def test_earlier_tasks_done_right_swaps_in_correct_helpers_and_puts_them_back():
 
 def test_answers_from_table_stand_in_for_an_earlier_task_on_its_table_only():
     import dataclasses
+
     from utils.earlier import answers_from_table
     from utils.grading import earlier_tasks_done_right
 

@@ -4,8 +4,16 @@ import pytest
 import torch
 
 from utils.device import describe_device, get_device, skip_unless_cuda
-from utils.hardware import (DEVICE_NAMES, MEMORY_BANDWIDTH, PEAK_FLOPS, SAME_COMPUTE, explain_peak, gpu_key,
-                            memory_bandwidth, peak_flops)
+from utils.hardware import (
+    DEVICE_NAMES,
+    MEMORY_BANDWIDTH,
+    PEAK_FLOPS,
+    SAME_COMPUTE,
+    explain_peak,
+    gpu_key,
+    memory_bandwidth,
+    peak_flops,
+)
 from utils.timing import time_it
 
 

@@ -39,6 +39,7 @@ def test_every_registered_hidden_test_is_used_exactly_once():
 
 def test_values_cross_the_boundary_with_their_exact_types():
     import math
+
     import numpy
     import torch
     values = [None, True, 3, 2.5, -0.0, math.inf, math.nan, "s", (1, (2.0,)), [1, [2]], {"a": (1,)}, torch.bfloat16,

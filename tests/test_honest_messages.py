@@ -146,6 +146,7 @@ def class_on(server, root: Path, name: str) -> Course:
 
 def test_no_connection_slot_after_the_notebooks_ran_says_the_results_are_kept(server, tmp_path, monkeypatch):
     import psycopg
+
     from autograder.grader import pipeline
     course = class_on(server, tmp_path, "slots")
     held: list = []

@@ -2,12 +2,24 @@
 for tasks 4 and 5 (reference.models_optimizers)."""
 import pytest
 import torch
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from reference.models_optimizers import largest_model, state_bytes
-from utils.memory import (OPTIMIZER_STATE_TENSORS, STATE_NAMES, MemoryBreakdown, bytes_per_param,
-                          deep_linear_activation_bytes, largest_model_params, measured_memory, optimizer_state_bytes,
-                          optimizer_state_tensor_bytes, saved_tensor_bytes, tiny_lm_activation_bytes, training_memory)
+from utils.memory import (
+    OPTIMIZER_STATE_TENSORS,
+    STATE_NAMES,
+    MemoryBreakdown,
+    bytes_per_param,
+    deep_linear_activation_bytes,
+    largest_model_params,
+    measured_memory,
+    optimizer_state_bytes,
+    optimizer_state_tensor_bytes,
+    saved_tensor_bytes,
+    tiny_lm_activation_bytes,
+    training_memory,
+)
 from utils.models import DeepLinear, TinyLM, count_params
 from utils.units import GB
 

@@ -11,13 +11,20 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reference.floats import cast_outcome
-from utils.floats import FP16, BF16
-from utils.memory import bytes_per_param
 import utils.mixed_precision
+from reference.floats import cast_outcome
 from reference.mixed_precision import loss_scaled_step, mlp_activation_bytes
-from utils.mixed_precision import (AUTOCAST_PROBES, MLP, autocast_output_dtype, fp32_master_copy,
-                                   saved_activation_bytes, saved_tensors, underflow_fraction)
+from utils.floats import BF16, FP16
+from utils.memory import bytes_per_param
+from utils.mixed_precision import (
+    AUTOCAST_PROBES,
+    MLP,
+    autocast_output_dtype,
+    fp32_master_copy,
+    saved_activation_bytes,
+    saved_tensors,
+    underflow_fraction,
+)
 
 SOURCE = Path(__file__).resolve().parent.parent / "source" / "09_mixed_precision" / "09_mixed_precision.ipynb"
 

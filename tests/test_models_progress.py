@@ -1,6 +1,6 @@
 """The shared models: parameter counts, shapes, and the initialization that keeps activations O(1)."""
-import io
 import contextlib
+import io
 
 import torch
 

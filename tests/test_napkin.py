@@ -11,8 +11,15 @@ from autograder.course import assignments
 from reference import hidden
 from tests.exercise_cells import REPO, cells
 from utils.grading import task_errors
-from utils.napkin import (BITS_FOR_BYTES, GB_FOR_GIB, check_napkin, check_napkin_answer, off_by, within_factor,
-                          within_percent)
+from utils.napkin import (
+    BITS_FOR_BYTES,
+    GB_FOR_GIB,
+    check_napkin,
+    check_napkin_answer,
+    off_by,
+    within_factor,
+    within_percent,
+)
 
 CALL = re.compile(r'check_napkin_answer\((\w+), "(\w+)", "([^"]+)"\)')
 KEY = re.compile(r'hand_in\("(\w+\.\w+)"')

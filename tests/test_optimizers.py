@@ -7,11 +7,17 @@ from pathlib import Path
 import nbformat
 import pytest
 import torch
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import utils.optimizers as ours
-from utils.optimizer_checks import (Case, check_optimizer_matches, forbidden_in_class, forbidden_optimizer_targets,
-                                    reference_runs)
+from utils.optimizer_checks import (
+    Case,
+    check_optimizer_matches,
+    forbidden_in_class,
+    forbidden_optimizer_targets,
+    reference_runs,
+)
 from utils.optimizers import run_optimizer, seeded_loss, seeded_params, state_summary, trajectory_gap
 
 # (our class, torch's class, our hyperparameters -> torch's, the state tensors ours and torch's keep)

@@ -14,8 +14,18 @@ from pathlib import Path
 
 import pytest
 
-from autograder.outcome import (FORMAT, CellKind, CellOutcome, EventKind, Failure, OutcomeError, Status, SubmissionOutcome,
-                                not_graded, read_summary_json)
+from autograder.outcome import (
+    FORMAT,
+    CellKind,
+    CellOutcome,
+    EventKind,
+    Failure,
+    OutcomeError,
+    Status,
+    SubmissionOutcome,
+    not_graded,
+    read_summary_json,
+)
 
 OLD = Path(__file__).resolve().parent / "fixtures" / "results_2026-11-28"
 NOTEBOOK = "00_tiny"

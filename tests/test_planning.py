@@ -8,8 +8,18 @@ import torch
 from utils.calculator import ANSWER_CLASS, describe, planning_calculator
 from utils.hardware import MEMORY_BYTES, memory_bytes, peak_flops
 from utils.memory import STATE_NAMES, bytes_per_param
-from utils.planning import (PARTS, PLANNABLE_GPUS, PRECISIONS, Plan, bytes_per_param_by_part, cluster_flops_per_second,
-                            days, fits, largest_model, memory_per_gpu)
+from utils.planning import (
+    PARTS,
+    PLANNABLE_GPUS,
+    PRECISIONS,
+    Plan,
+    bytes_per_param_by_part,
+    cluster_flops_per_second,
+    days,
+    fits,
+    largest_model,
+    memory_per_gpu,
+)
 
 matplotlib.use("Agg")
 ALL_SHARDED = dict(shard_optimizer=True, shard_gradients=True, shard_parameters=True)

@@ -3,8 +3,8 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-from utils.floats import BF16, FORMATS, FP8_E4M3, FP16  # noqa: E402
-from utils.plots import plot_bit_layouts, plot_dynamic_range, plot_number_line, plot_number_spacing  # noqa: E402
+from utils.floats import BF16, FORMATS, FP8_E4M3, FP16
+from utils.plots import plot_bit_layouts, plot_dynamic_range, plot_number_line, plot_number_spacing
 
 
 def labelled(fig) -> bool:

@@ -28,8 +28,8 @@ import pytest
 
 from autograder import database, merge
 from autograder.course import Course
-from autograder.gradebook import GradebookError
 from autograder.grade import grade
+from autograder.gradebook import GradebookError
 from tests import postgres_server, submissions
 from tests.lab_server import free_port, get
 
@@ -383,8 +383,9 @@ def test_a_sqlite_gradebook_from_another_nbgrader_version_is_refused_byte_for_by
 def test_the_class_report_agrees_with_grades_csv_and_includes_manual_scores(cycle):
     """autograder.report over the whole class (the merged output, the shared gradebook), after a person gave frank's
     blank first task its full points in the gradebook: every number is grades.csv's, with that manual score in."""
-    from autograder import report
     from nbgrader.api import Gradebook
+
+    from autograder import report
     course = Course.load(cycle["host_a"])
     rows = [r for r in cycle["ours"] if r["assignment"] == A]
     first = next(r for r in rows if r["task"] != "TOTAL")["task"]

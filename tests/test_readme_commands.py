@@ -220,8 +220,9 @@ def test_the_repository_ignores_student_data(path, tmp_path):
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
-    from autograder.course import Course
     from nbgrader.api import Gradebook
+
+    from autograder.course import Course
     root = tiny_course.make_course(tmp_path_factory.mktemp("edges") / "course")
     course = Course.load(root)
     with Gradebook(course.db_url, course.course_id) as gb:

@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from autograder.grader.plan import make_plan
-from autograder.source import read_notebook as read_source
 from autograder.grader.rules import verdicts
+from autograder.source import read_notebook as read_source
 from tests import submissions
 from utils.rules import MAX_ROUTES, RULES, Code, Rule, judge, parse, tasks_of
 

@@ -9,6 +9,7 @@ from torch import Tensor
 
 from utils.shapes import check_accepts, check_rejects, check_uses_einops, shape_error_message, typechecked
 
+
 @typechecked
 def scores(q: Float[Tensor, "*batch seq_q d"],
            k: Float[Tensor, "*batch seq_k d"]) -> Float[Tensor, "*batch seq_q seq_k"]:

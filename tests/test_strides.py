@@ -11,8 +11,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from reference.strides_views import random_shape_with_numel, random_view
-from utils.strides import (TORCH_LAYOUT_ORACLES, ViewMeta, check_bool, check_ints, forbidding, meta_of, plot_storage,
-                           same_storage, storage_indices)
+from utils.strides import (
+    TORCH_LAYOUT_ORACLES,
+    ViewMeta,
+    check_bool,
+    check_ints,
+    forbidding,
+    meta_of,
+    plot_storage,
+    same_storage,
+    storage_indices,
+)
 
 matplotlib.use("Agg")
 

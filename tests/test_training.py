@@ -13,8 +13,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import utils.training as lecture
-from reference.training_loop import (get_batch, load_checkpoint, restore_rng_state, rng_state, save_checkpoint,
-                                     seed_everything, train)
+from reference.training_loop import (
+    get_batch,
+    load_checkpoint,
+    restore_rng_state,
+    rng_state,
+    save_checkpoint,
+    seed_everything,
+    train,
+)
 from utils.models import TinyLM, count_params
 from utils.training import TOKEN_DTYPE, Batches, markov_tokens, open_tokens, write_tokens
 

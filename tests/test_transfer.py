@@ -14,13 +14,22 @@ from hypothesis import strategies as st
 
 matplotlib.use("Agg")
 
-from reference.tensors_on_gpu import allocated_bytes, pick_device, to_copies  # noqa: E402
-from utils.device import get_device  # noqa: E402
-from utils.device import pick_device as pick_single_device  # noqa: E402
-from utils.transfer import (ALLOCATOR_BLOCK_BYTES, SMALL_ALLOCATION_BYTES, SimulatedStream,  # noqa: E402
-                            allocator_bytes, check_bool, copy_bandwidth, default_caching_allocator,
-                            measured_allocated_bytes, plot_allocator_rounding, plot_copy_bandwidth)
-from utils.transfer import to_copies as torch_says_to_copies  # noqa: E402
+from reference.tensors_on_gpu import allocated_bytes, pick_device, to_copies
+from utils.device import get_device
+from utils.device import pick_device as pick_single_device
+from utils.transfer import (
+    ALLOCATOR_BLOCK_BYTES,
+    SMALL_ALLOCATION_BYTES,
+    SimulatedStream,
+    allocator_bytes,
+    check_bool,
+    copy_bandwidth,
+    default_caching_allocator,
+    measured_allocated_bytes,
+    plot_allocator_rounding,
+    plot_copy_bandwidth,
+)
+from utils.transfer import to_copies as torch_says_to_copies
 
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 DTYPES = [torch.float64, torch.float32, torch.float16, torch.bfloat16, torch.float8_e4m3fn, torch.int64,

@@ -14,7 +14,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-
 from tests import submissions
 
 REPO = Path(__file__).resolve().parent.parent

@@ -68,7 +68,7 @@ def _run(code: str, namespace: dict, label: str) -> str | None:
         exec(compile(code, label, "exec"), namespace)
     except AssertionError as error:
         return str(error)
-    except Exception as error:  # noqa: BLE001 - a raw error is what the student would see
+    except Exception as error:  # a raw error is what the student would see
         return f"{type(error).__name__}: {error}"
     return None
 

@@ -102,30 +102,30 @@ def gradebook_error(error: BaseException, db_url: str) -> GradebookError:
     return GradebookError(explain(error, db_url), results_kept=kept)
 
 
+# What each kind of database error means and what to do; {where} is the gradebook, {text} the driver's words.
+ADVICE = {
+    Problem.LOCKED: "{where} is locked by another process (a formgrader saving a score, or another grading run): "
+                    "{text}. Nothing was written and the grades in it are as before; run the command again when that "
+                    "process is done. The graded results are kept, so the notebooks will not run again.",
+    Problem.WRITTEN_BY_ANOTHER_RUN:
+        "{where} refused this run's write: another grading run wrote the same submissions into it at the same time "
+        "({text}). That is two graders given the same shard (the same --shard K/N, or one Slurm array task or "
+        "Kubernetes index running twice at once), or a whole-class run beside shards on a machine that does not share "
+        "their course folder. Nothing was written by this run; the other run's grades stand. Make sure each shard "
+        "runs once (squeue, kubectl get pods), then run this one again if it is still needed: its graded results are "
+        "kept, so no notebook runs again.",
+    Problem.NO_CONNECTION: "{where} has no connection left for this run ({text}): every connection the server allows "
+                           "(max_connections) is taken by other clients. Nothing was written; the grades in it are as "
+                           "before. Run again when fewer clients are connected, or raise the server's max_connections.",
+    Problem.NOT_A_DATABASE: "{where} is not a readable database ({text}). Nothing was written and the file was not "
+                            "changed; restore it from a backup.",
+    Problem.OTHER: "{where} could not be used: {text}. Nothing was written; the grades in it are as before.",
+}
+
+
 def explain(error: BaseException, db_url: str) -> str:
     """A database error in words, with what to do (never the password of the URL)."""
-    text = reason(error)
-    where = f"the gradebook ({safe_url(db_url)})"
-    problem = problem_of(error)
-    if problem is Problem.LOCKED:
-        return (f"{where} is locked by another process (a formgrader saving a score, or another grading run): {text}. "
-                "Nothing was written and the grades in it are as before; run the command again when that process "
-                "is done. The graded results are kept, so the notebooks will not run again.")
-    if problem is Problem.WRITTEN_BY_ANOTHER_RUN:
-        return (f"{where} refused this run's write: another grading run wrote the same submissions into it at the same "
-                f"time ({text}). That is two graders given the same shard (the same --shard K/N, or one Slurm array "
-                "task or Kubernetes index running twice at once), or a whole-class run beside shards on a machine "
-                "that does not share their course folder. Nothing was written by this run; the other run's grades "
-                "stand. Make sure each shard runs once (squeue, kubectl get pods), then run this one again if it is "
-                "still needed: its graded results are kept, so no notebook runs again.")
-    if problem is Problem.NO_CONNECTION:
-        return (f"{where} has no connection left for this run ({text}): every connection the server allows "
-                "(max_connections) is taken by other clients. Nothing was written; the grades in it are as before. "
-                "Run again when fewer clients are connected, or raise the server's max_connections.")
-    if problem is Problem.NOT_A_DATABASE:
-        return (f"{where} is not a readable database ({text}). Nothing was written and the file was not changed; "
-                "restore it from a backup.")
-    return f"{where} could not be used: {text}. Nothing was written; the grades in it are as before."
+    return ADVICE[problem_of(error)].format(where=f"the gradebook ({safe_url(db_url)})", text=reason(error))
 
 
 def safe_url(db_url: str) -> str:

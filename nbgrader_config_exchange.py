@@ -55,6 +55,14 @@ from nbgrader.exchange.default.submit import ExchangeSubmit  # noqa: E402
 def untrusted(course_path):
     """Why the course's exchange folder cannot be trusted (a part another account made, or a link), or None."""
     import stat
+    try:
+        top = os.stat(os.path.dirname(course_path))
+    except FileNotFoundError:
+        return None
+    if top.st_uid not in (0, INSTRUCTOR_UID):
+        return f"the exchange {os.path.dirname(course_path)} is owned by uid {top.st_uid}, not by your instructor or root"
+    if top.st_mode & stat.S_IWOTH and not top.st_mode & stat.S_ISVTX:
+        return f"the exchange {os.path.dirname(course_path)} is writable by every account without the sticky bit"
     for name, folder, others_write in EXCHANGE_PARTS:
         path = os.path.join(course_path, name) if name else course_path
         try:

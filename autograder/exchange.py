@@ -100,7 +100,26 @@ def check_owned(course_path: Path, owners: set[int], remedy: str) -> None:
     makes (and not of course.txt or the students' file, nor in `groupshared` courses, nor on the students' side). A
     student who made one of these before the instructor's first release owns it, and could swap what the others
     fetch, plant a configuration every student's nbgrader runs, read or remove submissions, or write a course.txt
-    the students' commands believe. Links are not followed (os.lstat): a link is refused whatever it points to."""
+    the students' commands believe. Links are not followed (os.lstat): a link is refused whatever it points to.
+
+    The exchange's root (`course_path`'s parent) must be one of `owners`' too, and, when every account may write in
+    it, have the sticky bit (nbgrader's 1777): otherwise whoever owns it, or anyone, could rename the class's folder
+    away and put their own in its place (`remedy` is for the parts; the root's own fix is said here)."""
+    try:
+        top = os.stat(course_path.parent)   # an administrator may link the root elsewhere: its target counts
+    except FileNotFoundError:
+        return   # no exchange yet: nbgrader makes it (as the releasing account)
+    if top.st_uid not in owners:
+        why = f"is owned by {account_name(top.st_uid)}, not by {' or '.join(map(account_name, sorted(owners)))}"
+    elif top.st_mode & stat.S_IWOTH and not top.st_mode & stat.S_ISVTX:
+        why = f"is writable by every account without the sticky bit ({stat.filemode(top.st_mode)})"
+    else:
+        why = ""
+    if why:
+        root = course_path.parent
+        raise Untrusted(f"the exchange {root} {why}: another account could swap the class's folder in it. Nothing was "
+                        f"written. Make it root's, with nbgrader's mode (`sudo chown root: '{root}' && sudo chmod 1777 "
+                        f"'{root}'`), then run the command again.")
     for name, folder, others_write in EXCHANGE_PARTS:
         path = course_path / name if name else course_path
         try:
@@ -124,8 +143,23 @@ def check_owned(course_path: Path, owners: set[int], remedy: str) -> None:
                         f"exchange folder can be trusted while it is there. {remedy.format(path=path)}")
 
 
+def seal_root(root: Path) -> None:
+    """Give the exchange's root the sticky bit where this account owns it and every account may write in it. nbgrader
+    makes its root, and re-modes one it owns, 0777 (`ensure_root`), in which anyone could rename the class's folder
+    away (check_owned); with the sticky bit (1777, what docs/instructors.md says to make) only its owner can, and
+    nbgrader, which checks only the permission bits, leaves it so."""
+    try:
+        info = os.stat(root)
+    except FileNotFoundError:
+        return
+    if info.st_uid == os.geteuid() and info.st_mode & stat.S_IWOTH and not info.st_mode & stat.S_ISVTX:
+        os.chmod(root, stat.S_IMODE(info.st_mode) | stat.S_ISVTX)
+
+
 def release_check(course_path: Path) -> None:
-    """check_owned for the instructor's release: the parts must be the releasing account's, or root's."""
+    """check_owned for the instructor's release (the exchange's root sealed first, where it is this account's): the
+    parts must be the releasing account's, or root's."""
+    seal_root(course_path.parent)
     check_owned(course_path, {0, os.geteuid()}, "Nothing was released. Remove it as root (`sudo rm -rf '{path}'`), "
                 "then release again.")
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -234,6 +235,37 @@ def test_a_release_into_what_another_account_made_is_refused_and_writes_nothing(
     assert f"Remove it as root (`sudo rm -rf '{refused}'`), then release again" in done.stderr, done.stderr
     after = tree(tmp_path / "exchange"), tree(tmp_path / "elsewhere") if what == "link" else []
     assert after == before
+
+
+@root_only
+def test_an_exchange_root_a_student_owns_or_anyone_may_rename_in_is_refused_on_both_sides(tmp_path):
+    """From a student's side: a student who made the shared exchange's root before anyone owns it, and in a root
+    every account may write in without the sticky bit anyone may rename the class's folder away and put their own in
+    its place. The release refuses a root another account owns and writes nothing; it gives its own root the sticky
+    bit (nbgrader makes and re-modes its root 0777); a class's student is refused by a root a student owns or one that
+    lost its sticky bit later."""
+    course_root, exchange, instructor = shared_exchange(tmp_path)
+    os.chown(exchange, NOBODY, NOBODY)
+    before = tree(exchange)
+    done = nbgrader("release_assignment", A, cwd=course_root, env=instructor)
+    assert done.returncode != 0 and f"the exchange {exchange} is owned by nobody" in done.stderr, done.stderr
+    assert f"sudo chown root: '{exchange}' && sudo chmod 1777 '{exchange}'" in done.stderr, done.stderr
+    assert tree(exchange) == before
+    os.chown(exchange, 0, 0)
+    exchange.chmod(0o777)   # as nbgrader leaves a root it made
+    assert nbgrader("release_assignment", A, cwd=course_root, env=instructor).returncode == 0
+    assert stat.S_IMODE(exchange.stat().st_mode) == 0o1777
+    home = tmp_path / "home" / "student"
+    env = student(home, (exchange / COURSE_ID / STUDENTS_CONFIG).read_text())
+    for made_by, mode, why in ((NOBODY, 0o1777, "is owned by uid 65534"),
+                               (0, 0o777, "is writable by every account without the sticky bit")):
+        os.chown(exchange, made_by, made_by)
+        exchange.chmod(mode)
+        done = nbgrader("fetch_assignment", A, cwd=home, env=env)
+        shown = done.stdout + done.stderr
+        assert done.returncode != 0 and f"the exchange {exchange} {why}" in shown, shown
+        assert "Nothing was fetched or submitted: tell your instructor" in shown, shown
+        assert not list(home.glob(f"{COURSE_ID}/**/*"))
 
 
 @root_only

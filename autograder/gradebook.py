@@ -469,10 +469,8 @@ def rows(course: Course, students: list[str], names: list[str], submitted: set[t
     out = []
     titled = titles(course, names)
     with session(course) as gradebook:
-        order = {}
-        for name in names:
-            layout = _source_layout(course, name)
-            order[name] = [(nb, gid) for nb in layout for gid in _ordered_ids(course, name, nb)]
+        order = {name: [(nb, c.grade_id) for nb, notebook in course.sources(name).items() for c in notebook.graded]
+                 for name in names}
         assignments = {a.name: a for a in gradebook.assignments if a.name in names}
         # Every student's grades point to the same notebooks and cells. SQLAlchemy's session forgets an object as
         # soon as nothing refers to it, and would then load each one again for every student (a query per object);
@@ -532,7 +530,3 @@ def not_graded_note(why: str) -> str:
 def titles(course: Course, names: list[str]) -> dict[tuple[str, str], str]:
     """{(assignment, grade_id): the heading the graded cell falls under} (grades.csv, feedback, the report)."""
     return {(a, c.grade_id): c.title for a in names for notebook in course.sources(a).values() for c in notebook.graded}
-
-
-def _ordered_ids(course: Course, assignment: str, notebook: str) -> list[str]:
-    return [c.grade_id for c in course.sources(assignment)[notebook].graded]

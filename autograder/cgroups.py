@@ -11,6 +11,7 @@ never the hierarchy's root (which has no limit).
 """
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,12 +57,13 @@ def own_hierarchy(controller: str, proc_cgroup: str | None = None, mountinfo: st
         number, _, rest = line.partition(":")
         controllers, _, path = rest.partition(":")
         paths[("v2",) if number == "0" and controllers == "" else tuple(controllers.split(","))] = path
-    for root, point, kind, options in _mounts(mountinfo):
+    mounts = _mounts(mountinfo)
+    for root, point, kind, options in mounts:
         if kind == "cgroup" and controller in options:
             mine = next((p for names, p in paths.items() if controller in names), None)
             if mine is not None:
                 return _hierarchy(1, root, point, mine)
-    for root, point, kind, _ in _mounts(mountinfo):
+    for root, point, kind, _ in mounts:
         if kind == "cgroup2" and ("v2",) in paths:
             found = _hierarchy(2, root, point, paths[("v2",)])
             try:
@@ -89,10 +91,17 @@ def _read(path: Path) -> str | None:
         return None
 
 
+@functools.lru_cache(maxsize=None)
+def _own(controller: str) -> Hierarchy | None:
+    """own_hierarchy(controller), looked up once per process: a process's cgroup does not change while it grades (a
+    forked worker is in its parent's), and the grader asks before every cell's reply."""
+    return own_hierarchy(controller)
+
+
 def memory_limit_bytes(hierarchy: Hierarchy | None = None) -> int | None:
     """The memory this process's cgroup and its children may use together, in bytes (the smallest limit from its
     own cgroup up: v2 memory.max, v1 memory.limit_in_bytes); None when unlimited."""
-    hierarchy = hierarchy or own_hierarchy("memory")
+    hierarchy = hierarchy or _own("memory")
     if hierarchy is None:
         return None
     name = "memory.max" if hierarchy.version == 2 else "memory.limit_in_bytes"
@@ -104,7 +113,7 @@ def memory_limit_bytes(hierarchy: Hierarchy | None = None) -> int | None:
 def cpu_quota(hierarchy: Hierarchy | None = None) -> float | None:
     """CPUs this process's cgroup may use (the smallest quota / period from its own cgroup up: v2 cpu.max, v1
     cpu.cfs_quota_us / cpu.cfs_period_us); None when unlimited."""
-    hierarchy = hierarchy or own_hierarchy("cpu")
+    hierarchy = hierarchy or _own("cpu")
     if hierarchy is None:
         return None
     quotas = []
@@ -136,7 +145,7 @@ class MemoryEvents:
 def memory_events(hierarchy: Hierarchy | None = None) -> MemoryEvents:
     """The counters now (compare two readings: a notebook killed while oom_kills rose was killed by the kernel for
     want of memory)."""
-    hierarchy = hierarchy or own_hierarchy("memory")
+    hierarchy = hierarchy or _own("memory")
     if hierarchy is not None:
         own = hierarchy.own
         if hierarchy.version == 2:

@@ -28,6 +28,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from autograder import cgroups
 from autograder.outcome import CellKind, Failure
 from autograder.protocol import CostBudget
 
@@ -66,14 +67,6 @@ class Measured:
 
     def as_dict(self) -> dict:
         return {**asdict(self), "elsewhere": list(self.elsewhere)}
-
-
-def pid_of(pidfd: int) -> int:
-    """The process a pidfd refers to, as the kernel says (fdinfo), in the grader's PID namespace."""
-    for line in Path(f"/proc/self/fdinfo/{pidfd}").read_text().splitlines():
-        if line.startswith("Pid:"):
-            return int(line.split()[1])
-    raise OSError("no Pid in the pidfd's fdinfo")
 
 
 def _status(pid: int) -> dict[str, str]:
@@ -236,7 +229,10 @@ def measure_call(process: NotebookProcess, budget: CostBudget) -> tuple[Measured
     if not prepared.ok:  # the notebook's state broke the inputs' making (a full disk, a rebound name)
         return None, f"the grader could not make the inputs of {budget.what} to measure its cost: {prepared.error}"
     assert process.pidfd is not None, "a notebook process that has just run a cell holds its pidfd"
-    meter = Meter(pid_of(process.pidfd), budget.file, len(CellRequest("0" * 16, CellKind.TEST, budget.call, {}).to_line()))
+    pid = cgroups.pid_of(process.pidfd)
+    if pid is None:
+        raise OSError("no Pid in the pidfd's fdinfo")
+    meter = Meter(pid, budget.file, len(CellRequest("0" * 16, CellKind.TEST, budget.call, {}).to_line()))
     meter.start()  # OSError where the grader may not read the process's /proc: run_budgets says so, never the student
     called = process.run(CellKind.TEST, budget.call, budget.seconds)
     measured = meter.stop()

@@ -8,7 +8,7 @@ docs/instructors.md says:
   cy    on the roster, never handed in: 0
   dee   handed in, but the grader could not write its result (a file in the way): NOT GRADED
   eve   a wrong answer graded by hand, then handed in again fixed: flagged ("resubmitted after a hand grade")
-  fay   on time, every task right, its answers still waiting for a person
+  fay   on time, every task right, its answers still waiting for a person (and carrying script: nothing of it runs)
 Then `autograder.report` names each of them in its table, sorted in headless Chromium as an instructor would click it
 (screenshot: test-artifacts/report/class_report.png), and `autograder.canvas` writes the CSV for Canvas's gradebook
 import, checked against the rules of Canvas's importer (canvas_rules below).
@@ -54,6 +54,8 @@ ROSTER = ("id,first_name,last_name,email,lms_user_id,sis_user_id,sis_login_id,se
           "fay,Fay,Wray,fay@example.org,,,fay,CS336-02\n"
           "gus,Gus,Grissom,gus@example.org,1007,S-1007,gus,CS336-02\n")
 CANVAS_ID = "4021"
+# fay's answers carry script: what staff open (the report, her feedback page) must show it as text and run none of it
+PWN = "<script>window.__pwned = 'script'</script><img src=x onerror=\"window.__pwned = 'img'\">"
 
 
 def hand_in(root: Path, release, student: str, filled: dict, stamp: str) -> None:
@@ -93,8 +95,9 @@ def graded(tmp_path_factory):
     subprocess.run([str(BIN / "nbgrader"), "db", "assignment", "add", A, f"--duedate={DUE}"], cwd=root, env=env,
                    check=True, capture_output=True)
     right, wrong = tiny_course.answers(), tiny_course.answers(double="return 3 * x")
+    hostile = tiny_course.answers(explain=f"Because of exponent bits. {PWN}", plot=f"print({PWN!r})")  # still right
     for student, filled, stamp in (("ada", right, ON_TIME), ("ben", right, LATE), ("dee", right, ON_TIME),
-                                   ("eve", wrong, ON_TIME), ("fay", right, ON_TIME)):
+                                   ("eve", wrong, ON_TIME), ("fay", hostile, ON_TIME)):
         hand_in(root, release, student, filled, stamp)
     download = root / "canvas-download"  # gus's work came from Canvas, marked LATE, under his full Canvas name
     download.mkdir()
@@ -165,7 +168,8 @@ def test_histogram_bins_are_honest(top, data):
 
 def test_the_report_in_chromium_as_an_instructor_reads_it(graded):
     """The page in headless Chromium: the table of names is there, a click on 'student' sorts it by name, the plot
-    loads; the screenshot is ARTIFACTS/class_report.png."""
+    loads; the screenshot is ARTIFACTS/class_report.png. No script runs there, nor in the feedback page of fay, whose
+    answers print script and an event handler."""
     from tests.test_browser import CHROMIUM_ARGS, chromium_for_playwright
     executable = chromium_for_playwright()
     from playwright.sync_api import sync_playwright
@@ -185,6 +189,11 @@ def test_the_report_in_chromium_as_an_instructor_reads_it(graded):
             assert table.locator("th", has_text="student").get_attribute("aria-sort") == "ascending"
             page.wait_for_function("() => [...document.images].every(i => i.complete && i.naturalWidth > 0)")
             page.screenshot(path=str(ARTIFACTS / "class_report.png"), full_page=True)
+            assert page.evaluate("window.__pwned") is None
+            page.goto((graded["root"] / "graded" / "feedback" / "fay" / A / f"{A}.html").as_uri())
+            page.wait_for_load_state("load")
+            assert PWN in page.locator("body").inner_text()   # shown, as text
+            assert page.evaluate("window.__pwned") is None     # and nothing of it ran
         finally:
             browser.close()
     print(f"\nreport in Chromium: {time.monotonic() - started:.1f} s; {ARTIFACTS / 'class_report.png'}")

@@ -160,16 +160,24 @@ def memory_events(hierarchy: Hierarchy | None = None) -> MemoryEvents:
     return MemoryEvents(vmstat.get("oom_kill", 0), 0, "this machine")
 
 
-def out_of_memory_note(before: MemoryEvents, hierarchy: Hierarchy | None = None) -> str:
-    """' (out of memory: the kernel's OOM killer ...)' when it killed processes in this cgroup (or machine) since
-    `before`, naming the memory limit; '' otherwise. For the message of a part of the grader that died."""
+def oom_kills_since(before: MemoryEvents, hierarchy: Hierarchy | None = None) -> str:
+    """What the kernel's OOM killer did in this cgroup (or machine) since `before`, naming the memory limit and how
+    often it was hit, as a clause of a sentence; '' when it killed nothing. The one wording of every message that
+    blames the machine's memory (a part of the grader that died, a notebook killed by the kernel)."""
     after = memory_events(hierarchy)
     if after.oom_kills <= before.oom_kills:
         return ""
     limit = memory_limit_bytes(hierarchy)
-    return (f" (out of memory: the kernel's OOM killer killed {after.oom_kills - before.oom_kills} process(es) in "
-            f"{after.where} during this run; its memory limit: {'none' if limit is None else f'{limit // 2**20} MiB'}"
-            "; grade again with fewer --workers or more memory)")
+    return (f"the kernel's OOM killer killed {after.oom_kills - before.oom_kills} process(es) in {after.where} "
+            f"(its memory limit: {'none' if limit is None else f'{limit // 2**20} MiB'}, hit "
+            f"{after.limit_hits - before.limit_hits} time(s))")
+
+
+def out_of_memory_note(before: MemoryEvents, hierarchy: Hierarchy | None = None) -> str:
+    """' (out of memory: the kernel's OOM killer ...)' when it killed processes in this cgroup (or machine) since
+    `before`; '' otherwise. For the message of a part of the grader that died."""
+    killed = oom_kills_since(before, hierarchy)
+    return f" (out of memory: {killed} during this run; grade again with fewer --workers or more memory)" if killed else ""
 
 
 def _keyed(text: str | None) -> dict[str, int]:

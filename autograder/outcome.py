@@ -24,6 +24,8 @@ from dataclasses import dataclass, fields
 from types import NoneType, UnionType
 from typing import Any, ClassVar, Union, get_args, get_origin, get_type_hints
 
+from autograder.protocol import CellKind  # the sandbox's border and the results file hold the same kinds
+
 FORMAT = 2  # the "format" of a results file written with these types; files without one are format 1
 
 
@@ -44,15 +46,6 @@ class Failure(enum.Enum):
     MISSING_NOTEBOOK = "missing notebook"    # a notebook of the assignment is not in the submission
     NOT_A_NOTEBOOK = "not a notebook"        # the file is there but is not a notebook the grader can read
     GRADER = "grader"                        # NOT GRADED: the grader's own fault, never the student's
-
-
-class CellKind(enum.StrEnum):
-    """What a cell of the plan (grader/plan.py) is: the instructor's code, the student's answer in its place, a cell
-    the student added, or a graded test. The value is what the results file holds."""
-    SETUP = "setup"    # the instructor's code with no points (it runs as the source has it)
-    ANSWER = "answer"  # the student's code in a solution cell of the source
-    ADDED = "added"    # a code cell the student added
-    TEST = "test"      # an autograded test cell (its points and code from the source)
 
 
 class Status(enum.Enum):

@@ -12,6 +12,7 @@ each of its exact type, and raises ProtocolError otherwise (the grader then trus
 """
 from __future__ import annotations
 
+import enum
 import json
 from dataclasses import asdict, dataclass, field, fields
 from typing import ClassVar
@@ -20,6 +21,18 @@ from typing import ClassVar
 class ProtocolError(ValueError):
     """A message that is not what its type says: wrong fields, wrong types, not JSON."""
 
+
+class CellKind(enum.StrEnum):
+    """What a cell of the plan (grader/plan.py) is: the instructor's code, the student's answer in its place, a cell
+    the student added, or a graded test. It crosses the sandbox in a CellRequest and is kept in the results file
+    (autograder/outcome.py); the value is the string both hold."""
+    SETUP = "setup"    # the instructor's code with no points (it runs as the source has it)
+    ANSWER = "answer"  # the student's code in a solution cell of the source
+    ADDED = "added"    # a code cell the student added
+    TEST = "test"      # an autograded test cell (its points and code from the source)
+
+
+_ENUMS: dict[str, type[enum.Enum]] = {"CellKind": CellKind}  # a field of one of these types travels as its value
 
 _TYPES: dict[str, type | tuple[type, ...]] = {"str": str, "bool": bool, "int": int, "float": (int, float), "int | None": (int, type(None)),
           "float | None": (int, float, type(None)),
@@ -35,6 +48,12 @@ def _check(value: object, kind: str, name: str) -> None:
     if kind == "dict[str, str]" and isinstance(value, dict) and any(type(k) is not str or type(v) is not str
                                                                    for k, v in value.items()):
         raise ProtocolError(f"{name}: expected strings to strings")
+
+
+def _member(enum_type: type[enum.Enum], value: object, name: str) -> enum.Enum:
+    if type(value) is not str or value not in {m.value for m in enum_type}:
+        raise ProtocolError(f"{name}: expected one of {sorted(m.value for m in enum_type)}, got {value!r:.40}")
+    return enum_type(value)
 
 
 @dataclass(frozen=True)
@@ -61,7 +80,10 @@ class Message:
         if set(obj) != set(wanted):
             raise ProtocolError(f"{kind.__name__}: fields {sorted(obj)}, expected {sorted(wanted)}")
         for name, value in obj.items():
-            _check(value, wanted[name], f"{kind.__name__}.{name}")
+            if wanted[name] in _ENUMS:
+                obj[name] = _member(_ENUMS[wanted[name]], value, f"{kind.__name__}.{name}")
+            else:
+                _check(value, wanted[name], f"{kind.__name__}.{name}")
         return kind(**obj)
 
 
@@ -122,7 +144,7 @@ class CellRequest(Message):
     """grader -> notebook: run one cell. A test cell carries the encoded cases of its hidden tests."""
     tag: ClassVar[str] = "cell"
     id: str
-    kind: str
+    kind: CellKind
     code: str
     cases: dict[str, str] = field(default_factory=dict)
 

@@ -153,6 +153,21 @@ def test_the_source_tree_is_never_readable_by_a_notebook(tmp_path):
         assert not tmp_path.is_relative_to(path), path
 
 
+def test_a_cells_kind_crosses_the_sandbox_as_its_enum_and_nothing_else():
+    """The kind in a CellRequest is parsed back to a CellKind member (the executor compares members, never words);
+    a kind that is not one, or not a string, is refused like any other malformed message."""
+    import json
+
+    from autograder.protocol import CellKind, CellRequest, ProtocolError
+    for kind in CellKind:
+        request = CellRequest.parse(CellRequest("ab", kind, "x = 1", {}).to_line())
+        assert request.kind is kind and request == CellRequest("ab", kind, "x = 1", {})
+    line = json.loads(CellRequest("ab", CellKind.TEST, "x = 1", {}).to_line())
+    for wrong in ("Test", "tests", "", 1, None, ["test"]):
+        with pytest.raises(ProtocolError, match="CellRequest.kind"):
+            CellRequest.parse(json.dumps({**line, "kind": wrong}))
+
+
 def test_probe_reports_the_walls():
     from autograder.grader.pipeline import probe
     walls = probe(load_limits())

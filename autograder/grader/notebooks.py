@@ -313,14 +313,10 @@ def _quota() -> str:
 def _check_memory(before: cgroups.MemoryEvents, died: Exception) -> None:
     """MachineShort when the kernel's OOM killer acted in this cgroup since `before` (the notebook's own memory
     limit is an address-space limit, which fails an allocation inside the student's code instead of killing)."""
-    after = cgroups.memory_events()
-    if after.oom_kills > before.oom_kills:
-        limit = cgroups.memory_limit_bytes()
-        raise MachineShort(f"the machine ran out of memory, not the student: the kernel's OOM killer killed "
-                           f"{after.oom_kills - before.oom_kills} process(es) in {after.where} (memory limit "
-                           f"{'none' if limit is None else f'{limit // 2**20} MiB'}, hit {after.limit_hits - before.limit_hits} "
-                           f"time(s)) while this notebook ran ({died}); grade again with fewer --workers or more "
-                           "memory") from None
+    killed = cgroups.oom_kills_since(before)
+    if killed:
+        raise MachineShort(f"the machine ran out of memory, not the student: {killed} while this notebook ran "
+                           f"({died}); grade again with fewer --workers or more memory") from None
 
 
 def _last_line(text: str) -> str:

@@ -23,7 +23,7 @@ import traceback
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from autograder.protocol import CellRequest, CellResult, Files, Message, Ready
+from autograder.protocol import CellKind, CellRequest, CellResult, Files, Message, Ready
 
 if TYPE_CHECKING:  # imported when the shell is made (make_shell), after the walls
     from IPython.core.interactiveshell import InteractiveShell
@@ -201,11 +201,11 @@ def serve(requests: io.TextIOBase, replies: io.TextIOBase, output_chars: int, wa
         assert isinstance(request, CellRequest)
         restored: list[str] = []
         tampered: list[str] = []
-        if request.kind == "test" and guard is not None:
+        if request.kind is CellKind.TEST and guard is not None:
             restored = guard.differences(fix=True)
             reset_torch_state()
         out = CappedText(output_chars)
-        CHANNEL.begin(request.cases if request.kind == "test" else {})
+        CHANNEL.begin(request.cases if request.kind is CellKind.TEST else {})
         sys.stdout = sys.stderr = out  # stderr joins stdout: warnings are shown, never scored
         try:
             result = shell.run_cell(request.code, store_history=False, silent=False)
@@ -216,9 +216,9 @@ def serve(requests: io.TextIOBase, replies: io.TextIOBase, output_chars: int, wa
             sys.stdout, sys.stderr = real_stdout, real_stderr
         handed = CHANNEL.end()
         builtins_ok = isinstance(builtins.__dict__.get("print"), type(len))
-        if request.kind == "setup" and error is None and guard is None:
+        if request.kind is CellKind.SETUP and error is None and guard is None:
             guard = Guard(shell.user_ns)
-        if request.kind == "test" and guard is not None:
+        if request.kind is CellKind.TEST and guard is not None:
             tampered = guard.differences(fix=True)
         reply = CellResult(
             id=request.id, ok=error is None and not tampered and builtins_ok, output=out.value(),
@@ -226,7 +226,7 @@ def serve(requests: io.TextIOBase, replies: io.TextIOBase, output_chars: int, wa
             line=_line_in_cell(error, request.code) if error is not None and error.__traceback__ else None,
             handed={k: v for k, v in handed.items() if type(k) is str and type(v) is str},
             syntax=isinstance(error, SyntaxError))
-        if request.kind == "test":
+        if request.kind is CellKind.TEST:
             _forget_source(request.code)
         if os.getpid() != serving_pid:  # a process the cell forked got here: only the original answers
             os._exit(0)

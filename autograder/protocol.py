@@ -51,8 +51,10 @@ def _check(value: object, kind: str, name: str) -> None:
 
 
 def _member(enum_type: type[enum.Enum], value: object, name: str) -> enum.Enum:
+    """The member whose value is `value` (a str); ProtocolError naming at most 40 characters of what came instead."""
     if type(value) is not str or value not in {m.value for m in enum_type}:
-        raise ProtocolError(f"{name}: expected one of {sorted(m.value for m in enum_type)}, got {value!r:.40}")
+        got = repr(value[:40]) if type(value) is str else type(value).__name__   # never the repr of a hostile tree
+        raise ProtocolError(f"{name}: expected one of {sorted(m.value for m in enum_type)}, got {got}")
     return enum_type(value)
 
 

@@ -697,6 +697,31 @@ def staff_page_payloads(assignment: str) -> dict[str, nbformat.NotebookNode]:
     return notebooks
 
 
+CHANNEL_FORGER = '''
+import json as _json, os as _os
+_lines = [  # the grader reads the first that reaches it; the rest are for whatever reads this channel next
+    '{"type": "cell", "id": "%s", "kind": %s, "code": "", "cases": {}}' % ("0" * 16, "[" * 900 + "]" * 900),
+    _json.dumps({"type": "cell", "id": "0" * 16, "kind": "TEST", "code": "", "cases": {}}),  # not one of the kinds
+    _json.dumps({"type": "result", "id": "0" * 16, "ok": True, "output": "", "error": "", "restored": [],
+                 "tampered": [], "line": None, "handed": {}, "syntax": False}),        # a pass for a guessed id
+]
+for _fd in _os.listdir("/proc/self/fd"):
+    try:
+        if _os.readlink(f"/proc/self/fd/{_fd}").startswith("pipe:"):
+            for _line in _lines:
+                _os.write(int(_fd), (_line + "\\n").encode())
+    except OSError:
+        pass
+'''
+
+
+def channel_forger(assignment: str) -> dict[str, nbformat.NotebookNode]:
+    """Every task solved, but the first answer cell writes forged messages into every pipe it holds (the grader's
+    reply channel among them): cell requests whose kind is a deep JSON tree or not one of the kinds, and a passing
+    result for a guessed id."""
+    return _first_task_only(assignment, CHANNEL_FORGER)
+
+
 def linecache_reader(assignment: str) -> dict[str, nbformat.NotebookNode]:
     """Every task solved, and a last cell of its own that prints every cell's source IPython keeps in linecache
     (where the hidden tests' code was, issue #48)."""

@@ -7,8 +7,8 @@ One small class, graded once by `python -m autograder.grade`:
 - an impersonator leaves links named as the old grader's start-up error file (to /proc/kmsg, a classmate's result)
   and exits with the code the old grader read them on;
 - a liar swaps every hand-in for crafted JSON (shapes that lie, overflowing floats, quantized dtypes, deep nesting);
-- a disk bomb writes 1.5 GiB; a markdown answer cell; and one correct answer per rule-bound task reached by a route
-  its rule forbids (tests/submissions.py, RULE_BREAKERS).
+- a disk bomb writes 1.5 GiB; a markdown answer cell; a forger writes messages into the grader's reply pipe; and one
+  correct answer per rule-bound task reached by a route its rule forbids (tests/submissions.py, RULE_BREAKERS).
 On the grader as it was (13ee9be) the snooper found all four secrets and every process on the machine, the
 impersonator's links were read into feedback (the /proc/kmsg one hung the run), the liar was "NOT GRADED, the
 grader's fault", the bomb wrote 1.5 GiB, the markdown answer scored 0, and every rule breaker earned full marks.
@@ -42,7 +42,8 @@ def graded(tmp_path_factory):
     makers = {"classmate-ada": submissions.solved, "snooper": lambda a: submissions.memory_snooper(a, NEEDLES),
               "impersonator": lambda a: submissions.startup_impersonator(a, str(other)),
               "liar": submissions.crafted_handin, "bomb": submissions.disk_bomb, "markdown": submissions.markdown_answer,
-              "firsterror": submissions.first_task_error, "linecache": submissions.linecache_reader}
+              "firsterror": submissions.first_task_error, "linecache": submissions.linecache_reader,
+              "forger": submissions.channel_forger}
     for student, maker in makers.items():
         submissions.write_submission(submitted, student, FIRST, maker(FIRST))
     submissions.write_submission(submitted, "classmate-ada", OTHER, submissions.solved(OTHER))
@@ -120,6 +121,17 @@ def test_a_crafted_hand_in_is_the_students_failure(graded):
     assert all("could not be read" in c.get("error_full", c["error"]) for c in failed), failed
     assert all(c["ok"] for c in napkin)
     assert total(graded, "liar", FIRST)[0] == sum(c["points"] for c in napkin)
+
+
+def test_what_a_notebook_forges_on_the_graders_channel_costs_that_task_only(graded):
+    """Messages a student's code writes into the grader's reply pipe (a request whose kind is a 900-deep JSON tree,
+    one whose kind is no kind, a pass for a guessed id) are refused as the student's doing: that cell's result is not
+    trusted and its task scores 0, as a raised error would; every other task is graded in full, and nothing is the
+    grader's fault."""
+    first = next(c for c in cells(graded, "forger", FIRST) if c["kind"] == "answer")
+    assert not first["ok"], first
+    assert "wrote to the grader's channel" in first["error"], first
+    assert total(graded, "forger", FIRST) == total(graded, "firsterror", FIRST) < total(graded, "classmate-ada", FIRST)
 
 
 def test_a_notebook_cannot_fill_the_disk(graded):

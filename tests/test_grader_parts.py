@@ -163,9 +163,13 @@ def test_a_cells_kind_crosses_the_sandbox_as_its_enum_and_nothing_else():
         request = CellRequest.parse(CellRequest("ab", kind, "x = 1", {}).to_line())
         assert request.kind is kind and request == CellRequest("ab", kind, "x = 1", {})
     line = json.loads(CellRequest("ab", CellKind.TEST, "x = 1", {}).to_line())
-    for wrong in ("Test", "tests", "", 1, None, ["test"]):
-        with pytest.raises(ProtocolError, match="CellRequest.kind"):
+    deep: list = []
+    for _ in range(900):
+        deep = [deep]
+    for wrong in ("Test", "tests", "", 1, None, ["test"], deep, "test" * 10**6):
+        with pytest.raises(ProtocolError, match="CellRequest.kind") as refused:
             CellRequest.parse(json.dumps({**line, "kind": wrong}))
+        assert len(str(refused.value)) < 200   # what came instead is named, never echoed whole
 
 
 def test_probe_reports_the_walls():

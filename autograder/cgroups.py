@@ -177,7 +177,9 @@ def out_of_memory_note(before: MemoryEvents, hierarchy: Hierarchy | None = None)
     """' (out of memory: the kernel's OOM killer ...)' when it killed processes in this cgroup (or machine) since
     `before`; '' otherwise. For the message of a part of the grader that died."""
     killed = oom_kills_since(before, hierarchy)
-    return f" (out of memory: {killed} during this run; grade again with fewer --workers or more memory)" if killed else ""
+    if not killed:
+        return ""
+    return f" (out of memory: {killed} during this run; grade again with fewer --workers or more memory)"
 
 
 def _keyed(text: str | None) -> dict[str, int]:

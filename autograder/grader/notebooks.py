@@ -341,9 +341,10 @@ def within_budget(results: list[CellRun], budget: int) -> list[CellRun]:
 
 def run_plan(plan: Plan, limits: Limits, zygote: Zygote, slot: int, files: dict[str, bytes] | None = None,
              cases: dict[str, str] | None = None, budgets: dict[str, list[CostBudget]] | None = None) -> list[CellRun]:
-    """Every cell's run, in order. `files`: the assignment's files for the working folder; `cases`: the encoded cases of the hidden tests (key -> JSON text); `budgets`: the cost budgets by hidden test key (from the
-    trusted checker; each measured after its test cell passes, autograder/grader/cost.py). GraderFault when a notebook
-    process cannot be started."""
+    """Every cell's run, in order. `files`: the assignment's files for the working folder; `cases`: the encoded cases
+    of the hidden tests (key -> JSON text); `budgets`: the cost budgets by hidden test key (from the trusted checker;
+    each measured after its test cell passes, autograder/grader/cost.py). GraderFault when a notebook process cannot
+    be started."""
     cases = cases or {}
     results: list[CellRun | None] = [None] * len(plan.cells)
     crashed: set[int] = set()

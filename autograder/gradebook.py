@@ -410,11 +410,23 @@ def holds(course: Course, graded: list[Graded]) -> bool:
         gradebook.close()
 
 
-def recorded(course: Course) -> tuple[set[tuple[str, str]], set[str]]:
-    """(every (student, assignment) with a submission in the gradebook, the assignments with a due date)."""
+@dataclass(frozen=True)
+class Held:
+    """What the gradebook holds that a run's ledger remembers (grader/run.py): every (student, assignment) with a
+    submission, the assignments with a due date, and each assignment's id in this gradebook (nbgrader's uuid, made
+    when the assignment is first recorded and kept by every later update: what tells this gradebook from another
+    one that holds the same names)."""
+    submissions: frozenset[tuple[str, str]]
+    due: frozenset[str]
+    assignments: dict[str, str]
+
+
+def recorded(course: Course) -> Held:
+    """What the gradebook holds now (read only)."""
     with session(course) as gradebook:
-        submissions = {(s.student.id, a.name) for a in gradebook.assignments for s in a.submissions}
-        return submissions, {a.name for a in gradebook.assignments if a.duedate is not None}
+        submissions = frozenset((s.student.id, a.name) for a in gradebook.assignments for s in a.submissions)
+        return Held(submissions, frozenset(a.name for a in gradebook.assignments if a.duedate is not None),
+                    {a.name: str(a.id) for a in gradebook.assignments})
 
 
 # ---- reading it back -----------------------------------------------------------------------------------------

@@ -222,6 +222,114 @@ def test_the_guard_of_an_emptied_gradebook_lives_with_the_gradebook(tmp_path, gr
     assert ledger.read_bytes() != kept and grade(root, out=out).returncode == 0  # a new, whole ledger
 
 
+def another_class(root: Path) -> Path:
+    """The ledger of another class of the tiny course (its own clone and gradebook: the same course id, the
+    assignment made afresh, so with another id), as its grader writes it."""
+    from autograder.grader import ledger
+    course = make_class(root, {})
+    ledger.write(course, root / "graded")
+    return root / ".gradebook-ledger.json"
+
+
+@pytest.mark.parametrize("fault", ["ledger deleted, gradebook emptied", "another class's ledger, gradebook emptied",
+                                   "another class's ledger, gradebook intact", "another course's ledger"])
+def test_a_ledger_is_bound_to_its_gradebook_and_graded_work_to_the_gradebook(tmp_path, graded_class, fault):
+    """Issue #62 item 1: the two silent ways of issue #62's first list (exit 0, late penalties lost) and the silent
+    replacement. With its ledger gone (or another class's in its place) an emptied gradebook is refused all the
+    same, because autograded/ and graded/grades.csv show three submissions recorded in it; another class's ledger
+    beside an intact gradebook is refused (its assignment has another id there), as is one written for another
+    course, instead of being replaced. Nothing is written, the ledger stays, and the message names the way back."""
+    root = copy_of(graded_class, tmp_path / "class")
+    ledger, db = root / ".gradebook-ledger.json", root / "gradebook.db"
+    if fault.startswith("ledger deleted"):
+        ledger.unlink()
+    else:
+        other = another_class(tmp_path / "other")
+        if fault == "another course's ledger":  # its own course id; a digest that matches, as its grader wrote it
+            import hashlib
+            import json
+            body = {k: v for k, v in json.loads(other.read_text()).items() if k != "sha256"}
+            body["course"] = "another-course"
+            other.write_text(json.dumps({**body, "sha256": hashlib.sha256(
+                json.dumps(body, sort_keys=True).encode()).hexdigest()}))
+        shutil.copy(other, ledger)
+    if fault.endswith("emptied"):
+        db.write_bytes(b"")
+    kept, before = ledger.read_bytes() if ledger.exists() else None, (root / "graded" / "grades.csv").read_text()
+    run = grade(root)
+    assert run.returncode == 2, run.stdout + run.stderr
+    if fault.endswith("intact") or fault == "another course's ledger":
+        assert "is not this gradebook's" in run.stderr and "--start-over" in run.stderr, run.stderr
+        assert ("have other ids in this gradebook" if fault.endswith("intact") else "another-course") in run.stderr
+    else:
+        assert "has lost what earlier runs recorded: 3 submission(s)" in run.stderr, run.stderr
+        assert "autograded" in run.stderr and "Restore the gradebook and its ledger together" in run.stderr
+        assert "--start-over" in run.stderr and "dropped for good" in run.stderr
+        assert db.stat().st_size == 0  # nothing was written into it
+    assert "Nothing was written" in run.stderr
+    assert (ledger.read_bytes() if ledger.exists() else None) == kept
+    assert (root / "graded" / "grades.csv").read_text() == before
+    fresh = grade(root, "--start-over")  # on purpose: the gradebook as it is, a new ledger of its own
+    assert fresh.returncode == 0, fresh.stdout + fresh.stderr
+    assert grade(root).returncode == 0
+
+
+def test_a_moved_gradebook_keeps_its_ledger_and_says_so(tmp_path, graded_class, clean):
+    """The same gradebook under another address (the course folder copied elsewhere, its db_url with it): its
+    assignments keep their ids, so the ledger is its own, and the summary says the address changed."""
+    root = copy_of(graded_class, tmp_path)
+    run = grade(root)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "the gradebook's address changed since the last run" in (root / "graded" / "summary.txt").read_text()
+    assert (root / "graded" / "grades.csv").read_text() == clean
+    import json
+    assert json.loads((root / ".gradebook-ledger.json").read_text())["gradebook"] == f"sqlite:///{root / 'gradebook.db'}"
+
+
+def test_one_lost_submission_is_recorded_again_keeping_the_rest_of_the_gradebook(tmp_path, graded_class, clean):
+    """Issue #62 item 2: one submission removed from the gradebook is refused, naming it and `--re-record`; that
+    records it again from submitted/, and keeps everything else: bob's hand score, cy's extension, the due date."""
+    from nbgrader.api import Gradebook
+
+    from autograder import deadlines
+    root = copy_of(graded_class, tmp_path)
+    course = Course.load(root)
+    deadlines.extend(course, A, "cy", days=2)
+    with Gradebook(course.db_url, course.course_id) as gb:
+        gb.find_grade("explain", A, A, "bob").manual_score = 3.0
+        gb.db.commit()
+        gb.remove_submission(A, "ada")
+    run = grade(root)
+    assert run.returncode == 2, run.stdout + run.stderr
+    assert "1 of the 3 submissions earlier runs recorded are gone (ada/00_tiny)" in run.stderr, run.stderr
+    assert "--re-record ada/00_tiny" in run.stderr and "manual scores, extensions and due dates included" in run.stderr
+    again = grade(root, "--re-record", "ada/00_tiny")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "recorded again, as --re-record asked: ada/00_tiny" in (root / "graded" / "summary.txt").read_text()
+    with Gradebook(course.db_url, course.course_id) as gb:
+        assert gb.find_submission(A, "ada").score == 2.0  # recorded again, from its graded result
+        assert gb.find_grade("explain", A, A, "bob").manual_score == 3.0
+        assert gb.find_submission(A, "cy").extension is not None
+        assert gb.find_assignment(A).duedate is not None
+    assert grade(root).returncode == 0  # the new ledger holds ada again
+
+
+def test_a_killed_runs_temporary_ledger_is_removed_and_ignored_by_git(tmp_path, graded_class):
+    """A run killed while writing its ledger leaves `..gradebook-ledger.json-<pid>-<host>.tmp` (student ids): the
+    next run removes it and says so; git ignores it meanwhile."""
+    import socket
+    root = copy_of(graded_class, tmp_path)
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()  # a pid that was a run's, gone now
+    left = root / f"..gradebook-ledger.json-{dead.pid}-{socket.gethostname()}.tmp"
+    left.write_text('{"submissions": [["ada", ')
+    ignored = subprocess.run(["git", "check-ignore", "--no-index", "-q", left.name], cwd=REPO)
+    assert ignored.returncode == 0, f"{left.name} is not git-ignored"
+    run = grade(root)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert not left.exists() and "removed what a stopped run had left" in run.stderr and left.name in run.stderr
+
+
 def test_a_truncated_result_is_graded_again_alone(tmp_path, graded_class, clean):
     root = copy_of(graded_class, tmp_path)
     result = root / "graded" / "results" / "bob" / f"{A}.json"
@@ -443,7 +551,8 @@ def test_the_grader_reads_its_own_cgroup_not_the_hierarchys_root(tmp_path):
     assert memory == cgroups.Hierarchy(2, (root / "v2/job/step", root / "v2/job", root / "v2"))
     assert cgroups.memory_limit_bytes(memory) == 3 * 2**30
     assert cgroups.cpu_quota(cgroups.own_hierarchy("cpu", "0::/job/step\n", v2)) == 1.5  # the job's, an ancestor's
-    assert cgroups.memory_events(memory) == cgroups.MemoryEvents(2, 7, f"the cgroup {root / 'v2/job/step'}")
+    machine = cgroups.memory_events(memory).machine_oom_kills  # /proc/vmstat's, the real machine's
+    assert cgroups.memory_events(memory) == cgroups.MemoryEvents(2, 7, f"the cgroup {root / 'v2/job/step'}", machine)
     # a container without a cgroup namespace: the mount at ct/ shows the job's cgroup /job as its root
     tree({"ct/memory.max": str(2**30) + "\n", "ct/step/memory.max": "max\n", "ct/step/cgroup.controllers": "memory\n"})
     container = cgroups.own_hierarchy("memory", "0::/job/step\n", f"35 24 0:30 /job {root}/ct rw - cgroup2 cgroup2 rw\n")
@@ -456,7 +565,8 @@ def test_the_grader_reads_its_own_cgroup_not_the_hierarchys_root(tmp_path):
     assert memory == cgroups.Hierarchy(1, (root / "v1mem/slurm", root / "v1mem"))
     assert cgroups.memory_limit_bytes(memory) == 2 * 2**30  # not the root's "no limit"
     assert cgroups.cpu_quota(cgroups.own_hierarchy("cpu", procs, v1)) == 0.5
-    assert cgroups.memory_events(memory) == cgroups.MemoryEvents(3, 11, f"the cgroup {root / 'v1mem/slurm'}")
+    assert cgroups.memory_events(memory) == cgroups.MemoryEvents(3, 11, f"the cgroup {root / 'v1mem/slurm'}",
+                                                                 cgroups.memory_events(memory).machine_oom_kills)
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="making cgroups needs root")

@@ -47,7 +47,7 @@ def grade(root: Path, *args: str, out: Path | None = None, wait: bool = True, **
                "--limit", "cell_seconds=20", *args]
     if not wait:
         return subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs)
-    return subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=300)
+    return subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=300, **kwargs)
 
 
 def totals(out: Path) -> dict[str, str]:
@@ -371,9 +371,70 @@ def test_a_full_output_disk_names_the_file_and_a_rerun_finishes(tmp_path, clean)
     assert run.returncode in (2, 3), run.stdout + run.stderr
     assert "No space left on device" in run.stderr and str(out) in run.stderr, run.stderr
     assert "hidden tests are broken" not in run.stderr and "Traceback" not in run.stderr
+    # Issue #62: the results that fit were committed before grades.csv found the disk full; the message says how
+    # many went into the gradebook, which ones did not, and that the rest of the output was not written
+    import re
+    said = re.search(r"its commit of (\d) submission\(s\) went through, of the 3 this run was given", run.stderr)
+    assert said and "not written" in run.stderr and "was not written past" not in run.stderr, run.stderr
+    from nbgrader.api import Gradebook
+    course = Course.load(root)
+    with Gradebook(course.db_url, course.course_id) as gb:
+        assert len(gb.find_assignment(A).submissions) == int(said[1])  # the number it says is the gradebook's
+    assert int(said[1]) == 3 or f"{3 - int(said[1])} NOT GRADED, not in it" in run.stderr
     again = grade(root, out=tmp_path / "roomy")
     assert again.returncode == 0, again.stderr
     assert (tmp_path / "roomy" / "grades.csv").read_text() == clean
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a bind mount on the ledger needs root")
+def test_a_ledger_that_cannot_be_written_after_the_commit_says_the_grade_is_in(tmp_path, graded_class):
+    """Issue #62: the ledger's rename fails after the commit (the ledger is a mount point: EBUSY, a real error of
+    the kernel's). The message says that the commit went through and what was not written, never that nothing
+    was; the gradebook holds bob's new grade; a re-run writes the ledger."""
+    root = copy_of(graded_class, tmp_path)
+    ledger = root / ".gradebook-ledger.json"
+    path = root / "submitted" / "bob" / A / f"{A}.ipynb"
+    path.write_text(path.read_text().replace("return 3 * x", "return 2 * x"))  # bob fixes his answer: 2 points
+    kept = ledger.read_bytes()
+    subprocess.run(["mount", "--bind", str(ledger), str(ledger)], check=True)
+    try:
+        run = grade(root)
+    finally:
+        subprocess.run(["umount", str(ledger)], check=True)
+    assert run.returncode == 2, run.stdout + run.stderr
+    assert "its commit of 3 submission(s) went through" in run.stderr, run.stderr
+    assert "Then writing the gradebook's ledger failed" in run.stderr and "Device or resource busy" in run.stderr
+    assert "grades.csv, the feedback pages and the summary, the shard's record (shard.json) were not written" in \
+        run.stderr and "Nothing was written" not in run.stderr
+    from nbgrader.api import Gradebook
+    course = Course.load(root)
+    with Gradebook(course.db_url, course.course_id) as gb:
+        assert gb.find_submission(A, "bob").score == 2.0
+    assert ledger.read_bytes() == kept and not list(root.glob("..gradebook-ledger.json-*.tmp"))
+    again = grade(root)
+    assert again.returncode == 0 and "graded 0 submission(s)" in again.stderr, again.stderr
+    assert ledger.read_bytes() != kept
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounting a small tmpfs for TMPDIR needs root")
+def test_a_full_temporary_folder_is_named_so(tmp_path):
+    """Issue #62: TMPDIR with room for Python's probe but not for nbgrader's scratch copy of the assignment, which
+    the run makes to record it in the gradebook: said as a full temporary folder, with its room, never as nbgrader
+    refusing changed graded cells."""
+    root = tmp_path / "course"
+    make_class(root, {"ada": "return 2 * x"})
+    (root / "gradebook.db").unlink()  # a new gradebook: the run records the assignment first
+    full = tmp_path / "tmp"
+    full.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(full)], check=True)
+    try:
+        (full / "filler").write_bytes(b"x" * 56 * 1024)  # 8 KiB left: Python's probe of TMPDIR fits, a copy does not
+        run = grade(root, env={**os.environ, "TMPDIR": str(full)})
+    finally:
+        subprocess.run(["umount", "-l", str(full)], check=True)
+    assert run.returncode == 2, run.stdout + run.stderr
+    assert f"the temporary folder {full} (TMPDIR) is full" in run.stderr and "KiB free of 64 KiB" in run.stderr, run.stderr
+    assert "graded cells" not in run.stderr and "Changing a graded assignment" not in run.stderr
 
 
 def test_the_worker_count_is_not_part_of_a_results_key(tmp_path, graded_class, clean):
@@ -589,6 +650,31 @@ def test_a_part_the_kernel_kills_for_want_of_memory_is_named_so():
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="making cgroups needs root")
+def test_the_trusted_checker_killed_for_want_of_memory_is_named_so():
+    """Issue #62: the run's trusted checker, moved into a real cgroup of 16 MiB, is killed by the kernel's OOM killer
+    when a large hand-in arrives (its per-request child, or itself: the killer picks). Each request after that names
+    memory and the kill, not only "Broken pipe"; a worker turns the message into that submission's NOT GRADED
+    reason (workers._work), so no student is charged. On cgroup v1 the kill is counted in the small cgroup only,
+    not in the grader's: the machine's count (/proc/vmstat) names it."""
+    from autograder.trusted.checker import Checker, CourseError
+    checker = Checker(["floats.decode"])
+    groups = Cgroups(f"cs336-checker-{os.getpid()}", memory_mib=16, cpus=1)
+    try:
+        assert checker.verdicts([("floats.decode", None)])[0].ok is False  # it answers: nothing handed in
+        groups.memory_procs.write_text(str(checker.process.pid))
+        said = []
+        for _ in range(2):
+            with pytest.raises(CourseError) as died:
+                checker.verdicts([("floats.decode", "x" * (64 * 2**20))])  # 64 MiB handed in
+            said.append(str(died.value))
+    finally:
+        checker.close()
+        groups.remove()
+    for message in said:  # a pipe broken by the child's death, or the checker's own: memory named either way
+        assert "out of memory: the kernel's OOM killer killed" in message and "trusted side" in message, said
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="making cgroups needs root")
 def test_a_machine_short_of_memory_and_cpu_never_costs_a_student_a_point(tmp_path):
     """The grader in a real cgroup of 2,200 MiB (700 of it held by another, smaller process of the job) and a quarter
     of a CPU: it sizes itself from its own cgroup (1 worker, the cgroup's limit named); the notebook that needs about
@@ -630,5 +716,6 @@ def test_a_machine_short_of_memory_and_cpu_never_costs_a_student_a_point(tmp_pat
     assert "on this machine: 1 worker(s) (1 usable CPU(s)); 2200 MiB for the job" in summary, summary
     assert got["big"] == "NOT GRADED" and limited.returncode == 3, said
     assert "ran out of memory" in summary and "OOM killer" in summary, summary
+    assert "out of memory during this run: the kernel's OOM killer killed" in summary, summary  # not only "no limit"
     again = grade(tmp_path, *short, out=tmp_path / "limited")  # unlimited now: the NOT GRADED one is graded
     assert again.returncode == 0 and scores(tmp_path / "limited") == expected, again.stdout + again.stderr

@@ -10,6 +10,7 @@ import re
 from dataclasses import replace
 from pathlib import Path
 
+from autograder.atomic import write_atomically
 from autograder.grader.autograded import error_parts, strip_ansi
 from autograder.grader.plan import Cell, CellRun
 from autograder.outcome import CellKind, CellOutcome, Failure
@@ -99,5 +100,6 @@ def render_problems(student: str, assignment: str, problems: list[str]) -> str:
 
 
 def write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
+    """Write a feedback page whole or not at all, an error naming it (a full disk fails at the write, after the
+    open, where a plain write_text's error would name no file)."""
+    write_atomically(path, text)

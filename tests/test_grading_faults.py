@@ -288,7 +288,8 @@ def test_a_moved_gradebook_keeps_its_ledger_and_says_so(tmp_path, graded_class, 
 
 def test_one_lost_submission_is_recorded_again_keeping_the_rest_of_the_gradebook(tmp_path, graded_class, clean):
     """Issue #62 item 2: one submission removed from the gradebook is refused, naming it and `--re-record`; that
-    records it again from submitted/, and keeps everything else: bob's hand score, cy's extension, the due date."""
+    records it again from submitted/, and keeps everything else: bob's hand score, cy's extension, the due date.
+    A submission let go on purpose (removed from the gradebook and from submitted/) is asked about once."""
     from nbgrader.api import Gradebook
 
     from autograder import deadlines
@@ -312,6 +313,12 @@ def test_one_lost_submission_is_recorded_again_keeping_the_rest_of_the_gradebook
         assert gb.find_submission(A, "cy").extension is not None
         assert gb.find_assignment(A).duedate is not None
     assert grade(root).returncode == 0  # the new ledger holds ada again
+    with Gradebook(course.db_url, course.course_id) as gb:  # cy leaves the course: her records and her submission go
+        gb.remove_submission(A, "cy")
+    shutil.rmtree(root / "submitted" / "cy")
+    assert "cy/00_tiny" in grade(root).stderr  # autograded/cy still shows it recorded: refused
+    assert grade(root, "--re-record", "cy/*").returncode == 0
+    assert grade(root).returncode == 0  # let go once: the ledger remembers
 
 
 def test_a_killed_runs_temporary_ledger_is_removed_and_ignored_by_git(tmp_path, graded_class):

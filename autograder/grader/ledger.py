@@ -290,8 +290,9 @@ def _unrecorded(course: Course, shown: str, out: Path, missing: set, shown_by: f
             f"{course.folder('autograded')} or {out / 'grades.csv'} show were graded and recorded in it are not "
             f"there ({_some(sorted(f'{s}/{a}' for s, a in missing))}); the gradebook {state}, whatever its ledger "
             f"says ({len(shown_by)} graded submissions shown there in all). Nothing was written. {_ways_back(missing)}. "
-            "Submissions removed from the gradebook on purpose (a student who left): --re-record STUDENT/* once; "
-            "the ledger then remembers that they were let go.")
+            "Submissions removed from the gradebook on purpose (a student who left): remove them from submitted/ "
+            "too and run once with --re-record STUDENT/*, which then records nothing again; the ledger remembers "
+            "that they were let go.")
 
 
 def recorded_elsewhere(course: Course, out: Path) -> frozenset[tuple[str, str]]:

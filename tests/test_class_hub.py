@@ -1010,7 +1010,7 @@ def test_the_end_of_term_archives_then_removes_everything(running):
     path = Path(re.search(r"end of term: archive (\S+)", done.stdout).group(1))
     with tarfile.open(path) as tar:
         names = tar.getnames()
-    for wanted in ("gradebook.db", "gradebook-export.csv", f"feedback/{HALF}/{ASSIGNMENT}",
+    for wanted in ("gradebook.db", ".gradebook-ledger.json", "gradebook-export.csv", f"feedback/{HALF}/{ASSIGNMENT}",
                    f"autograded/{RIGHT}/{ASSIGNMENT}", f"submitted/{HALF}/{ASSIGNMENT}", "roster.csv"):
         assert any(n.startswith(f"cs336-primitives/{wanted}") for n in names), (wanted, names[:20])
     assert (path.stat().st_mode & 0o777) == 0o600

@@ -491,6 +491,9 @@ def prepare(prefix: str) -> None:
     install_env(Path(prefix))
     install_proxy(Path(prefix))
     print(f"course, environment and proxy ready in {prefix} in {time.monotonic() - started:.1f} s", flush=True)
+    print(f"students' nbgrader (every account can run it): {prefix}/env/bin/nbgrader; a student calls it by that path, "
+          f"or puts `export PATH={prefix}/env/bin:$PATH` at the top of ~/.bashrc (a non-interactive shell stops "
+          "reading Debian's and Ubuntu's ~/.bashrc at its first lines)", flush=True)
 
 
 def setup(hub: ClassHub, roster: Path, passwords: dict[str, str] | None = None) -> ClassHub:

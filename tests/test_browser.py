@@ -313,7 +313,7 @@ def test_the_class_report_opens_in_the_browser(browser_page):
     from autograder.course import Course
     lab, page = browser_page
     started = time.monotonic()
-    numbers = report.build(Course.load(lab.course), lab.course / "graded", ["01_floats"])
+    numbers = report.build(Course.load(lab.course), lab.course / "graded", ["01_floats"])["assignments"]
     built = time.monotonic()
     with screenshot_on_failure(page, "failure-report.png"):
         page.goto((lab.course / "graded" / "report.html").as_uri())

@@ -15,6 +15,7 @@ from __future__ import annotations
 import csv
 import datetime
 import os
+import re
 import subprocess
 import sys
 import time
@@ -207,6 +208,9 @@ def test_release_feedback_skips_only_what_the_exchange_cannot_deliver(workflow):
     assert "Not released" in workflow["released"].stderr and "frank" in workflow["released"].stderr
     released = list((workflow["exchange"] / COURSE_ID / "feedback").glob("*.html"))
     assert len(released) == 4  # alice, bob, carol, dave: one notebook each
+    # issue #62: each page is logged under the name it has in the exchange, not nbgrader's temporary one
+    logged = re.findall(r"Feedback released to: (\S+)", workflow["released"].stderr)
+    assert sorted(Path(name) for name in logged) == sorted(released), logged
 
 
 def test_nothing_overwrote_a_submission(workflow):

@@ -64,6 +64,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))  # autograder.student_edition, run as a script from any folder
+from autograder.course import CODE_PACKAGES  # noqa: E402
 from autograder.student_edition import build as build_student_edition  # noqa: E402
 from scripts import process_group  # noqa: E402
 from scripts import student_jail as jail  # noqa: E402
@@ -71,6 +72,7 @@ from scripts import student_jail as jail  # noqa: E402
 COURSE_ID = "cs336-primitives"
 PROXY_PACKAGE = "configurable-http-proxy@5.3.0"   # JupyterHub's standard proxy, pinned (npm)
 ACCOUNT_MARK = f"{COURSE_ID} class account"       # the comment (GECOS) of accounts this script created
+FORMGRADER_CGROUP = "staff.formgrader"            # jupyterhub/formgrader_launch.py's CGROUP (no roster id has a dot)
 USERNAME = re.compile(r"^[a-z_][a-z0-9_-]{0,31}$")  # what useradd accepts everywhere (Debian's default rule)
 DISABLED_FOR_USERS = {  # nbgrader's instructor parts, off in every user's server (students and TAs alike)
     "server": ["nbgrader.server_extensions.formgrader", "nbgrader.server_extensions.course_list"],
@@ -170,6 +172,11 @@ class ClassHub:
 
     def cgroup(self, student: str) -> jail.Cgroup:
         return jail.Cgroup(f"{COURSE_ID}-{Path(self.prefix).name}", student)
+
+    @property
+    def formgrader_cgroup(self) -> jail.Cgroup:
+        """Formgrader's cgroup and everything it starts (jupyterhub/formgrader_launch.py puts it there)."""
+        return jail.Cgroup(f"{COURSE_ID}-{Path(self.prefix).name}", FORMGRADER_CGROUP)
 
     def jail_for(self, student: str):
         """The function that confines a student's process (root, between fork and exec): student_jail.enter."""
@@ -387,9 +394,14 @@ def write_configs(hub: ClassHub) -> None:
     # same server, show: JupyterHub 4.1+ sends 'none', jupyter/nbgrader#1870; students' servers keep that). Its
     # Autograde button runs the course's sandboxed grader (autograder/formgrader_autograde.py), never a student's
     # code in Formgrader's own process; its file API is read-only (autograder.staff_pages.ReadOnlyContents).
+    # Every route it serves is classified for Formgrader in autograder/routes.py (StaffPages.server): Validate,
+    # kernels, terminals, nbconvert off; settings, workspaces and configuration read-only. It listens on the socket
+    # root binds for it (autograder.handed_socket, jupyterhub/formgrader_launch.py).
     (grader / "jupyter_server_config.json").write_text(json.dumps(
-        {"ServerApp": {"jpserver_extensions": {"autograder.formgrader_autograde": True, "autograder.staff_pages": True},
-                       "contents_manager_class": "autograder.staff_pages.ReadOnlyContents"}}, indent=1))
+        {"ServerApp": {"jpserver_extensions": {"autograder.formgrader_autograde": True, "autograder.staff_pages": True,
+                                               "autograder.handed_socket": True},
+                       "contents_manager_class": "autograder.staff_pages.ReadOnlyContents"},
+         "StaffPages": {"server": "formgrader"}}, indent=1))
     # the grader's nbgrader (its shell and Formgrader): collect takes a submission from the account that made it
     shutil.copy2(here / "nbgrader_config_grader.py", grader / "nbgrader_config.py")
     for folder in (users, grader):
@@ -399,6 +411,7 @@ def write_configs(hub: ClassHub) -> None:
     (Path(hub.prefix) / "course-start.sh").chmod(0o755)
     shutil.copy2(here / "jupyterhub_config.py", hub.state / "jupyterhub_config.py")
     shutil.copy2(REPO / "scripts" / "student_jail.py", hub.state / "student_jail.py")  # the spawner's jail
+    shutil.copy2(here / "formgrader_launch.py", hub.state / "formgrader_launch.py")   # Formgrader's start, as root
 
 
 def install_grader_course(hub: ClassHub, roster: Path) -> None:
@@ -461,6 +474,51 @@ def lock_grader_code(hub: ClassHub) -> None:
             run(["chmod", "-R", "u+rwX,go+rX,go-w", str(entry)])
     os.chown(course, 0, grader.pw_gid)
     course.chmod(0o1770)
+    make_code_view(course)
+    lock_grader_home(hub)
+
+
+def make_code_view(course: Path) -> None:
+    """<course>/.code: root's, holding only links to the course's packages (autograder.course.CODE_PACKAGES). The
+    grader's processes import the course's code from there (PYTHONPATH, course.import_root), never from the course
+    folder, where the grader account may add files; nbgrader_config.py refuses to run beside a module another account
+    put there."""
+    view = course / ".code"
+    if view.is_symlink() or view.exists():
+        shutil.rmtree(view) if view.is_dir() and not view.is_symlink() else view.unlink()
+    view.mkdir(mode=0o755)
+    os.chown(view, 0, 0)
+    view.chmod(0o755)
+    for package in CODE_PACKAGES:
+        (view / package).symlink_to(Path("..") / package)
+
+
+GRADER_WRITES = (".cache", ".local/share/jupyter/runtime")   # in its home: caches and Jupyter's runtime files
+
+
+def lock_grader_home(hub: ClassHub) -> None:
+    """The grader's home becomes root's (0750, the grader's group), so the grader account cannot rename the course
+    away and put its own in its place, nor write configuration, extensions or modules into its home that Jupyter,
+    nbgrader or Python would read (~/.jupyter, ~/.local, ~/.ipython, ~/.config, ~/.profile). It writes only its caches
+    and Jupyter's runtime files (GRADER_WRITES)."""
+    grader = pwd.getpwnam(hub.grader)
+    home = Path(hub.homes) / hub.grader
+    for entry in home.iterdir():
+        if entry.name != "course":
+            run(["chown", "-R", "root:root", str(entry)])
+            run(["chmod", "-R", "go-w", str(entry)])
+    for folder in (".jupyter", ".ipython", ".config", ".local"):
+        (home / folder).mkdir(exist_ok=True)
+    for writable in GRADER_WRITES:
+        path = home / writable
+        path.mkdir(parents=True, exist_ok=True)
+        for parent in [p for p in path.relative_to(home).parents if str(p) != "."]:
+            os.chown(home / parent, 0, 0)
+            (home / parent).chmod(0o755)
+        run(["chown", "-R", f"{hub.grader}:{hub.grader}", str(path)])
+        path.chmod(0o700)
+    os.chown(home, 0, grader.pw_gid)
+    home.chmod(0o750)
 
 
 def grader_env(hub: ClassHub) -> dict[str, str]:
@@ -468,7 +526,10 @@ def grader_env(hub: ClassHub) -> dict[str, str]:
     nbgrader configuration (collect by owner, from the students' own inbound folders)."""
     return {"PATH": f"{hub.env / 'bin'}:/usr/local/bin:/usr/bin:/bin", "COURSE_EXCHANGE": hub.exchange,
             "VENV": str(hub.env), "TORCH": "system", "LANG": "C.UTF-8", "CLASS_INBOXES": hub.inboxes,
-            "JUPYTER_CONFIG_PATH": str(Path(hub.prefix) / "grader-config")}
+            "JUPYTER_CONFIG_PATH": str(Path(hub.prefix) / "grader-config"),
+            "JUPYTER_CONFIG_DIR": str(Path(hub.prefix) / "grader-config"),
+            # the course's code from its root-owned view, no current folder, no user site (make_code_view)
+            "PYTHONPATH": str(hub.course / ".code"), "PYTHONSAFEPATH": "1", "PYTHONNOUSERSITE": "1"}
 
 
 def student_env(hub: ClassHub) -> dict[str, str]:
@@ -663,13 +724,13 @@ def preflight(hub: ClassHub) -> None:
                          "other ports below 1024 (docs/hub.md, 'Ports')")
 
 
-def listening_failures(hub: ClassHub, grader_uid: int) -> list[str]:
-    """What is not listening as it must, once the hub answers: each TCP port held by root (the hub, the proxy),
-    Formgrader's by the grader account."""
+def listening_failures(hub: ClassHub) -> list[str]:
+    """What is not listening as it must, once the hub answers: each TCP port bound by root (the hub, the proxy, and
+    Formgrader's, which root binds for it: jupyterhub/formgrader_launch.py)."""
     failures = []
     held = tcp_listeners()
     for what, _, port in listeners(hub):
-        owner = grader_uid if port == hub.service_port else 0
+        owner = 0
         if held.get(port) != owner:
             failures.append(f"{what} {port}: " + ("nothing listens (its log is above)" if port not in held
                                                   else f"held by uid {held[port]}, not {owner}"))
@@ -695,6 +756,7 @@ def start(hub: ClassHub, timeout: float = 120) -> int:
     """Run JupyterHub (which starts the proxy, and Formgrader as the grader account) until it stops; its exit
     status. Refused, with the reason, when a listener's place is taken before it starts, or when, once it answers,
     one of them is not listening as it must: then the hub is stopped and the status is 3."""
+    hub.formgrader_cgroup.kill()   # what a Formgrader of an earlier run left (a hub that was killed): nothing
     preflight(hub)
     for student in hub.students:   # after a reboot the students' disks are not mounted
         hub.disk(student).attach()
@@ -709,18 +771,21 @@ def start(hub: ClassHub, timeout: float = 120) -> int:
         print("class hub: refusing to run, stopping JupyterHub:\n  " + "\n  ".join(failures), file=sys.stderr, flush=True)
         hub_process.terminate()
         hub_process.wait()
+        hub.formgrader_cgroup.kill()
         # JupyterHub leaves its proxy running when it exits on a failed service: nothing of a refused hub listens
         process_group.stop_pid_file(hub.state / "jupyterhub-proxy.pid", "configurable-http-proxy")
         return 3
     print(f"class hub: listening as it must (ports {', '.join(str(p) for _, _, p in listeners(hub))}): running",
           flush=True)
-    return hub_process.wait()
+    try:
+        return hub_process.wait()
+    finally:   # JupyterHub stops Formgrader's process; whatever that started goes with its cgroup
+        hub.formgrader_cgroup.kill()
 
 
 def wait_until_listening(hub: ClassHub, hub_process: subprocess.Popen, timeout: float) -> list[str]:
     """Wait until the hub answers and every listener is as it must be; what is still wrong after `timeout` s."""
     deadline = time.monotonic() + timeout
-    grader_uid = pwd.getpwnam(hub.grader).pw_uid
     failures = ["the hub did not answer"]
     while time.monotonic() < deadline:
         if hub_process.poll() is not None:
@@ -731,7 +796,7 @@ def wait_until_listening(hub: ClassHub, hub_process: subprocess.Popen, timeout: 
         except OSError as error:
             failures = [f"the hub did not answer at {hub.url} ({error})"]
         if not failures:
-            failures = listening_failures(hub, grader_uid)
+            failures = listening_failures(hub)
             if not failures:
                 return []
         time.sleep(0.5)
@@ -856,6 +921,7 @@ def end_term(hub: ClassHub, folder: Path) -> tuple[Path, int, list[str]]:
     for student in sorted(set(hub.students) | {p.stem for p in (Path(hub.prefix) / "disks").glob("*.img")}):
         hub.cgroup(student).remove()
         hub.disk(student).remove()
+    hub.formgrader_cgroup.remove()
     shutil.rmtree(Path(hub.exchange) / COURSE_ID, ignore_errors=True)
     for leftover in (hub.state, Path(hub.prefix) / "disks"):
         shutil.rmtree(leftover, ignore_errors=True)

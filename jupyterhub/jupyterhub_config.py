@@ -115,7 +115,12 @@ class ClassSpawner(LocalProcessSpawner):
         # server at all, confined or not
         if self.user.name not in CLASS["students"] and self.user.name not in STAFF:
             raise web.HTTPError(403, f"{self.user.name} is not in this class's roster: no server")
-        return await super().start()
+        started = await super().start()
+        if self.user.name in CLASS["students"]:   # her own /proc, for ps and top (student_jail.mount_own_proc)
+            loop = asyncio.get_running_loop()
+            init = await loop.run_in_executor(None, student_jail.namespace_init, self.pid)
+            await loop.run_in_executor(None, student_jail.mount_own_proc, init)
+        return started
 
     def make_preexec_fn(self, name):
         become = super().make_preexec_fn(name)
@@ -145,10 +150,13 @@ TINI = ["tini", "-s", "-g", "--"]
 c.Spawner.cmd = TINI + TINI + ["bash", os.path.join(PREFIX, "course-start.sh"), os.path.join(ENV_BIN, "jupyterhub-singleuser")]
 c.Spawner.notebook_dir = "~"
 c.Spawner.default_url = "/lab/tree/index.ipynb"
+IDLE = CLASS.get("idle_timeout", 3600)
 c.Spawner.environment = {
     "PATH": PATH, "COURSE": os.path.join(PREFIX, "course"), "COURSE_EXCHANGE": CLASS["exchange"],
     "JUPYTER_CONFIG_PATH": os.path.join(PREFIX, "student-config"), "VENV": os.path.join(PREFIX, "env"),
     "TORCH": "system", "LANG": "C.UTF-8",
+    # busy_kernels (a busy kernel is activity), and how often a server tells the hub: often enough for the culler
+    "PYTHONPATH": os.path.join(PREFIX, "user-extensions"), "JUPYTERHUB_ACTIVITY_INTERVAL": str(max(5, min(300, IDLE // 4))),
 }
 c.Spawner.start_timeout = 120
 c.Spawner.http_timeout = 120
@@ -202,8 +210,10 @@ c.JupyterHub.services = [
     {"name": "class-admin", "api_token": CLASS["admin_token"]},
     # servers idle for idle_timeout seconds stop (JupyterHub's own culler); with shutdown_on_logout below, nothing of
     # a student runs on unattended
+    # --max-age: a server stops this long after it started, whatever activity it reports (its student can report
+    # some herself, with her server's own token)
     {"name": "idle-culler", "command": [os.path.join(ENV_BIN, "python"), "-m", "jupyterhub_idle_culler",
-                                        f"--timeout={CLASS.get('idle_timeout', 3600)}",
-                                        f"--cull-every={max(10, min(300, CLASS.get('idle_timeout', 3600) // 4))}"]},
+                                        f"--timeout={IDLE}", f"--max-age={CLASS.get('max_age', 12 * 3600)}",
+                                        f"--cull-every={max(10, min(300, IDLE // 4))}"]},
 ]
 c.JupyterHub.shutdown_on_logout = True

@@ -43,6 +43,7 @@ on a machine without systemd or disk quotas. That is all this file (and student_
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import json
 import os
@@ -105,6 +106,9 @@ class ClassHub:
     # A server idle this long (no kernel busy, no browser tab talking to it) is stopped by jupyterhub-idle-culler, and
     # every server stops when its user logs out: nothing of a student runs on unattended.
     idle_timeout: int = 3600         # seconds
+    # However much activity a server reports (its student can report some with her server's own token), it stops
+    # this long after it started: her work is saved on her disk, her kernels end.
+    max_age: int = 12 * 3600         # seconds
     # Every listener is on a port below 1024, which only root can bind (Formgrader, run by the grader account, is
     # given that one right, CAP_NET_BIND_SERVICE), so nobody stands in for the hub while it is stopped, and `start`
     # refuses to run when one of them is taken or failed. (JupyterHub's services must be http(s): no unix socket.)
@@ -384,7 +388,11 @@ def write_configs(hub: ClassHub) -> None:
     (users / "labconfig").mkdir(parents=True, exist_ok=True)
     shutil.copy2(here / "nbgrader_config_student.py", users / "nbgrader_config.py")
     (users / "jupyter_server_config.json").write_text(json.dumps(
-        {"ServerApp": {"jpserver_extensions": {name: False for name in DISABLED_FOR_USERS["server"]}}}, indent=1))
+        {"ServerApp": {"jpserver_extensions": {**{name: False for name in DISABLED_FOR_USERS["server"]},
+                                               "busy_kernels": True}}}, indent=1))
+    extensions = Path(hub.prefix) / "user-extensions"   # the users' servers' PYTHONPATH: a busy kernel is activity
+    extensions.mkdir(exist_ok=True)
+    shutil.copy2(here / "busy_kernels.py", extensions / "busy_kernels.py")
     (users / "labconfig" / "page_config.json").write_text(json.dumps(
         {"disabledExtensions": {name: True for name in DISABLED_FOR_USERS["lab"]}}, indent=1))
     grader = Path(hub.prefix) / "grader-config"
@@ -404,7 +412,10 @@ def write_configs(hub: ClassHub) -> None:
          "StaffPages": {"server": "formgrader"}}, indent=1))
     # the grader's nbgrader (its shell and Formgrader): collect takes a submission from the account that made it
     shutil.copy2(here / "nbgrader_config_grader.py", grader / "nbgrader_config.py")
-    for folder in (users, grader):
+    # It is also the grader's JUPYTER_CONFIG_DIR, root's: Jupyter's one-time migration from IPython 3 looks for this
+    # marker there and writes it if missing, which would fail; nothing else of Jupyter writes here unasked
+    (grader / "migrated").write_text("")
+    for folder in (users, grader, extensions):
         for path in [folder, *folder.rglob("*")]:
             path.chmod(0o755 if path.is_dir() else 0o644)
     shutil.copy2(here / "start-course.sh", Path(hub.prefix) / "course-start.sh")
@@ -898,6 +909,37 @@ def archive(hub: ClassHub, folder: Path) -> tuple[Path, int]:
     return path, len(files)
 
 
+SHARED_TEMPORARY = ("/tmp", "/var/tmp", "/dev/shm")
+
+
+def remove_owned_by(uids: set[int], roots: tuple[str, ...]) -> list[str]:
+    """Remove every file and folder under `roots` owned by one of `uids` (links not followed, other file systems
+    not entered); what was removed."""
+    removed: list[str] = []
+    for root in roots:
+        if not os.path.isdir(root):
+            continue
+        device = os.lstat(root).st_dev
+        for folder, folders, files in os.walk(root):
+            for name in list(folders) + files:
+                path = os.path.join(folder, name)
+                try:
+                    info = os.lstat(path)
+                except OSError:
+                    continue
+                if info.st_dev != device:
+                    folders[:] = [f for f in folders if f != name]
+                elif info.st_uid in uids:
+                    if name in folders:
+                        shutil.rmtree(path, ignore_errors=True)
+                        folders.remove(name)
+                    else:
+                        with contextlib.suppress(OSError):
+                            os.unlink(path)
+                    removed.append(path)
+    return removed
+
+
 def hub_running(hub: ClassHub) -> bool:
     return hub.port in tcp_listeners() and (hub.state / "jupyterhub-proxy.pid").exists()
 
@@ -916,7 +958,14 @@ def end_term(hub: ClassHub, folder: Path) -> tuple[Path, int, list[str]]:
         path, files = folder, 0
         print(f"no course left to archive (the grader account {hub.grader} or its gradebook is gone): an earlier "
               f"end of term archived it into {folder}", flush=True)
+    uids = {pwd.getpwnam(name).pw_uid for name in hub.created if account_exists(name)}
     removed = remove_accounts(hub)
+    # what the class's accounts left in the machine's shared temporary folders (staff and the grader work outside
+    # any jail, and a student's own /tmp is on her disk): owned by numeric ids that the next accounts may get
+    left = remove_owned_by(uids, SHARED_TEMPORARY)
+    if left:
+        print(f"end of term: removed {len(left)} files the class's accounts left in {', '.join(SHARED_TEMPORARY)}",
+              flush=True)
     # every student's disk and cgroup, dropped ones included, and those whose account was removed by hand
     for student in sorted(set(hub.students) | {p.stem for p in (Path(hub.prefix) / "disks").glob("*.img")}):
         hub.cgroup(student).remove()
@@ -940,6 +989,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ip", help="the address the hub listens on (default: all, 0.0.0.0)")
     parser.add_argument("--port", type=int, help="the hub's public port, below 1024 (default 80)")
     parser.add_argument("--idle-timeout", type=int, help="seconds after which an idle server is stopped (default 3600)")
+    parser.add_argument("--max-age", type=int, help="seconds after which a server is stopped, however active "
+                                                    "(default 43200: 12 hours)")
     parser.add_argument("--domain", help="the hub's name; each user's server is on <name>.<domain>, Formgrader on "
                                          "cs336-primitives--service.<domain> (default localhost: this machine only; "
                                          "a real class needs wildcard DNS and TLS, docs/hub.md)")
@@ -989,9 +1040,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def apply_listening_options(hub: ClassHub, args: argparse.Namespace) -> None:
-    """--ip, --port, --domain, --idle-timeout and --internal-ports, when given, replace the saved ones (with a line saying so); when not,
+    """--ip, --port, --domain, --idle-timeout, --max-age and --internal-ports, when given, replace the saved ones (with a line saying so); when not,
     a class set up before keeps its own."""
-    given = {"ip": args.ip, "port": args.port, "domain": args.domain, "idle_timeout": args.idle_timeout}
+    given = {"ip": args.ip, "port": args.port, "domain": args.domain, "idle_timeout": args.idle_timeout,
+             "max_age": args.max_age}
     if args.internal_ports:
         given["hub_port"], given["proxy_api_port"], given["service_port"] = map(int, args.internal_ports.split(","))
     for name, value in given.items():

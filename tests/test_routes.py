@@ -96,3 +96,17 @@ def test_code_comes_only_from_the_servers_own_paths():
              routes.Found(r"/lab/extensions/(.*)$", "x", routes.CODE, True)]
     assert routes.script_sources(found, "/services/cs336-primitives/") == [
         "/services/cs336-primitives/lab/extensions/", "/services/cs336-primitives/static/"]
+
+
+def test_the_docs_show_the_table_as_it_is():
+    """docs/security.md holds the table exactly as `python -m autograder.routes` prints it."""
+    from tests.lab_server import REPO
+    docs = (REPO / "docs" / "security.md").read_text()
+    assert routes.markdown() in docs, "docs/security.md: paste `python -m autograder.routes` between its markers"
+
+
+def test_a_pattern_is_read_after_the_base_url_however_it_is_written():
+    base = "/services/cs336-primitives/"
+    for pattern in ("/services/cs336-primitives/static/(.*)$", "/services/cs336\\-primitives/static/(.*)$"):
+        assert routes._relative(pattern, base) == "/static/(.*)$"
+    assert routes._relative("(.*)$", base) == "(.*)$"

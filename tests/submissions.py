@@ -26,19 +26,23 @@ def release_notebooks(assignment: str) -> dict[str, nbformat.NotebookNode]:
     return _notebooks(REPO / "release" / assignment)
 
 
-def _solution_sources(source_nb: nbformat.NotebookNode) -> dict[str, str]:
-    """grade_id -> the source cell's code with the solution markers removed."""
+def _solution_sources(source_nb: nbformat.NotebookNode, cell_type: str = "code") -> dict[str, str]:
+    """grade_id -> the source cell's text with the solution markers removed, for the solution cells of `cell_type`
+    (code: the tasks a test checks; markdown: the written answers a person grades)."""
     return {cell.metadata.nbgrader["grade_id"]: SOLUTION_MARKERS.sub("", cell.source)
-            for cell in source_nb.cells if cell.metadata.get("nbgrader", {}).get("solution")}
+            for cell in source_nb.cells if cell.metadata.get("nbgrader", {}).get("solution")
+            and cell.cell_type == cell_type}
 
 
-def _fill(assignment: str, pick) -> dict[str, nbformat.NotebookNode]:
-    """Copy the release, replacing the code of solution cell number i (grade_id g) by pick(i, g, solution)."""
+def _fill(assignment: str, pick, written: bool = False) -> dict[str, nbformat.NotebookNode]:
+    """Copy the release, replacing the code of solution cell number i (grade_id g) by pick(i, g, solution); with
+    `written`, each written answer by the instructor's model answer (else it stays as released: "No response.")."""
     sources = _notebooks(REPO / "source" / assignment)
     filled = {}
     for name, nb in release_notebooks(assignment).items():
         nb = copy.deepcopy(nb)
         solutions = _solution_sources(sources[name])
+        answers = _solution_sources(sources[name], "markdown") if written else {}
         index = 0
         for cell in nb.cells:
             grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
@@ -47,13 +51,15 @@ def _fill(assignment: str, pick) -> dict[str, nbformat.NotebookNode]:
                 if replacement is not None:
                     cell.source = replacement
                 index += 1
+            elif grade_id in answers:
+                cell.source = answers[grade_id].strip()
         filled[name] = nb
     return filled
 
 
-def solved(assignment: str) -> dict[str, nbformat.NotebookNode]:
-    """Every task done with the instructor's solution."""
-    return _fill(assignment, lambda i, g, solution: solution)
+def solved(assignment: str, written: bool = False) -> dict[str, nbformat.NotebookNode]:
+    """Every task done with the instructor's solution (and, with `written`, every written answer)."""
+    return _fill(assignment, lambda i, g, solution: solution, written)
 
 
 def variant(assignment: str) -> dict[str, nbformat.NotebookNode]:
@@ -419,9 +425,22 @@ def first_task_error(assignment: str) -> dict[str, nbformat.NotebookNode]:
 
 
 def task_points(assignment: str) -> list[float]:
-    """Points of each graded test cell in the source, in order."""
+    """Points of each graded test cell in the source, in order (what the grader scores by itself)."""
     return [float(cell.metadata.nbgrader["points"]) for nb in _notebooks(REPO / "source" / assignment).values()
-            for cell in nb.cells if cell.metadata.get("nbgrader", {}).get("grade")]
+            for cell in nb.cells if cell.metadata.get("nbgrader", {}).get("grade")
+            and not cell.metadata.nbgrader.get("solution")]
+
+
+def written_points(assignment: str) -> list[float]:
+    """Points of each written answer in the source, in order: a markdown answer a person grades (issue #62)."""
+    return [float(cell.metadata.nbgrader["points"]) for nb in _notebooks(REPO / "source" / assignment).values()
+            for cell in nb.cells if cell.cell_type == "markdown" and cell.metadata.get("nbgrader", {}).get("grade")
+            and cell.metadata.nbgrader.get("solution")]
+
+
+def total_points(assignment: str) -> float:
+    """The assignment's points: its tests' and its written answers'."""
+    return sum(task_points(assignment)) + sum(written_points(assignment))
 
 
 # student name -> maker, for the makers that need only the assignment name

@@ -195,6 +195,11 @@ def test_feedback_reaches_the_student_without_hidden_tests(workflow):
     assert "Task 1: visible tests passed." in text
     bob = (workflow["course"] / "feedback" / "bob" / A / f"{A}.html").read_text()
     assert "No response." in bob and "\x1b[" not in bob
+    # issue #62: the written answer's rubric is for the person grading: in the autograded notebook Formgrader shows,
+    # never in the release or the feedback
+    assert tiny_course.RUBRIC in (workflow["course"] / "autograded" / "carol" / A / f"{A}.ipynb").read_text()
+    assert tiny_course.RUBRIC not in (workflow["course"] / "release" / A / f"{A}.ipynb").read_text()
+    assert tiny_course.RUBRIC not in text and "MARK SCHEME" not in text and tiny_course.RUBRIC not in bob
 
 
 def test_lms_import_joins_the_class_and_is_reported(workflow):

@@ -283,7 +283,7 @@ def write(run: run_module.Run, names: list[str], jobs: list[Job], results: list[
     rows += extra_rows
     for result in results:
         if result.status is Status.GRADED:
-            write_feedback(result, run.out, titles)
+            write_feedback(result, run.out, titles, course.sources(result.assignment))
     run.summary += pending_events(rows)
     missing = {a: [r.student for r in rows if r.assignment == a and r.status is Status.NO_SUBMISSION] for a in names}
     run.summary += [Event.no_submission(a, students) for a, students in missing.items() if students]

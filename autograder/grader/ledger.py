@@ -152,6 +152,9 @@ def check(course: Course, out: Path, start_over: bool = False, re_record: tuple[
         return accepted
     shown = safe_url(course.db_url)
     ledgers = [found for found in (read_ledger(ledger_path(course)), read_ledger(out / LEDGER)) if found is not None]
+    # The signs first, the gradebook after: a shard that commits meanwhile puts its autograded/ folders in place only
+    # after its commit, so whatever the listing finds, the gradebook read after it holds.
+    shown_by = recorded_elsewhere(course, out)
     held = _held(course, any(ledger.submissions or ledger.due for ledger in ledgers))
     for ledger in ledgers:
         if held is None:  # no gradebook at all where the ledger knew one
@@ -167,7 +170,6 @@ def check(course: Course, out: Path, start_over: bool = False, re_record: tuple[
             raise LostRecords(_lost(shown, _what_is_gone(lost, lost_due, len(ledger.submissions)), ledger, accepted,
                                     lost))
     dropped = frozenset().union(*(ledger.dropped for ledger in ledgers)) if ledgers else frozenset()
-    shown_by = recorded_elsewhere(course, out)
     missing = {pair for pair in shown_by if pair not in dropped and not accepted.covers(pair)} - \
         (held.submissions if held is not None else frozenset())
     if missing:
@@ -322,12 +324,13 @@ def write(course: Course, out: Path) -> None:
     no longer holds were let go by the instructor (the run's check refuses them otherwise): they are kept as
     `dropped`, with those an earlier ledger had dropped."""
     from autograder import gradebook
+    shown_by = recorded_elsewhere(course, out)  # before the gradebook is read: see `check`
     held = gradebook.recorded(course)
     try:
         earlier = read_ledger(ledger_path(course))
     except DamagedLedger:  # replaced on purpose (--start-over): what it had dropped cannot be read
         earlier = None
-    dropped = (recorded_elsewhere(course, out) | (earlier.dropped if earlier else frozenset())) - held.submissions
+    dropped = (shown_by | (earlier.dropped if earlier else frozenset())) - held.submissions
     body = {"version": LEDGER_VERSION, "course": course.course_id, "gradebook": safe_url(course.db_url),
             "fingerprint": fingerprint(held.assignments), "assignments": held.assignments,
             "submissions": sorted(held.submissions), "due": sorted(held.due), "dropped": sorted(dropped)}

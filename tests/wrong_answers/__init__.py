@@ -14,8 +14,12 @@ passes). What a student is graded with is the first of the two that is not None:
 cell before the hidden part runs. A message names the mistake when it comes from an AssertionError (a raw torch
 error does not count, however telling) and matches `names`.
 
-    .venv/bin/python -m tests.wrong_answers [assignment ...] [--show]     prints each entry's verdicts and the shares,
-                                                                         in all and per exercise
+`tests/wrong_answers/blind/<assignment>.py` holds a second set in the same format (issue #61), written from the
+student edition alone, before its feedback was seen: `blind(assignment)` gives it. The hints were not tuned to it entry
+by entry; it measures how well feedback names mistakes nobody planned for.
+
+    .venv/bin/python -m tests.wrong_answers [assignment ...] [--set tuned|blind|all] [--show]
+        prints each entry's verdicts and the shares, in all and per exercise (tuned: this folder and more/, the default)
 """
 from __future__ import annotations
 
@@ -50,6 +54,11 @@ def corpus(assignment: str) -> list[Wrong]:
             raise
         return wrong
     return wrong + list(more.WRONG)
+
+
+def blind(assignment: str) -> list[Wrong]:
+    """The exercise's wrong answers written from the student edition alone: tests/wrong_answers/blind/<assignment>.py."""
+    return list(importlib.import_module(f"tests.wrong_answers.blind.{assignment}").WRONG)
 
 
 def _test_of(assignment: str, task: str) -> str:
@@ -146,13 +155,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("assignments", nargs="*", default=None)
     parser.add_argument("--show", action="store_true", help="print every message in full")
+    parser.add_argument("--set", choices=("tuned", "blind", "all"), default="tuned", help="which wrong answers")
     args = parser.parse_args(argv)
+    chosen_set = {"tuned": corpus, "blind": blind, "all": lambda a: corpus(a) + blind(a)}[args.set]
     chosen = args.assignments or assignments()
     totals = {"entries": 0, "visible": 0, "graded": 0, "hidden": 0, "passes visible": 0}
     per_exercise: dict[str, list[int]] = {}
     started = time.monotonic()
     for assignment in chosen:
-        for wrong in corpus(assignment):
+        for wrong in chosen_set(assignment):
             visible, hidden = feedback(assignment, wrong)
             verdicts = {"visible": names_mistake(visible, wrong), "graded": names_mistake(graded(visible, hidden), wrong),
                         "hidden": names_mistake(hidden, wrong), "passes visible": visible is None}

@@ -314,12 +314,15 @@ from utils.napkin import PERCENT_FOR_FRACTION, within_percent
 
 HIDDEN_TESTS["run_mfu"] = napkin_test(
     {'parameters': 124000000, 'tokens_per_step': 524288, 'seconds_per_step': 1.2, 'gpus': 8, 'peak_flops_per_second': 312000000000000},
-    lambda parameters, tokens_per_step, seconds_per_step, gpus, peak_flops_per_second: 6 * parameters * tokens_per_step / seconds_per_step / (gpus * peak_flops_per_second),
+    lambda parameters, tokens_per_step, seconds_per_step, gpus, peak_flops_per_second, flops_per_parameter_and_token: flops_per_parameter_and_token * parameters * tokens_per_step / seconds_per_step / (gpus * peak_flops_per_second),
     "run_mfu", "MFU (a fraction)", within_percent(5),
-    {**PERCENT_FOR_FRACTION, 8.0: "one GPU's peak? The step runs on all 8: divide by 8 x the peak.", 1 / 3: "the forward pass alone? A training step is 6 x tokens x parameters FLOPs."})
+    {**PERCENT_FOR_FRACTION, 8.0: "one GPU's peak? The step runs on all 8: divide by 8 x the peak.", 1 / 3: "the forward pass alone? A training step is 6 x tokens x parameters FLOPs."},
+    conventions={"flops_per_parameter_and_token": (6, "the 6 FLOPs per parameter and token the question gives")})
 
 HIDDEN_TESTS["gpt3_days"] = napkin_test(
     {'parameters': 175000000000, 'tokens': 300000000000, 'gpus': 1024, 'peak_flops_per_second': 312000000000000, 'mfu': 0.4},
-    lambda parameters, tokens, gpus, peak_flops_per_second, mfu: 6 * parameters * tokens / (gpus * peak_flops_per_second * mfu) / 86400,
+    lambda parameters, tokens, gpus, peak_flops_per_second, mfu, flops_per_parameter_and_token, seconds_per_day: flops_per_parameter_and_token * parameters * tokens / (gpus * peak_flops_per_second * mfu) / seconds_per_day,
     "gpt3_days", "days", within_percent(5),
-    {24.0: "hours where days were asked? A day is 24 hours.", 86400.0: "seconds where days were asked? A day is 86,400 seconds.", 1 / 3: "the forward pass alone? Training is 6 x tokens x parameters FLOPs.", 0.4: "the time at the peak? At MFU 0.4 the GPUs deliver 0.4 of it, so the run takes longer."})
+    {24.0: "hours where days were asked? A day is 24 hours.", 86400.0: "seconds where days were asked? A day is 86,400 seconds.", 1 / 3: "the forward pass alone? Training is 6 x tokens x parameters FLOPs.", 0.4: "the time at the peak? At MFU 0.4 the GPUs deliver 0.4 of it, so the run takes longer."},
+    conventions={"flops_per_parameter_and_token": (6, "the 6 FLOPs per parameter and token the question gives"),
+                 "seconds_per_day": (86400, "the 86,400 seconds of a day")})

@@ -15,6 +15,7 @@ from torch import Tensor
 
 from reference.hidden import HiddenTest
 from reference.hidden import results_list as _results
+from utils.diagnosis import tensor_slips
 from utils.grading import check_int, check_tensor, check_type, check_within_rounding_bound
 from utils.shapes import judge_accepts, judge_rejects, merge_heads_input
 
@@ -114,7 +115,14 @@ def _attention_scores_check(cases, expected, results) -> None:
     for (q, k), (like, exact, magnitude), got in zip(cases, expected, _results(results, len(cases), "attention_scores")):
         what = f"attention_scores(q {tuple(q.shape)}, k {tuple(k.shape)}, {q.dtype})"
         # head_dim products and sums, and up to two scalings (of the result, or of q and of k): head_dim + 2 roundings
-        check_within_rounding_bound(got, like, exact, magnitude, q.shape[-1] + 2, what)
+        check_within_rounding_bound(got, like, exact, magnitude, q.shape[-1] + 2, what,
+                                    explain=tensor_slips(exact, _score_scales(q, k)))
+
+
+def _score_scales(q: Tensor, k: Tensor) -> dict[str, float]:
+    """The square roots a score may be scaled by, for a diagnosis (utils/diagnosis.py)."""
+    return {"sqrt(head_dim)": math.sqrt(q.shape[-1]), "sqrt(seq_q)": math.sqrt(q.shape[-2]),
+            "sqrt(seq_k)": math.sqrt(k.shape[-2])}
 
 
 # ---- task 4: checked_attention_scores ----------------------------------------------------------------------------
@@ -203,6 +211,11 @@ def _checked_masked_mean_cases() -> dict:
     return {"accepted": accepted, "rejected": rejected}
 
 
+def _mean_counts(x: Tensor, mask: Tensor) -> dict[str, list[float]]:
+    """What a row's sum may be divided by, for a diagnosis: its real tokens, or every position."""
+    return {"the row's real tokens": mask.sum(1).tolist(), "the sequence length": [x.shape[1]] * x.shape[0]}
+
+
 def _mean_of_selected(x: Tensor, mask: Tensor) -> Tensor:
     """torch is the oracle: boolean indexing picks each row's real tokens, then mean."""
     return torch.stack([x[row][mask[row]].mean(dim=0) for row in range(x.shape[0])])
@@ -215,7 +228,8 @@ def _checked_masked_mean_check(cases, expected, results) -> None:
     for (x, mask), (like, exact, magnitude), observed in zip(cases["accepted"], expected, accepted):
         what = f"checked_masked_mean(x {tuple(x.shape)} {x.dtype}, mask {mask.int().tolist()})"
         # a sum of at most seq terms, the count and the division: seq + 2 roundings, in whatever order
-        check_within_rounding_bound(judge_accepts(observed, what), like, exact, magnitude, x.shape[1] + 2, what)
+        check_within_rounding_bound(judge_accepts(observed, what), like, exact, magnitude, x.shape[1] + 2, what,
+                                    explain=tensor_slips(exact, row_quantities=_mean_counts(x, mask)))
     for (x, mask), observed in zip(cases["rejected"], rejected):
         shapes = _describe((x, mask))
         judge_rejects(observed, f"checked_masked_mean(x {shapes[0]}, mask {shapes[1]})")
@@ -240,10 +254,11 @@ HIDDEN_TESTS = {
 
 # ---- napkin math (utils/napkin.py): the question's inputs, the answer computed from them ----------------
 from reference.hidden import napkin_test
-from utils.napkin import GB_FOR_GIB, within_percent
+from utils.napkin import BITS_FOR_BYTES, GB_FOR_GIB, within_percent
 
 HIDDEN_TESTS["scores_gib"] = napkin_test(
     {'batch': 8, 'heads': 12, 'seq': 2048, 'head_width': 64},
-    lambda batch, heads, seq, head_width: batch * heads * seq * seq * 4 / 2**30,
+    lambda batch, heads, seq, head_width, bytes_per_score, bytes_per_gib: batch * heads * seq * seq * bytes_per_score / bytes_per_gib,
     "scores_gib", "GiB", within_percent(2),
-    {**GB_FOR_GIB, 1 / 12: "one head's scores? The output keeps the head axis h: 12 of them.", 1 / 32: "q by d, not q by k? The scores are one number per (query, key) pair: seq x seq per head.", 0.5: "2 bytes per score? They are float32: 4 bytes."})
+    {**GB_FOR_GIB, **BITS_FOR_BYTES, 1 / 12: "one head's scores? The output keeps the head axis h: 12 of them.", 1 / 32: "q by d, not q by k? The scores are one number per (query, key) pair: seq x seq per head.", 0.5: "2 bytes per score? They are float32: 4 bytes."},
+    conventions={"bytes_per_score": (4, "the 4 bytes of a float32 score"), "bytes_per_gib": (2**30, "the 2^30 bytes of a GiB")})

@@ -218,10 +218,12 @@ HIDDEN_TESTS = {
 
 # ---- napkin math (utils/napkin.py): the question's inputs, the answer computed from them ----------------
 from reference.hidden import napkin_test
-from utils.napkin import BITS_FOR_BYTES, GB_FOR_GIB, within_percent
+from utils.napkin import BITS_FOR_BYTES, GB_FOR_GIB, MIB_FOR_GIB, within_percent
 
 HIDDEN_TESTS["weights_gib"] = napkin_test(
     {'parameters': 7000000000},
-    lambda parameters: parameters * 2 / 2**30,
+    lambda parameters, bytes_per_parameter, bytes_per_gib: parameters * bytes_per_parameter / bytes_per_gib,
     "weights_gib", "GiB", within_percent(2),
-    {**BITS_FOR_BYTES, **GB_FOR_GIB, 2.0: "4 bytes per parameter, as in fp32? bf16 takes 2."})
+    {**BITS_FOR_BYTES, **GB_FOR_GIB, **MIB_FOR_GIB, 2.0: "4 bytes per parameter, as in fp32? bf16 takes 2."},
+    conventions={"bytes_per_parameter": (2, "the 2 bytes of each bf16 parameter"),
+                 "bytes_per_gib": (2**30, "the 2^30 bytes of a GiB")})

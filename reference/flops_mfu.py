@@ -292,12 +292,14 @@ from utils.napkin import MULTIPLY_ADDS, S_FOR_MS, within_percent
 
 HIDDEN_TESTS["matmul_ms"] = napkin_test(
     {'n': 8192, 'peak_flops_per_second': 312000000000000, 'mfu': 0.6},
-    lambda n, peak_flops_per_second, mfu: 2 * n**3 / (peak_flops_per_second * mfu) * 1000,
+    lambda n, peak_flops_per_second, mfu, flops_per_multiply_add, ms_per_second: flops_per_multiply_add * n**3 / (peak_flops_per_second * mfu) * ms_per_second,
     "matmul_ms", "milliseconds", within_percent(5),
-    {**MULTIPLY_ADDS, **S_FOR_MS, 0.6: "the time at the peak? At MFU 0.6 the matmul runs at 0.6 of the peak, so it takes longer than at the peak."})
+    {**MULTIPLY_ADDS, **S_FOR_MS, 0.6: "the time at the peak? At MFU 0.6 the matmul runs at 0.6 of the peak, so it takes longer than at the peak."},
+    conventions={"flops_per_multiply_add": (2, "the 2 FLOPs of a multiply-add"), "ms_per_second": (1000, "the 1,000 ms of a second")})
 
 HIDDEN_TESTS["two_weeks_flops"] = napkin_test(
     {'gpus': 8, 'peak_flops_per_second': 989500000000000, 'days': 14, 'mfu': 0.5},
-    lambda gpus, peak_flops_per_second, days, mfu: gpus * peak_flops_per_second * mfu * days * 86400,
+    lambda gpus, peak_flops_per_second, days, mfu, seconds_per_day: gpus * peak_flops_per_second * mfu * days * seconds_per_day,
     "two_weeks_flops", "FLOPs", within_percent(5),
-    {1 / 86400: "days where seconds were needed? A FLOP/s rate times seconds gives FLOPs: a day is 86,400 s.", 1 / 1440: "minutes where seconds were needed? A day is 86,400 seconds.", 1 / 24: "hours where seconds were needed? A day is 86,400 seconds.", 2.0: "the MFU left out? At MFU 0.5 the GPUs deliver half their peak.", 1 / 8: "one GPU's FLOPs? All 8 work at once."})
+    {1 / 86400: "days where seconds were needed? A FLOP/s rate times seconds gives FLOPs: a day is 86,400 s.", 1 / 1440: "minutes where seconds were needed? A day is 86,400 seconds.", 1 / 24: "hours where seconds were needed? A day is 86,400 seconds.", 2.0: "the MFU left out? At MFU 0.5 the GPUs deliver half their peak.", 1 / 8: "one GPU's FLOPs? All 8 work at once."},
+    conventions={"seconds_per_day": (86400, "the 86,400 seconds of a day")})

@@ -14,6 +14,7 @@ import torch
 
 from reference.hidden import HiddenTest
 from reference.hidden import results_list as _results
+from utils.diagnosis import Factor, Part, slips
 from utils.gradients import (
     autograd_linear_grads,
     autograd_linear_stack_activation_grads,
@@ -21,16 +22,20 @@ from utils.gradients import (
     autograd_two_layer_grads,
     count_linear_stack_flops,
     count_two_layer_flops,
+    h1_grad_slips,
     stack_call_table,
+    stack_slips,
     two_layer_call_table,
+    two_layer_slips,
+    w2_grad_slips,
 )
 from utils.grading import check_int, check_tensor, check_type
 
 
 def _check_grad(got: object, expected: torch.Tensor, what: str, hint: str | None = None,
-                mistakes: list | None = None) -> None:
+                mistakes: list | None = None, explain=None) -> None:
     scale = float(expected.abs().max())
-    check_tensor(got, expected, what, hint=hint, atol=1e-5 * scale, rtol=1e-4, mistakes=mistakes)
+    check_tensor(got, expected, what, hint=hint, atol=1e-5 * scale, rtol=1e-4, mistakes=mistakes, explain=explain)
 
 
 W2_GRAD_HINT = ("w2.grad has w2's shape (D, K) and sums over the batch index i, h1's rows: a matmul sums over its "
@@ -61,9 +66,10 @@ def _w2_grad_cases() -> list:
 
 
 def _w2_grad_check(cases, expected, results) -> None:
-    for (h1, _, _), want, got in zip(cases, expected, _results(results, len(cases), "w2_grad")):
+    for (h1, h2_grad, _), want, got in zip(cases, expected, _results(results, len(cases), "w2_grad")):
         _check_grad(got, want, f"w2_grad for h1 {tuple(h1.shape)} {h1.dtype}", hint=W2_GRAD_HINT,
-                    mistakes=[(want.T, "this is w2.grad transposed: " + W2_GRAD_HINT)])
+                    mistakes=[(want.T, "this is w2.grad transposed: " + W2_GRAD_HINT)],
+                    explain=w2_grad_slips(h1, h2_grad, want))
 
 
 def _h1_grad_cases() -> list:
@@ -82,7 +88,8 @@ def _h1_grad_cases() -> list:
 def _h1_grad_check(cases, expected, results) -> None:
     for (w2, h2_grad, _), want, got in zip(cases, expected, _results(results, len(cases), "h1_grad")):
         _check_grad(got, want, f"h1_grad for w2 {tuple(w2.shape)}, h2_grad {tuple(h2_grad.shape)} {w2.dtype}",
-                    hint=H1_GRAD_HINT, mistakes=[(want.T, "this is h1.grad transposed: " + H1_GRAD_HINT)])
+                    hint=H1_GRAD_HINT, mistakes=[(want.T, "this is h1.grad transposed: " + H1_GRAD_HINT)],
+                    explain=h1_grad_slips(w2, h2_grad, want))
 
 
 # ---- task 3: two_layer_grads -------------------------------------------------------------------------------------
@@ -102,14 +109,18 @@ def _two_layer_grads_cases() -> dict:
     return {"cases": cases, **table}
 
 
-def check_grads(got: object, expected: dict, what: str, hint: str | None = None, mistakes: dict | None = None) -> None:
-    """The visible test's check_grads (task 3), here for the hidden cases."""
+def check_grads(got: object, expected: dict, what: str, hint: str | None = None, mistakes: dict | None = None,
+                case: tuple | None = None) -> None:
+    """The visible test's check_grads (task 3), here for the hidden cases; `case` (x, w1, w2) places a wrong
+    gradient at the step that makes it (utils.gradients.two_layer_slips)."""
     check_type(got, dict, what, hint="return a dict with the keys 'h2', 'w2', 'h1', 'w1'.")
     check_int(len(got), 4, f"number of entries in {what}", hint="exactly the keys 'h2', 'w2', 'h1', 'w1'.")
+    found = two_layer_slips(got, *case, expected) if case else {}
     for name in ("h2", "w2", "h1", "w1"):
         if name not in got:
             raise AssertionError(f"{what}: the key {name!r} is missing\nHint: use the keys 'h2', 'w2', 'h1', 'w1'.")
-        _check_grad(got[name], expected[name], f"{what}[{name!r}]", hint=hint, mistakes=(mistakes or {}).get(name))
+        _check_grad(got[name], expected[name], f"{what}[{name!r}]", hint=hint, mistakes=(mistakes or {}).get(name),
+                    explain=found.get(name))
 
 
 def mean_mistakes(h2_grad: torch.Tensor, batch: int, k: int) -> dict:
@@ -125,22 +136,54 @@ def mean_mistakes(h2_grad: torch.Tensor, batch: int, k: int) -> dict:
 
 
 def _two_layer_grads_check(cases, expected, results) -> None:
-    for (x, _w1, w2), want, got in zip(cases["cases"], expected,
+    for (x, w1, w2), want, got in zip(cases["cases"], expected,
                                       _results(results, len(cases["cases"]), "two_layer_grads")):
         check_grads(got, want, f"two_layer_grads for x {tuple(x.shape)}, w2 {tuple(w2.shape)} {x.dtype}",
                     hint="every gradient has the dtype and shape of its tensor; h2.grad is the derivative of a mean "
                          "of squares; then walk back with the rules of tasks 1 and 2 (lecture 6, section 3).",
-                    mistakes=mean_mistakes(want["h2"], x.shape[0], w2.shape[1]))
+                    mistakes=mean_mistakes(want["h2"], x.shape[0], w2.shape[1]), case=(x, w1, w2))
 
 
 # ---- tasks 4 and 6: two_layer_flops, stack_flops -----------------------------------------------------------------
 def check_flop_pair(got: object, expected: tuple[int, int], what: str, hint: str | None = None,
-                    mistakes: dict | None = None) -> None:
-    """The visible tests' check_flop_pair (tasks 4 and 6), here for the hidden cases."""
+                    mistakes: dict | None = None, explain: dict | None = None) -> None:
+    """The visible tests' check_flop_pair (tasks 4 and 6), here for the hidden cases; `explain` maps "forward" and
+    "backward" to a diagnosis of a wrong count (flop_slips)."""
     check_type(got, tuple, what, hint="return a tuple (forward, backward) of two ints.")
     check_int(len(got), 2, f"length of {what}", hint="return a tuple (forward, backward) of two ints.")
-    check_int(got[0], expected[0], f"forward FLOPs of {what}", hint=hint, mistakes=(mistakes or {}).get("forward"))
-    check_int(got[1], expected[1], f"backward FLOPs of {what}", hint=hint, mistakes=(mistakes or {}).get("backward"))
+    check_int(got[0], expected[0], f"forward FLOPs of {what}", hint=hint, mistakes=(mistakes or {}).get("forward"),
+              explain=(explain or {}).get("forward"))
+    check_int(got[1], expected[1], f"backward FLOPs of {what}", hint=hint, mistakes=(mistakes or {}).get("backward"),
+              explain=(explain or {}).get("backward"))
+
+
+def flop_slips(batch: int, dims: list[int], x_requires_grad: bool, names: list[str] | None = None) -> dict:
+    """The structure of the right counts of a stack of linear layers of widths `dims` (utils.diagnosis): forward, one
+    matmul per layer; backward, a weight-gradient matmul per layer and an input-gradient matmul per layer whose input
+    needs a gradient; the biases' additions and (without x_requires_grad) x's gradient are there but do not count.
+    `names` names the widths (["D", "D", "K"] for task 4's model)."""
+    names = names or [f"d_{i}" for i in range(len(dims))]
+    quantities = [Factor("the batch size B", batch)] + [Factor(f"the width {n}", d) for n, d in zip(names, dims)]
+
+    def matmul(what: str, layer: int) -> Part:
+        a, b = dims[layer], dims[layer + 1]
+        return Part(f"{what} of layer {layer + 1} (B x {names[layer]} x {names[layer + 1]})", 2 * batch * a * b,
+                    factors=(Factor("B", batch), Factor(names[layer], a), Factor(names[layer + 1], b)))
+
+    layers = range(len(dims) - 1)
+    forward = [matmul("the forward matmul", i) for i in layers]
+    forward.append(Part("the biases' additions", batch * sum(dims[1:]), "adding a bias is elementwise work, which "
+                        "FlopCounterMode does not count", counts=False))
+    backward = [matmul("the weight-gradient matmul", i) for i in layers]
+    backward += [matmul("the input-gradient matmul", i) for i in layers if i > 0 or x_requires_grad]
+    if not x_requires_grad:
+        backward.append(Part("x's gradient (the input-gradient matmul of layer 1)", 2 * batch * dims[0] * dims[1],
+                             "x is data unless x_requires_grad is True, and autograd skips it", counts=False))
+    factors = [Factor("the 2 FLOPs of a multiply-add", 2)]
+    per_layer = [2 * batch * a * b for a, b in zip(dims, dims[1:])]
+    right = (sum(per_layer), 2 * sum(per_layer) - (0 if x_requires_grad else per_layer[0]))
+    return {"forward": slips(right[0], forward, factors, 0, "count", quantities),
+            "backward": slips(right[1], backward, factors, 0, "count", quantities)}
 
 
 def flop_mistakes(batch: int, dims: list[int], x_requires_grad: bool) -> dict:
@@ -187,9 +230,11 @@ def _flops_check(task: str, describe):
             hint = ("per layer one forward matmul (2mkn); backward a weight-gradient matmul per layer and an "
                     "input-gradient matmul per layer whose input needs a gradient (lecture 6, section 4).")
             mistakes = flop_mistakes(batch, list(dims), case[-2])
-            check_flop_pair(explicit, want, describe(case, False), hint=hint, mistakes=mistakes)
+            names = ["D", "D", "K"] if task == "two_layer_flops" else None
+            explain = flop_slips(batch, list(dims), case[-2], names)
+            check_flop_pair(explicit, want, describe(case, False), hint=hint, mistakes=mistakes, explain=explain)
             if not case[-2]:  # x_requires_grad False: also called without it
-                check_flop_pair(default, want, describe(case, True), hint=hint, mistakes=mistakes)
+                check_flop_pair(default, want, describe(case, True), hint=hint, mistakes=mistakes, explain=explain)
     return check
 
 
@@ -231,10 +276,13 @@ def _close(got: object, want: torch.Tensor) -> bool:
             and bool(torch.allclose(got, want, rtol=1e-4, atol=1e-5 * float(want.abs().max()))))
 
 
-def check_stack(got: object, expected: tuple, what: str, hint: str | None = None, batch: int = 1) -> None:
-    """The visible test's check_stack (task 5), here for the hidden cases."""
+def check_stack(got: object, expected: tuple, what: str, hint: str | None = None, batch: int = 1,
+                case: tuple | None = None) -> None:
+    """The visible test's check_stack (task 5), here for the hidden cases; `case` (x, weights, biases) for the
+    diagnosis of a wrong gradient (utils.gradients.stack_slips)."""
     check_type(got, tuple, what, hint="return a tuple (weight_grads, bias_grads) of two lists.")
     check_int(len(got), 2, f"length of {what}", hint="return a tuple (weight_grads, bias_grads) of two lists.")
+    found = stack_slips(*case, expected) if case else {}
     for kind, got_list, expected_list in zip(("weight", "bias"), got, expected):
         check_type(got_list, list, f"{kind} grads of {what}", hint="a Python list of tensors, one per layer.")
         check_int(len(got_list), len(expected_list), f"number of {kind} grads of {what}", hint="one per layer.")
@@ -244,14 +292,16 @@ def check_stack(got: object, expected: tuple, what: str, hint: str | None = None
         for layer, (g, e) in enumerate(zip(got_list, expected_list)):
             mistakes = [(e / batch, "this is the mean over the batch: a bias is added to every row, so it collects "
                                     "the gradient of every row (lecture 6, section 3).")] if kind == "bias" else None
-            _check_grad(g, e, f"{kind} grad of layer {layer + 1} in {what}", hint=hint, mistakes=mistakes)
+            _check_grad(g, e, f"{kind} grad of layer {layer + 1} in {what}", hint=hint, mistakes=mistakes,
+                        explain=found.get((kind, layer)))
 
 
 def _stack_grads_check(cases, expected, results) -> None:
-    for (x, weights, _), want, got in zip(cases["cases"], expected,
-                                          _results(results, len(cases["cases"]), "stack_grads")):
+    for (x, weights, biases), want, got in zip(cases["cases"], expected,
+                                               _results(results, len(cases["cases"]), "stack_grads")):
         dims = [x.shape[1]] + [w.shape[1] for w in weights]
         check_stack(got, want, f"stack_grads, batch {x.shape[0]}, widths {dims}, {x.dtype}", batch=x.shape[0],
+                    case=(x, weights, biases),
                     hint="keep the dtype of the inputs; walk back from the last layer to the first, each layer's "
                          "output gradient giving its weight and bias gradients (lecture 6, section 3).")
 
@@ -288,10 +338,12 @@ HIDDEN_TESTS = {
 
 # ---- napkin math (utils/napkin.py): the question's inputs, the answer computed from them ----------------
 from reference.hidden import napkin_test
-from utils.napkin import within_percent
+from utils.napkin import MULTIPLY_ADDS, within_percent
 
 HIDDEN_TESTS["step_flops"] = napkin_test(
     {'parameters': 1300000000, 'sequences': 512, 'seq': 1024},
-    lambda parameters, sequences, seq: 6 * parameters * sequences * seq,
+    lambda parameters, sequences, seq, flops_per_parameter_and_token: flops_per_parameter_and_token * parameters * sequences * seq,
     "step_flops", "FLOPs", within_percent(5),
-    {1 / 3: "the forward pass alone? The backward pass costs twice the forward: a training step is 6 x tokens x parameters.", 2 / 3: "the backward pass counted like the forward? It costs twice the forward: one matmul for the weights' gradient and one for the inputs' gradient."})
+    {1 / 3: "the forward pass alone? The backward pass costs twice the forward: a training step is 6 x tokens x parameters.", 2 / 3: "the backward pass counted like the forward? It costs twice the forward: one matmul for the weights' gradient and one for the inputs' gradient.", **MULTIPLY_ADDS},
+    conventions={"flops_per_parameter_and_token": (6, "the 6 FLOPs per parameter and token of a training step (2 forward, 4 backward)")},
+    words={"sequences": "the 512 sequences of the batch", "seq": "the 1,024 tokens of each sequence"})

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -133,18 +134,81 @@ class NapkinTest(HiddenTest):
     tolerance: object = None
 
 
+# A unit prefix off (k, M, G, T are powers of 1,000): named unless a question's own slip has that factor.
+PREFIX_SLIPS = [(1e3, "a unit prefix off by one step (k, M, G, T: a factor of 1,000), as with TFLOP/s read as 10^9?"),
+                (1e-3, "a unit prefix off by one step (k, M, G, T: a factor of 1,000), as with TFLOP/s read as 10^15?"),
+                (1e6, "a unit prefix off by two steps (a factor of 10^6)?"), (1e-6, "a unit prefix off by two steps (a factor of 10^6)?")]
+
+
+def _amount(value: float) -> str:
+    return f"{value:,}" if float(value).is_integer() and abs(value) < 1e18 else f"{value:.4g}"
+
+
+def quantity_slips(answer: Callable[..., float], values: dict[str, float],
+                   words: dict[str, str]) -> list[tuple[float, str]]:
+    """The factors single slips of the answer's quantities give (issue #61), generated from `answer` itself rather than
+    listed: each quantity (an input of the question or a convention the answer uses) left out, counted twice or used
+    the wrong way round, one power too few or too many of a quantity that enters squared or cubed, and the whole
+    quotient upside down. `words` names a quantity (default: its name in words, with its value)."""
+    expected = float(answer(**values))
+    found: list[tuple[float, str]] = []
+
+    def ratio(name: str, value: float) -> float | None:
+        try:
+            got = float(answer(**{**values, name: value}))
+        except ZeroDivisionError:
+            return None
+        return got / expected if math.isfinite(got) and got > 0 else None
+
+    for name, value in values.items():
+        if type(value) not in (int, float) or value in (0, 1):
+            continue
+        said = words.get(name, f"the {name.replace('_', ' ')} ({_amount(value)})")
+        left_out = ratio(name, 0)
+        if left_out is not None:   # a term of a sum
+            found += [(left_out, f"{said} left out?"), (ratio(name, 2 * value) or 1, f"{said} counted twice?")]
+            continue
+        doubled = ratio(name, 2 * value)
+        exponent = round(math.log2(doubled)) if doubled else 0
+        if not doubled or exponent == 0 or abs(math.log2(doubled) - exponent) > 1e-9:
+            continue
+        found += [(value ** -exponent, f"{said} left out?"), (value ** exponent, f"{said} used twice?"),
+                  (value ** (-2 * exponent), f"{said} the wrong way round (multiplied where it divides, or divided "
+                                             "where it multiplies)?")]
+        if abs(exponent) > 1:
+            sign = 1 if exponent > 0 else -1
+            power = f"it enters to the power {abs(exponent)}"
+            found += [(value ** -sign, f"one power of {said} too few ({power})?"),
+                      (value ** sign, f"one power of {said} too many ({power})?")]
+    if expected != 1:
+        found.append((1 / expected**2, "the quotient upside down (what divides multiplied, and what multiplies "
+                                       "divided)?"))
+    return [(factor, words) for factor, words in found if factor > 0 and factor != 1]
+
+
 def napkin_test(inputs: dict[str, object], answer: Callable[..., float], what: str, unit: str, tolerance,
-                slips: dict[float, str] | None = None) -> NapkinTest:
+                slips: dict[float, str] | None = None, conventions: dict[str, tuple[float, str]] | None = None,
+                words: dict[str, str] | None = None) -> NapkinTest:
     """The hidden test of a napkin question: its cases are the inputs its text states, as (name, value) pairs (no
-    answer and no step of one in them: they reach the student's process); its expected value is `answer(**inputs)`,
-    computed here, never typed in; its check is utils.napkin.check_napkin within `tolerance`, naming the `slips` an
-    answer's factor matches."""
+    answer and no step of one in them: they reach the student's process); its expected value is
+    `answer(**inputs, **conventions)`, computed here, never typed in; `conventions` are the quantities the answer uses
+    that the text leaves to the lecture (the 2 bytes of a bf16 number), name -> (value, what it is in words), and stay
+    here. Its check is utils.napkin.check_napkin within `tolerance`, naming the slips an answer's factor matches: the
+    hand-written `slips` (units and the question's own traps) first, then those `quantity_slips` generates."""
     from utils.napkin import check_napkin
 
+    conventions = conventions or {}
+    values = {**inputs, **{name: value for name, (value, _) in conventions.items()}}
+    named = {**{name: said for name, (_, said) in conventions.items()}, **(words or {})}
+    table = list((slips or {}).items())   # the hand-written ones say it better where they have the factor
+    table += [(factor, words) for factor, words in quantity_slips(answer, values, named)
+              if all(abs(factor / f - 1) > 1e-9 for f, _ in (slips or {}).items())]
+    table += [(factor, words) for factor, words in PREFIX_SLIPS if all(abs(factor / f - 1) > 1e-6 for f, _ in table)]
+
     def check(cases, expected, results) -> None:
-        check_napkin(results, expected, what, unit, tolerance, slips)
-    return NapkinTest(lambda: tuple(inputs.items()), lambda cases: float(answer(**dict(cases))), check,
-                      unit=unit, tolerance=tolerance)
+        check_napkin(results, expected, what, unit, tolerance, table)
+    return NapkinTest(lambda: tuple(inputs.items()), lambda cases: float(answer(**dict(cases), **{
+        name: value for name, (value, _) in conventions.items()})), check, unit=unit, tolerance=tolerance)
 
 
 from autograder.protocol import CostBudget  # typed: the checker sends each one to the grader

@@ -296,9 +296,14 @@ from utils.napkin import GIB_FOR_GB, within_percent
 
 HIDDEN_TESTS["mixed_adamw_gb"] = napkin_test(
     {'parameters': 7000000000},
-    lambda parameters: parameters * (2 + 2 + 4 + 4 + 4) / 1e9,
+    lambda parameters, parameter_bytes, gradient_bytes, master_bytes, first_moment_bytes, second_moment_bytes, bytes_per_gb: parameters * (parameter_bytes + gradient_bytes + master_bytes + first_moment_bytes + second_moment_bytes) / bytes_per_gb,
     "mixed_adamw_gb", "GB", within_percent(5),
-    {**GIB_FOR_GB, 0.75: "no fp32 master weights? The optimizer updates an fp32 copy of every parameter: 4 more bytes each.", 0.5: "everything in bf16? Only the parameters and gradients are; the master weights and both moments are fp32."})
+    {**GIB_FOR_GB, 0.75: "12 bytes per parameter: the fp32 master weights left out, or one of AdamW's two fp32 moments? "
+                         "Mixed precision keeps bf16 parameters and gradients (2 + 2 bytes) and fp32 master weights, m "
+                         "and v (4 + 4 + 4).", 0.5: "everything in bf16? Only the parameters and gradients are; the master weights and both moments are fp32."},
+    conventions={"parameter_bytes": (2, "the 2 bytes of each bf16 parameter"), "gradient_bytes": (2, "the 2 bytes of its bf16 gradient"),
+                 "master_bytes": (4, "the 4 bytes of its fp32 master weight"), "first_moment_bytes": (4, "the 4 bytes of AdamW's first moment m"),
+                 "second_moment_bytes": (4, "the 4 bytes of AdamW's second moment v"), "bytes_per_gb": (1e9, "the 10^9 bytes of a GB")})
 
 # ---- cost budgets (issue #52): measured by the grader from outside the notebook process, after the test cell passes.
 # The forward pass of an MLP block (the first half of a training step) keeps the activations autograd saves, plus

@@ -32,7 +32,7 @@ import random
 
 from reference.hidden import HiddenTest, results_list
 from utils.grading import check_int
-from utils.optimizer_checks import Case, compare_optimizer_run, optimizer_after_steps, reference_runs
+from utils.optimizer_checks import Case, compare_optimizer_run, optimizer_after_steps, reference_runs, state_bytes_slips
 
 
 def _optimizer_test(torch_cls: type, cases: list[Case], state_names: set[str], task: str) -> HiddenTest:
@@ -105,13 +105,52 @@ def _state_bytes_cases() -> list[dict]:
     return cases
 
 
-def _check_ints(task: str, describe) -> callable:
-    """A check for a task whose results are one int per case, equal to the expected one."""
+def _check_ints(task: str, describe, explain=None) -> callable:
+    """A check for a task whose results are one int per case, equal to the expected one; `explain(case, expected)`
+    gives a diagnosis of a wrong one (utils/diagnosis.py)."""
     def check(cases, expected, results):
         results_list(results, len(cases), task)
         for case, want, got in zip(cases, expected, results):
-            check_int(got, want, describe(case))
+            lazy = (lambda value, case=case, want=want: explain(case, want)(value)) if explain else None
+            check_int(got, want, describe(case), explain=lazy)
     return check
+
+
+def largest_model_slips(num_gpus: int, bytes_per_gpu: int, optimizer: str, param_dtype: torch.dtype,
+                        master_weights: bool, reserved: int):
+    """A diagnosis of a wrong largest_model: the bytes per parameter the answer implies, against its parts (each one
+    left out or counted twice, the master copy counted without master weights), and where the reserve and the
+    rounding go (per GPU or once for the cluster). The case's own numbers, said back."""
+    from utils.diagnosis import Part, explain_value
+    size = param_dtype.itemsize
+    parts = [Part(f"the parameter itself ({param_dtype}, {size} bytes)", size),
+             Part(f"its gradient ({param_dtype}, {size} bytes)", size,
+                  "a gradient has its parameter's dtype"),
+             Part("the fp32 master copy (4 bytes)", 4, "only with master_weights=True", counts=master_weights),
+             Part(f"the optimizer's state ({STATE_TENSORS[optimizer]} fp32 tensor(s), 4 bytes each)",
+                  4 * STATE_TENSORS[optimizer])]
+    per_param = 2 * size + 4 * master_weights + 4 * STATE_TENSORS[optimizer]
+    free = max(0, bytes_per_gpu - reserved)
+    ways = {"it rounds down on each GPU, then multiplies by the GPUs: the state is split evenly, so round down once, "
+            "for the whole cluster": num_gpus * (free // per_param),
+            "the reserve is set aside once for the cluster: it is set aside on every GPU":
+                max(0, num_gpus * bytes_per_gpu - reserved) // per_param,
+            "it counts one GPU's memory: sharding spreads the state over all of them": free // per_param}
+
+    def explain(got: object) -> str | None:
+        for words, value in ways.items():
+            if got == value:
+                return words
+        if type(got) is not int or got <= 0 or free == 0:
+            return None
+        implied = num_gpus * free / got
+        for bpp in range(1, 64):   # the whole bytes per parameter that gives this answer, if one does
+            if num_gpus * free // bpp == got and bpp != per_param:
+                said = explain_value(bpp, per_param, parts, rel_tol=0, noun="bytes per parameter")
+                return said or (f"your answer fits {bpp} bytes per parameter (the memory over your count is "
+                                f"{implied:.4g}); this case holds {per_param}")
+        return None
+    return explain
 
 
 def _largest_model_cases() -> list[tuple]:
@@ -137,14 +176,16 @@ HIDDEN_TESTS = {
         cases=_state_bytes_cases,
         expected=lambda cases: [state_bytes(optimizer_after_steps(**recipe)) for recipe in cases],
         check=_check_ints("state_bytes", lambda r: f"state_bytes for {r['name']}, {r['dtype']}, shapes {r['shapes']}, "
-                                                   f"after {r['steps']} step(s)"),
+                                                   f"after {r['steps']} step(s)",
+                          lambda r, want: state_bytes_slips(optimizer_after_steps(**r), want)),
         varies="the optimizer (eleven of torch.optim's, some with 0-dim state), the dtype, frozen parameters and "
                "whether a step was taken"),
     "largest_model": HiddenTest(
         cases=_largest_model_cases,
         expected=lambda cases: [largest_model(*args) for args in cases],
         check=_check_ints("largest_model", lambda a: f"largest_model({a[0]}, {a[1]}, {a[2]!r}, {a[3]}, "
-                                                     f"master_weights={a[4]}, reserved_bytes_per_gpu={a[5]})"),
+                                                     f"master_weights={a[4]}, reserved_bytes_per_gpu={a[5]})",
+                          lambda a, want: largest_model_slips(*a)),
         varies="the GPU count, the memory per GPU, every optimizer, fp16/bf16/fp64 parameters, master weights and "
                "reserves up to and beyond the whole card"),
 }
@@ -156,6 +197,12 @@ from utils.napkin import GIB_FOR_GB, within_percent
 
 HIDDEN_TESTS["adamw_gb"] = napkin_test(
     {'parameters': 13000000000},
-    lambda parameters: parameters * (4 + 4 + 4 + 4) / 1e9,
+    lambda parameters, parameter_bytes, gradient_bytes, first_moment_bytes, second_moment_bytes, bytes_per_gb: parameters * (parameter_bytes + gradient_bytes + first_moment_bytes + second_moment_bytes) / bytes_per_gb,
     "adamw_gb", "GB", within_percent(5),
-    {**GIB_FOR_GB, 0.5: "parameters and gradients only? AdamW also keeps two fp32 moments per parameter.", 0.75: "one moment per parameter? AdamW keeps two, m and v."})
+    {**GIB_FOR_GB, 0.5: "parameters and gradients only? AdamW also keeps two fp32 moments per parameter.",
+     0.75: "12 bytes per parameter: one of AdamW's two moments (m and v) left out, or the gradient? Training holds the "
+           "parameter, its gradient and both moments, 4 bytes each.",
+     1.25: "a master copy counted too? In fp32 training the parameters are the weights the optimizer updates: there is no other copy."},
+    conventions={"parameter_bytes": (4, "the 4 bytes of each fp32 parameter"), "gradient_bytes": (4, "the 4 bytes of its fp32 gradient"),
+                 "first_moment_bytes": (4, "the 4 bytes of AdamW's first moment m"), "second_moment_bytes": (4, "the 4 bytes of AdamW's second moment v"),
+                 "bytes_per_gb": (1e9, "the 10^9 bytes of a GB")})

@@ -285,9 +285,12 @@ from utils.napkin import BITS_FOR_BYTES, within_percent
 
 HIDDEN_TESTS["copy_mib"] = napkin_test(
     {'rows': 8192, 'cols': 4096},
-    lambda rows, cols: rows * cols * 4 / 2**20,
+    lambda rows, cols, bytes_per_element, bytes_per_mib: rows * cols * bytes_per_element / bytes_per_mib,
     "copy_mib", "MiB", within_percent(2),
-    {**BITS_FOR_BYTES, 0.25: "elements counted where bytes were asked? Each float32 element is 4 bytes.", 2**20 / 1e6: "MB (10^6 bytes) where MiB (2^20 bytes) were asked?"})
+    {**BITS_FOR_BYTES, 0.25: "elements counted where bytes were asked? Each float32 element is 4 bytes.", 2**20 / 1e6: "MB (10^6 bytes) where MiB (2^20 bytes) were asked?",
+     1 / 1024: "GiB where MiB were asked? A GiB is 1,024 MiB.", 2.0: "x counted too? x exists already and x.t() is a view: only the copy is new memory."},
+    conventions={"bytes_per_element": (4, "the 4 bytes of a float32 element"),
+                 "bytes_per_mib": (2**20, "the 2^20 bytes of a MiB")})
 
 # ---- cost budgets (issue #52): measured by the grader from outside the notebook process, after the test cell passes
 from reference.hidden import CostBudget

@@ -266,6 +266,7 @@ from utils.napkin import MS_FOR_S, within_percent
 
 HIDDEN_TESTS["copy_seconds"] = napkin_test(
     {'gib': 4, 'bytes_per_second': 25000000000},
-    lambda gib, bytes_per_second: gib * 2**30 / bytes_per_second,
+    lambda gib, bytes_per_second, bytes_per_gib: gib * bytes_per_gib / bytes_per_second,
     "copy_seconds", "seconds", within_percent(5),
-    {**MS_FOR_S, 8.0: "the bandwidth read as gigabits per second? 25 GB/s is gigabytes.", 1e9 / 2**30: "4 GiB taken as 4 GB? A GiB is 2^30 bytes, 7% more."})
+    {**MS_FOR_S, 8.0: "the bandwidth read as gigabits per second? 25 GB/s is gigabytes.", 1e9 / 2**30: "4 GiB taken as 4 GB? A GiB is 2^30 bytes, 7% more."},
+    conventions={"bytes_per_gib": (2**30, "the 2^30 bytes of a GiB")})

@@ -488,15 +488,17 @@ from utils.napkin import within_percent
 
 HIDDEN_TESTS["tokens_billions"] = napkin_test(
     {'file_bytes': 2800000000000},
-    lambda file_bytes: file_bytes / 2 / 1e9,
+    lambda file_bytes, bytes_per_token, tokens_per_billion: file_bytes / bytes_per_token / tokens_per_billion,
     "tokens_billions", "billion tokens", within_percent(2),
-    {2.0: "one byte per token? A uint16 takes 2 bytes.", 0.25: "8 bytes per token, as int64? The file holds uint16: 2 bytes each.", 1000.0: "millions where billions were asked?"})
+    {2.0: "one byte per token? A uint16 takes 2 bytes.", 0.25: "8 bytes per token, as int64? The file holds uint16: 2 bytes each.", 1000.0: "millions where billions were asked?", 1 / 8: "bits where bytes were meant? A uint16 is 16 bits, 2 bytes."},
+    conventions={"bytes_per_token": (2, "the 2 bytes of a uint16 token"), "tokens_per_billion": (1e9, "the 10^9 tokens of a billion")})
 
 HIDDEN_TESTS["read_minutes"] = napkin_test(
     {'file_bytes': 2800000000000, 'bytes_per_second': 2000000000},
-    lambda file_bytes, bytes_per_second: file_bytes / bytes_per_second / 60,
+    lambda file_bytes, bytes_per_second, seconds_per_minute: file_bytes / bytes_per_second / seconds_per_minute,
     "read_minutes", "minutes", within_percent(5),
-    {60.0: "seconds where minutes were asked? A minute is 60 seconds.", 1 / 60: "hours where minutes were asked?", 1e9 / 2**30: "GiB/s where GB/s were given? 2 GB/s is 2 x 10^9 bytes per second."})
+    {60.0: "seconds where minutes were asked? A minute is 60 seconds.", 1 / 60: "hours where minutes were asked?", 1e9 / 2**30: "GiB/s where GB/s were given? 2 GB/s is 2 x 10^9 bytes per second.", 8.0: "the file in bits over a rate in bytes? Both are bytes here."},
+    conventions={"seconds_per_minute": (60, "the 60 seconds of a minute")})
 
 # ---- cost budgets (issue #52): measured by the grader from outside the notebook process, after the test cell passes.
 # They replace the CountingTokens stand-in: a real memmap file, read however the code likes (slices, a new mapping,

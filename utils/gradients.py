@@ -130,3 +130,126 @@ def count_linear_stack_flops(batch: int, dims: list[int], x_requires_grad: bool 
     forward = count_flops(linear_stack_loss, x, weights, biases)
     backward = count_flops(linear_stack_loss(x, weights, biases).backward)
     return forward, backward
+
+
+# ---------------------------------------------------------------- which step of a hand-written backward pass is wrong
+# (issue #61): each gradient is compared with what task 1's and task 2's rules give from the student's own upstream
+# gradient, so that a mistake is placed at the step that makes it, and with what the rules give from the case's other
+# activations, so that a layer given the wrong input is named. Black boxes: the rules come from autograd.
+
+def _close(a: object, b: Tensor) -> bool:
+    return (type(a) is Tensor and tuple(a.shape) == tuple(b.shape)
+            and bool(torch.allclose(a.detach().double(), b.detach().double(), rtol=1e-4,
+                                    atol=1e-6 * (float(b.detach().abs().max()) if b.numel() else 1.0))))
+
+
+def weight_grad_rule(inp: Tensor, out_grad: Tensor) -> Tensor:
+    """Task 1's rule as autograd computes it: the weight gradient of out = inp @ w for d loss / d out = out_grad."""
+    return autograd_linear_grads(inp, torch.zeros(inp.shape[-1], out_grad.shape[-1], dtype=inp.dtype), out_grad)[0]
+
+
+def input_grad_rule(w: Tensor, out_grad: Tensor) -> Tensor:
+    """Task 2's rule as autograd computes it: the input gradient of out = inp @ w for d loss / d out = out_grad."""
+    return autograd_linear_grads(torch.zeros(out_grad.shape[0], w.shape[0], dtype=w.dtype), w, out_grad)[1]
+
+
+def explain_weight_grad(got: object, weight: str, right_input: str, activations: dict[str, Tensor], out_grad: Tensor,
+                        upstream: str) -> str | None:
+    """Why `got`, a hand-written gradient of `weight` (whose layer takes activations[right_input]), is wrong: it follows
+    from the student's own `upstream` gradient `out_grad` by task 1's rule (so the mistake is upstream), or it is that
+    rule applied to another activation, or transposed."""
+    if type(got) is not Tensor:
+        return None
+    if _close(got, weight_grad_rule(activations[right_input], out_grad)):
+        return f"your {weight}.grad follows from your {upstream} by task 1's rule: the mistake is in {upstream}"
+    for name, activation in activations.items():
+        if name == right_input or activation.shape[0] != out_grad.shape[0]:
+            continue
+        candidate = weight_grad_rule(activation, out_grad)
+        if _close(got, candidate) or _close(got, candidate.T):
+            return (f"your {weight}.grad is task 1's rule with {name} as the layer's input: {weight} multiplies "
+                    f"{right_input}, so its gradient pairs {right_input} with the layer's output gradient")
+    if _close(got, weight_grad_rule(activations[right_input], out_grad).T):
+        return f"your {weight}.grad is the right rule, transposed: it has {weight}'s shape"
+    return None
+
+
+def explain_input_grad(got: object, name: str, weight: str, weights: dict[str, Tensor], out_grad: Tensor,
+                       upstream: str) -> str | None:
+    """As explain_weight_grad, for an activation's gradient: task 2's rule from the student's `upstream` gradient,
+    or that rule with another weight."""
+    if type(got) is not Tensor:
+        return None
+    if _close(got, input_grad_rule(weights[weight], out_grad)):
+        return f"your {name}.grad follows from your {upstream} by task 2's rule: the mistake is in {upstream}"
+    for other, w in weights.items():
+        if other != weight and w.shape[-1] == out_grad.shape[-1] and _close(got, input_grad_rule(w, out_grad)):
+            return f"your {name}.grad is task 2's rule with {other}, where the layer's weight is {weight}"
+    return None
+
+
+def explain_two_layer_grads(got: dict, x: Tensor, w1: Tensor, w2: Tensor) -> dict[str, str | None]:
+    """For each entry of a hand-written two_layer_grads result: what a wrong gradient follows from (explain_weight_grad,
+    explain_input_grad), using the student's own h2 and h1 gradients as the upstream ones."""
+    h1 = x @ w1
+    activations = {"x": x, "h1": h1}
+    own_h2, own_h1 = got.get("h2"), got.get("h1")
+    found: dict[str, str | None] = {}
+    if type(own_h2) is Tensor and own_h2.shape == (x.shape[0], w2.shape[1]):
+        found["w2"] = explain_weight_grad(got.get("w2"), "w2", "h1", activations, own_h2, "h2.grad")
+        found["h1"] = explain_input_grad(got.get("h1"), "h1", "w2", {"w1": w1, "w2": w2}, own_h2, "h2.grad")
+    if type(own_h1) is Tensor and own_h1.shape == h1.shape:
+        found["w1"] = explain_weight_grad(got.get("w1"), "w1", "x", activations, own_h1, "h1.grad")
+    return found
+
+
+def stack_without_biases(x: Tensor, weights: list[Tensor], biases: list[Tensor]) -> tuple[list[Tensor], list[Tensor]]:
+    """The gradients of the stack whose forward pass leaves out every bias: what a backward pass gives when its
+    forward pass forgot them (each bias still collects its layer's output gradient)."""
+    return autograd_linear_stack_grads(x, weights, [torch.zeros_like(b) for b in biases])
+
+
+def mean_loss_scales(batch: int, k: int) -> dict[str, float]:
+    """The quantities a gradient of mean(h ** 2) over a (batch x k) h may be off by (utils.diagnosis names them)."""
+    return {"B x K, the entries the mean averages over": batch * k, "K (the mean is over all B x K entries)": k,
+            "the batch size B": batch, "2, the square's derivative": 2}
+
+
+def w2_grad_slips(h1: Tensor, h2_grad: Tensor, expected: Tensor):
+    """A diagnosis (utils.diagnosis) of a wrong w2_grad(h1, h2_grad): a scale by B, an elementwise product."""
+    from utils.diagnosis import tensor_slips
+    return tensor_slips(expected, {"the batch size B": h1.shape[0]}, axes=("D", "K"),
+                        elementwise_of=(tuple(h1.shape), tuple(h2_grad.shape)))
+
+
+def h1_grad_slips(w2: Tensor, h2_grad: Tensor, expected: Tensor):
+    """A diagnosis (utils.diagnosis) of a wrong h1_grad(w2, h2_grad): a scale by B, an elementwise product, the batch
+    summed away."""
+    from utils.diagnosis import tensor_slips
+    return tensor_slips(expected, {"the batch size B": h2_grad.shape[0]}, axes=("B (one row per token)", "D"),
+                        elementwise_of=(tuple(w2.shape), tuple(h2_grad.shape)))
+
+
+def two_layer_slips(got: object, x: Tensor, w1: Tensor, w2: Tensor, expected: dict[str, Tensor]):
+    """A diagnosis for each entry of a wrong two_layer_grads result: name -> explain function."""
+    from utils.diagnosis import explain_tensor
+    steps = explain_two_layer_grads(got, x, w1, w2) if isinstance(got, dict) else {}
+    scales = mean_loss_scales(x.shape[0], w2.shape[1])
+    return {name: (lambda value, name=name: steps.get(name) or explain_tensor(value, expected[name], scales))
+            for name in expected}
+
+
+def stack_slips(x: Tensor, weights: list[Tensor], biases: list[Tensor], expected: tuple[list[Tensor], list[Tensor]]):
+    """A diagnosis for each gradient of a wrong stack_grads result: (kind, layer) -> explain function, comparing with
+    the gradients of the stack without biases (a forward pass that left them out) and the mean's scales."""
+    from utils.diagnosis import explain_candidates, explain_tensor
+    without = stack_without_biases(x, weights, biases)
+    scales = mean_loss_scales(x.shape[0], weights[-1].shape[1])
+    found = {}
+    for index, kind in enumerate(("weight", "bias")):
+        for layer, want in enumerate(expected[index]):
+            candidates = {"these are the gradients of the stack without its biases: the forward pass adds b_l to "
+                          "every row of h_l, and the backward pass starts from those outputs": without[index][layer]}
+            found[kind, layer] = (lambda value, want=want, candidates=candidates:
+                                  explain_candidates(value, candidates) or explain_tensor(value, want, scales))
+    return found

@@ -24,11 +24,26 @@ _tensor_type = torch.Tensor
 _isnan = math.isnan
 
 
-def _fail(what: str, detail: str, hint: str | None) -> None:
+def _fail(what: str, detail: str, hint: str | None, found: str | None = None) -> None:
+    """AssertionError "what: detail", then what a diagnosis found in the wrong value (utils/diagnosis.py) on a line
+    "Found: ...", then the hint on a line "Hint: ..."."""
     message = f"{what}: {detail}"
+    if found:
+        message += f"\nFound: {found}"
     if hint:
         message += f"\nHint: {hint}"
     raise AssertionError(message)
+
+
+def _found(explain: Callable[[object], str | None] | None, value: object) -> str | None:
+    """What `explain` (a diagnosis of the wrong value, utils/diagnosis.py) says of `value`; None if it says nothing or
+    fails (a diagnosis never turns a wrong answer into a crash)."""
+    if explain is None:
+        return None
+    try:
+        return explain(value)
+    except Exception:  # a diagnosis that cannot read the value has nothing to say
+        return None
 
 
 def check_type(value: object, expected_type: type, what: str, hint: str | None = None) -> None:
@@ -47,12 +62,13 @@ def _named(value: object, mistakes: dict | None, hint: str | None, same=lambda a
 
 
 def check_int(value: object, expected: int, what: str, hint: str | None = None,
-              mistakes: dict[int, str] | None = None) -> None:
+              mistakes: dict[int, str] | None = None, explain: Callable[[object], str | None] | None = None) -> None:
     """`value` must be a plain int equal to `expected`. `mistakes` maps wrong values that a known mistake gives to the
-    hint that names it (used instead of `hint` when `value` is one of them)."""
+    hint that names it (used instead of `hint` when `value` is one of them); `explain` is a diagnosis of a wrong value
+    (utils/diagnosis.py), printed as what it found."""
     check_type(value, int, what, hint)
     if int.__ne__(value, expected):
-        _fail(what, f"expected {expected:,}, got {value:,}", _named(value, mistakes, hint))
+        _fail(what, f"expected {expected:,}, got {value:,}", _named(value, mistakes, hint), _found(explain, value))
 
 
 def _floats_match(value: float, expected: float, rel_tol: float) -> bool:
@@ -64,13 +80,13 @@ def _floats_match(value: float, expected: float, rel_tol: float) -> bool:
 
 
 def check_float(value: object, expected: float, what: str, hint: str | None = None, rel_tol: float = 0.0,
-                mistakes: dict[float, str] | None = None) -> None:
+                mistakes: dict[float, str] | None = None, explain: Callable[[object], str | None] | None = None) -> None:
     """`value` must be a plain float equal to `expected` (to `rel_tol`; nan matches nan; signs of inf and 0 matter).
-    `mistakes` as in check_int, matched to the same `rel_tol`."""
+    `mistakes` and `explain` as in check_int, `mistakes` matched to the same `rel_tol`."""
     check_type(value, float, what, hint)
     if not _floats_match(value, expected, rel_tol):
         named = _named(value, mistakes, hint, lambda a, b: _floats_match(a, float(b), max(rel_tol, 1e-12)))
-        _fail(what, f"expected {expected!r}, got {value!r}", named)
+        _fail(what, f"expected {expected!r}, got {value!r}", named, _found(explain, value))
 
 
 def check_str(value: object, expected: str, what: str, hint: str | None = None) -> None:
@@ -126,11 +142,16 @@ def _tensors_match(value: Tensor, expected: Tensor, atol: float, rtol: float) ->
 
 
 def check_tensor(value: object, expected: Shaped[Tensor, "..."], what: str, hint: str | None = None,
-                 atol: float = 0.0, rtol: float = 0.0, mistakes: list[tuple[Tensor, str]] | None = None) -> None:
+                 atol: float = 0.0, rtol: float = 0.0, mistakes: list[tuple[Tensor, str]] | None = None,
+                 explain: Callable[[object], str | None] | None = None) -> None:
     """`value` must be a real torch.Tensor with the expected dtype, shape and device, and values within atol/rtol.
     When the values differ, small tensors are shown whole (expected, then got). `mistakes` lists (tensor a known
     mistake gives, the hint that names it): a value matching one (its shape, and its values to atol/rtol) gets that
-    hint instead of `hint`."""
+    hint instead of `hint`. `explain` is a diagnosis of a wrong tensor (utils/diagnosis.py: tensor_slips, which
+    check_tensor uses by default for floating-point tensors), printed as what it found."""
+    if explain is None and type(expected) is _tensor_type and expected.dtype.is_floating_point:
+        from utils.diagnosis import tensor_slips
+        explain = tensor_slips(expected)
     if type(value) is not _tensor_type:
         _fail(what, f"expected a torch.Tensor, got {type(value).__name__}", hint)
     named = hint
@@ -139,18 +160,22 @@ def check_tensor(value: object, expected: Shaped[Tensor, "..."], what: str, hint
                 and _tensors_match(value.detach().cpu().to(wrong.dtype), wrong, atol, rtol)):
             named = mistake
             break
+
+    def found() -> str | None:   # a known mistake's hint says it already
+        return None if named is not hint else _found(explain, value)
+
     if value.dtype != expected.dtype:
         _fail(what, f"expected dtype {expected.dtype}, got {value.dtype}", hint)
     if tuple(value.shape) != tuple(expected.shape):
-        _fail(what, f"expected shape {tuple(expected.shape)}, got {tuple(value.shape)}", named)
+        _fail(what, f"expected shape {tuple(expected.shape)}, got {tuple(value.shape)}", named, found())
     if value.device != expected.device:
         _fail(what, f"expected device {expected.device}, got {value.device}", hint)
     try:
         _assert_close(value, expected, atol=atol, rtol=rtol, equal_nan=True)
     except AssertionError as error:
         if expected.numel() <= SHOWN_ELEMENTS:
-            _fail(what, f"values differ: expected {show(expected)}, got {show(value)}", named)
-        _fail(what, f"values differ: {error}", named)
+            _fail(what, f"values differ: expected {show(expected)}, got {show(value)}", named, found())
+        _fail(what, f"values differ: {error}", named, found())
 
 
 @contextlib.contextmanager
@@ -167,9 +192,23 @@ def errors_named(what: str, hints: dict[str, str]) -> Iterator[None]:
         text = f"{type(error).__name__}: {error}"
         for pattern, hint in hints.items():
             if re.search(pattern, text):
-                first = text.splitlines()[0]
-                raise AssertionError(f"{what}: raised {first[:300]}\nHint: {hint}") from None
+                raise AssertionError(f"{what}: raised {error_line(error)}\nHint: {hint}") from None
         raise
+
+
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+
+def error_line(error: BaseException) -> str:
+    """An error as one line to quote: "Type: first line", and when its message has more lines (einops gives the
+    pattern first and the reason last), " ... last line" too; terminal colour codes removed."""
+    lines = [line.strip() for line in ANSI.sub("", str(error)).splitlines() if line.strip()]
+    if not lines:
+        return type(error).__name__
+    quoted = f"{type(error).__name__}: {lines[0][:300]}"
+    if len(lines) > 1:
+        quoted += f" ... {lines[-1][:200]}"
+    return quoted
 
 
 # How much further from the exact result a correct low-precision computation may land than torch's own does.
@@ -179,12 +218,14 @@ ROUNDING_ALLOWANCE = 10
 
 
 def check_as_accurate_as_torch(value: object, torch_value: Shaped[Tensor, "..."], exact: Shaped[Tensor, "..."],
-                               what: str, hint: str | None = None) -> None:
+                               what: str, hint: str | None = None,
+                               explain: Callable[[object], str | None] | None = None) -> None:
     """For results whose rounding depends on the order of operations (a float32 trajectory, a long sum): `value`
     must have `torch_value`'s type, dtype, shape and device, and be as close to `exact` (the same computation in
     float64) as torch's own result is, up to ROUNDING_ALLOWANCE times that distance plus 4 units in the last place
-    of the largest entry. The tolerance comes from the numerics of the case, not from one machine's kernels."""
-    check_tensor(value, torch_value, what, hint, atol=math.inf)
+    of the largest entry. The tolerance comes from the numerics of the case, not from one machine's kernels.
+    `explain` as in check_tensor."""
+    check_tensor(value, torch_value, what, hint, atol=math.inf, explain=explain)
     exact = exact.double()
     torch_error = float((torch_value.double() - exact).abs().max()) if exact.numel() else 0.0
     ulp = torch.finfo(torch_value.dtype).eps if torch_value.dtype.is_floating_point else 0.0
@@ -192,12 +233,12 @@ def check_as_accurate_as_torch(value: object, torch_value: Shaped[Tensor, "..."]
     error = float((value.double() - exact).abs().max()) if exact.numel() else 0.0
     if not error <= allowed:  # also fails for nan
         _fail(what, f"{error:.3g} away from the float64 result, but torch's own {torch_value.dtype} result is "
-                    f"{torch_error:.3g} away (allowed: {allowed:.3g})", hint)
+                    f"{torch_error:.3g} away (allowed: {allowed:.3g})", hint, _found(explain, value))
 
 
 def check_within_rounding_bound(value: object, like: Shaped[Tensor, "..."], exact: Shaped[Tensor, "..."],
                                 magnitude: Shaped[Tensor, "..."], operations: int, what: str,
-                                hint: str | None = None) -> None:
+                                hint: str | None = None, explain: Callable[[object], str | None] | None = None) -> None:
     """For sums of products whose order the task leaves open (a dot product, an einsum, a masked mean): `value` must
     have `like`'s type, dtype, shape and device, and each entry must lie within `operations` x eps(dtype) x
     `magnitude` of `exact`. `exact` is the computation in float64; `magnitude` is the same computation on the
@@ -208,8 +249,11 @@ def check_within_rounding_bound(value: object, like: Shaped[Tensor, "..."], exac
     most about n x eps/2 x magnitude (Higham, Accuracy and Stability of Numerical Algorithms, section 3.1), so this
     allows twice the worst case of every correct solution (in float64, where `exact` carries the same rounding,
     the worst cases of both); a wrong formula is off by far more, and in float64 the allowance is ~1e-15 of the
-    magnitude."""
-    check_tensor(value, like, what, hint, atol=math.inf)
+    magnitude. `explain` diagnoses a wrong value (utils/diagnosis.py; by default tensor_slips against `exact`)."""
+    if explain is None and type(exact) is _tensor_type and exact.dtype.is_floating_point:
+        from utils.diagnosis import tensor_slips
+        explain = tensor_slips(exact.to(like.dtype) if type(like) is _tensor_type else exact)
+    check_tensor(value, like, what, hint, atol=math.inf, explain=explain)
     eps = torch.finfo(like.dtype).eps
     allowed = operations * eps * magnitude.double()
     error = (value.double() - exact.double()).abs()
@@ -218,7 +262,7 @@ def check_within_rounding_bound(value: object, like: Shaped[Tensor, "..."], exac
         worst = int((error - allowed).nan_to_num(nan=math.inf).flatten().argmax())
         _fail(what, f"{float(error.flatten()[worst]):.3g} away from the float64 result at entry {worst} (flattened), "
                     f"but rounding {operations} operations in {like.dtype} can explain at most "
-                    f"{float(allowed.flatten()[worst]):.3g} there", hint)
+                    f"{float(allowed.flatten()[worst]):.3g} there", hint, _found(explain, value))
 
 
 def global_names(fn: Callable) -> set[str]:
@@ -295,6 +339,9 @@ ERROR_KINDS = {
                  "type of each value on the line the traceback above points to.",
     "AttributeError": "an object lacks the attribute your code asks of it: print type(...) of the object on the line "
                       "the traceback above points to; it is not what your code takes it for.",
+    "EinopsError": "einops refused the pattern, and the end of its message says why: an axis named twice in one "
+                   "input, a parenthesized group with two sizes it cannot infer (give all but one, as h=...), or a "
+                   "product that does not divide the axis; compare the pattern with the shapes going in.",
     "RuntimeError": "torch refused an operation: most often two tensors whose shapes, dtypes or devices do not fit "
                     "together, or an in-place change torch forbids; print .shape, .dtype and .device of the tensors "
                     "on the line the traceback above points to.",
@@ -468,7 +515,6 @@ def task_errors(assignment: str, test: str) -> Iterator[None]:
     except AssertionError:
         raise
     except Exception as error:  # every raw error gets the task's hint
-        first = (f"{type(error).__name__}: {error}".splitlines() or [type(error).__name__])[0]
         task = test.removeprefix("test_")
-        raise AssertionError(f"{task}: your code raised {first[:300]}\nHint: {raised_hint(assignment, test, error)}") \
+        raise AssertionError(f"{task}: your code raised {error_line(error)}\nHint: {raised_hint(assignment, test, error)}") \
             from error

@@ -1,5 +1,6 @@
 """Napkin-math answers: one number in a stated unit (bytes, GiB, FLOPs, seconds, days, ...), graded within a stated
-tolerance, with feedback that says how far off a wrong number is and which way (issue #52).
+tolerance, with feedback that says how far off a wrong number is and which way (issue #52), and what it reveals before
+the deadline (issue #61; docs/course.md, "What napkin feedback tells you").
 
 A napkin question states its inputs and the unit of its answer in its text; the student assigns the answer, a plain
 Python int or float, to a named variable. Two checks, used by the question's test cell:
@@ -7,10 +8,15 @@ Python int or float, to a named variable. Two checks, used by the question's tes
 - `check_napkin_answer` (the visible part): the answer is a plain, finite, positive number. It knows no expected
   value, so it can tell a student nothing about the answer.
 - `check_napkin` (the hidden part, run by the trusted grader with the expected value that the instructor's
-  references compute from the question's inputs): the answer must be within the question's `Tolerance`. A wrong one gets a
-  hint with the factor it is off by (below 10x: "about 1.5x too small"; from 10x: the orders of magnitude, "about
-  3 orders of magnitude (1,000x) too large") and, when that factor is a known slip, the slip's name ("bits where
-  bytes were asked?"). The expected value itself is never written in a message.
+  references compute from the question's inputs): the answer must be within the question's `Tolerance`. A wrong one
+  gets, in this order of preference:
+  1. the slips its factor matches (`slips`: each a factor and what it is; a unit, an input of the question left out,
+     used twice or the wrong way round, a convention of the lecture), every one that matches, with the factor as it is
+     ("1,024x too large: MiB where GiB were asked?");
+  2. a near miss (off by at most NEAR times the tolerance) said as one, pointing at rounding;
+  3. otherwise which way it is off and a band of the 1-1.5-2-3-5 grid it lies in ("between 1.5x and 2x too small"),
+     wider than any tolerance, so that multiplying by it cannot land inside.
+  The expected value itself is never written, nor a factor finer than a band unless a slip explains it.
 """
 from __future__ import annotations
 
@@ -84,35 +90,77 @@ def check_napkin_answer(value: object, what: str, unit: str) -> None:
               f"every quantity asked here (a size, a count, a time) is positive: {_NUMBER_HINT.format(unit=unit)}")
 
 
+NEAR = 2.5          # an answer off by at most NEAR x the tolerance is a near miss: a rounding, most often
+GRID = (1, 1.5, 2, 3, 5)   # the bands a factor without a named slip is told in, per power of ten
+
+
+def factor_as_it_is(factor: float) -> str:
+    """A factor (at least 1) as measured, to 3 significant digits: "1,024x", "8x", "1.07x", "1.2e+06x"."""
+    if factor >= 1e6:
+        return f"{factor:.3g}x"
+    if factor >= 100:
+        return f"{round(factor):,}x"
+    return f"{factor:.3g}x"
+
+
+def band(factor: float) -> tuple[float, float]:
+    """The band of the 1-1.5-2-3-5 grid that a factor (at least 1) lies in: (1.5, 2) for 1.7, (1000, 1500) for 1024."""
+    power = 10 ** math.floor(math.log10(factor))
+    edges = [edge * power for edge in GRID] + [10 * power]
+    for low, high in zip(edges, edges[1:]):
+        if factor < high:
+            return low, high
+    return edges[-2], edges[-1]
+
+
+def _grid_number(x: float) -> str:
+    return f"{x:,.0f}" if x >= 10 else f"{x:g}"
+
+
 def off_by(ratio: float) -> str:
-    """How far an answer `ratio` times the expected value is, in words: "about 1.5x too small", "about 3 orders of
-    magnitude (1,000x) too large"."""
+    """Which way and how far an answer `ratio` times the expected value is, in a band that no tolerance fits in:
+    "between 1.5x and 2x too small", "between 1,000x and 1,500x too large", "less than 1.5x too large"."""
     way = "too large" if ratio > 1 else "too small"
-    factor = max(ratio, 1 / ratio)
-    if factor < 9.5:
-        return f"about {factor:.2g}x {way}"
-    orders = round(math.log10(factor))
-    plural = "s" if orders > 1 else ""
-    return f"about {orders} order{plural} of magnitude ({10 ** orders:,}x) {way}"
+    low, high = band(max(ratio, 1 / ratio))
+    if low == 1:
+        return f"less than {_grid_number(high)}x {way}"
+    return f"between {_grid_number(low)}x and {_grid_number(high)}x {way}"
 
 
-def slip_named(ratio: float, tolerance: Tolerance, slips: dict[float, str] | None) -> str | None:
-    """The slip in `slips` whose factor the answer's `ratio` matches, to `tolerance`; None when it matches none."""
-    for factor, slip in (slips or {}).items():
-        if tolerance.allows(ratio / factor):
-            return slip
-    return None
+Slips = dict[float, str] | list[tuple[float, str]]
+
+
+def slips_named(ratio: float, tolerance: Tolerance, slips: Slips | None) -> list[str]:
+    """Every slip in `slips` (factor -> what it is) whose factor the answer's `ratio` matches, to `tolerance`: two slips
+    with the same factor are both named."""
+    pairs = slips.items() if isinstance(slips, dict) else (slips or [])
+    return list(dict.fromkeys(slip for factor, slip in pairs if tolerance.allows(ratio / factor)))
+
+
+def is_near_miss(ratio: float, tolerance: Tolerance) -> bool:
+    """Off by at most NEAR times the tolerance (a relative tolerance only)."""
+    return tolerance.factor is None and abs(ratio - 1) <= NEAR * tolerance.relative
+
+
+def napkin_feedback(ratio: float, unit: str, tolerance: Tolerance, slips: Slips | None = None) -> str:
+    """What a wrong answer `ratio` times the expected value is told: the slips it matches with its factor as it is, or
+    a near miss, or a band (utils/napkin.py's docstring says why no more)."""
+    way = "too large" if ratio > 1 else "too small"
+    named = slips_named(ratio, tolerance, slips)
+    if named:
+        return f"{factor_as_it_is(max(ratio, 1 / ratio))} {way}: " + " Or ".join(named)
+    if is_near_miss(ratio, tolerance):
+        return (f"a near miss: less than {NEAR * tolerance.relative:.0%} {way}, and graded {tolerance}: a rounding "
+                "that went too far? Keep three significant digits as you go.")
+    return f"{off_by(ratio)}: recheck each factor of your product, and the unit ({unit})."
 
 
 def check_napkin(value: object, expected: float, what: str, unit: str, tolerance: Tolerance,
-                 slips: dict[float, str] | None = None) -> None:
+                 slips: Slips | None = None) -> None:
     """The hidden check of a napkin answer: `value` must be a plain positive number within `tolerance` of `expected`.
-    A wrong one fails with how far off it is (never the expected value) and the slip from `slips` it matches."""
+    A wrong one fails with napkin_feedback (never the expected value)."""
     check_napkin_answer(value, what, unit)
     ratio = float(value) / expected
     if tolerance.allows(ratio):
         return
-    distance = off_by(ratio)
-    named = slip_named(ratio, tolerance, slips)
-    hint = f"{distance}: {named}" if named else f"{distance}: recheck each factor of your product, and the unit ({unit})."
-    _fail(what, f"{value!r} {unit} is not {tolerance} of the answer", hint)
+    _fail(what, f"{value!r} {unit} is not {tolerance} of the answer", napkin_feedback(ratio, unit, tolerance, slips))

@@ -45,9 +45,164 @@ FLOAT64_TOLERANCE = dict(atol=1e-9, rtol=1e-7)
 
 @dataclass
 class Reference:
-    """torch.optim's run of a case and, for a case below float64, the same problem run in float64 by torch.optim."""
+    """torch.optim's run of a case and, for a case below float64, the same problem run in float64 by torch.optim;
+    and torch.optim's runs of the probes (PROBES), when the task has them."""
     run: Run
     exact: Run | None
+    probes: list[dict] | None = None
+
+
+# ---- probes (issue #61): small runs that each change one thing, so that a wrong update is placed where it goes wrong
+@dataclass(frozen=True)
+class Probe:
+    """A float64 run of two parameters, p from step 1 and q from step 2 (its gradient is None at step 1), with the
+    gradients PROBE_GRADS: `hyper` are the constructor's arguments; `what` says what this probe changes from the plain
+    one; `in_place`: each step writes the new gradient into the same p.grad tensor, as backward does after
+    zero_grad(set_to_none=False)."""
+    what: str
+    hyper: dict
+    in_place: bool = False
+
+
+PROBE_GRADS = [[0.5, -1.0, 2.0], [1.0, 0.5, -0.25], [-0.3, 0.2, 1.0]]
+
+
+@dataclass(frozen=True)
+class ProbeSet:
+    """The probes of one exercise optimizer: its plain settings, one probe per setting it adds (name -> value), and
+    what each setting and each state tensor is, in the task's words."""
+    plain: dict
+    changes: dict
+    words: dict
+
+
+def probes_of(probe_set: ProbeSet) -> list[Probe]:
+    """The plain probe, one per change, and the plain one with gradients written in place."""
+    return ([Probe("plain", probe_set.plain)]
+            + [Probe(name, {**probe_set.plain, name: value}) for name, value in probe_set.changes.items()]
+            + [Probe("in place", probe_set.plain, in_place=True)])
+
+
+def run_probe(cls: type, probe: Probe) -> dict:
+    """What `cls` does on `probe`, as plain data: p and q after each step, and each one's state tensors after each
+    step (name -> tensor, those with at least one dimension)."""
+    p = nn.Parameter(torch.tensor([1.0, -2.0, 0.5], dtype=torch.float64))
+    q = nn.Parameter(torch.tensor([0.3, 0.7, -1.1], dtype=torch.float64))
+    optimizer = cls([p, q], **probe.hyper)
+    params, states = [], []
+    for step, values in enumerate(PROBE_GRADS):
+        for param, scale in ((p, 1.0), (q, -0.5)):
+            if param is q and step == 0:
+                continue
+            gradient = torch.tensor(values, dtype=torch.float64) * scale
+            if probe.in_place and param.grad is not None:
+                param.grad.copy_(gradient)
+            else:
+                param.grad = gradient
+        optimizer.step()
+        params.append(torch.cat([p.detach().clone(), q.detach().clone()]))
+        states.append([{str(name): value.detach().clone() for name, value in optimizer.state.get(param, {}).items()
+                        if torch.is_tensor(value) and value.dim() > 0} for param in (p, q)])
+    return {"params": torch.stack(params), "states": states}
+
+
+def _same(a: object, b: torch.Tensor) -> bool:
+    return (type(a) is torch.Tensor and a.shape == b.shape and a.dtype == b.dtype
+            and bool(torch.allclose(a, b, **FLOAT64_TOLERANCE, equal_nan=True)))
+
+
+def _state_ratio(got: object, want: torch.Tensor) -> str:
+    """How a state tensor compares with torch's: 'x0.01' when a constant times it, else 'differs'."""
+    if type(got) is not torch.Tensor:
+        return f"is a {type(got).__name__}, not a tensor"
+    if got.dtype != want.dtype or got.shape != want.shape:
+        return (f"is a {tuple(got.shape)} {got.dtype} tensor where torch's is {tuple(want.shape)} {want.dtype}: a state "
+                "tensor takes its parameter's shape and dtype")
+    from utils.diagnosis import _scale
+    c = _scale(got, want)
+    return f"is {c:.4g} times torch's" if c is not None else "differs"
+
+
+def _first_difference(got: dict, want: dict, names: set[str], words: dict) -> tuple[int, list[str]] | None:
+    """The first step where the parameters or the named state tensors differ, and which state tensors differ then."""
+    params = got.get("params") if isinstance(got, dict) else None
+    states = got.get("states") if isinstance(got, dict) else None
+    if type(params) is not torch.Tensor or params.shape != want["params"].shape or type(states) is not list \
+            or len(states) != len(want["states"]):
+        return 0, []
+    for step in range(len(want["states"])):
+        state_notes = []
+        for which, (got_state, want_state) in enumerate(zip(states[step], want["states"][step])):
+            if which == 1 and step == 0:   # q has no gradient yet: torch's Adagrad has its state, the task's has none
+                continue
+            for name in sorted(names & set(want_state)):
+                value = got_state.get(name) if isinstance(got_state, dict) else None
+                if not _same(value, want_state[name]):
+                    state_notes.append(f"{'pq'[which]}'s state['{name}'] {_state_ratio(value, want_state[name])}"
+                                       + (f" ({words[f'state {name}']})" if f"state {name}" in words else ""))
+        if state_notes or not _same(params[step], want["params"][step]):
+            return step, state_notes
+    return None
+
+
+def explain_probes(observed: object, reference: list[dict], probe_set: ProbeSet, names: set[str]) -> str | None:
+    """Where the probes first part from torch's: the plain settings (the basic update, or what carries over between
+    steps), one added setting (that setting), or gradients written in place (a state tensor that is p.grad itself)."""
+    probes = probes_of(probe_set)
+    if type(observed) is not list or len(observed) != len(probes):
+        return None
+    for probe, got, want in zip(probes, observed, reference):
+        found = _first_difference(got, want, names, probe_set.words)
+        if found is None:
+            continue
+        step, notes = found
+        state = f" ({'; '.join(notes)})" if notes else ""
+        if probe.what == "plain":
+            if step == 0 and not notes:
+                return (f"with the plain settings {probe_set.plain}, your state after the first step is torch's but the "
+                        "update made from it is not: check the update against the formula (what it divides by, where "
+                        "eps goes, and whether it uses the state from before or after this step's change)")
+            if step == 0:
+                return (f"with the plain settings {probe_set.plain}, the first step already differs{state}: how the "
+                        "state starts and what each step adds to it")
+            return (f"with the plain settings {probe_set.plain}, step 1 is right and step {step + 1} is not{state}: what "
+                    "carries over from one step to the next (the state, or the step count t of each parameter; q's "
+                    "first step comes at step 2)")
+        if probe.in_place:
+            return ("when backward writes each new gradient into the same p.grad tensor (zero_grad(set_to_none=False) "
+                    "does that), your state changes with it: a state tensor that is p.grad itself, not a copy of it")
+        said = probe_set.words.get(probe.what, f"{probe.what} enters the update differently")
+        return (f"with only {probe.what}={probe.hyper[probe.what]!r} added to the plain settings {probe_set.plain}, "
+                f"your steps part from torch's at step {step + 1}{state}: {said}")
+    return None
+
+
+# The probes of exercise 7's optimizers, by the torch.optim class each is compared with.
+PROBES = {
+    "MomentumSGD": ProbeSet(
+        plain=dict(lr=0.1, momentum=0.9), changes={"weight_decay": 0.1, "nesterov": True},
+        words={"weight_decay": "weight decay enters the gradient before anything else, d = g + weight_decay x p "
+                               "(step 1 of task 1): the velocity and the step are made from d",
+               "nesterov": "Nesterov's direction is d + momentum x v (step 3 of task 1), made from d, the gradient "
+                           "with its decay",
+               "state momentum_buffer": "the velocity v: d at the first step, then momentum x v + d, undamped (step 2 "
+                                        "of task 1)"}),
+    "AdaGrad": ProbeSet(
+        plain=dict(lr=0.1), changes={"eps": 1.0, "initial_accumulator_value": 3.0},
+        words={"eps": "eps goes outside the square root, beside sqrt(s) (step 2 of task 2)",
+               "initial_accumulator_value": "the running sum starts at initial_accumulator_value in every element "
+                                            "(step 1 of task 2)",
+               "state sum": "the running sum of squared gradients, one per element (step 1 of task 2)"}),
+    "AdamW": ProbeSet(
+        plain=dict(lr=0.1, weight_decay=0.0), changes={"weight_decay": 0.1, "eps": 1.0, "betas": (0.5, 0.9)},
+        words={"weight_decay": "AdamW's decay is decoupled: p <- p x (1 - lr x weight_decay) before anything else "
+                               "(step 1 of task 3), never through the gradient",
+               "eps": "eps goes outside the square root, beside sqrt(v_hat) (step 5 of task 3)",
+               "betas": "each moment has its own rate: beta1 for m, beta2 for v (steps 2 and 3 of task 3)",
+               "state exp_avg": "m, the first moment, at rate beta1 (step 2 of task 3)",
+               "state exp_avg_sq": "v, the second moment of the squared gradient, at rate beta2 (step 3 of task 3)"}),
+}
+PROBED_BY_TORCH = {"SGD": "MomentumSGD", "Adagrad": "AdaGrad", "AdamW": "AdamW"}
 
 
 def forbidden_optimizer_targets() -> dict[str, tuple[object, str]]:
@@ -142,10 +297,13 @@ def check_own_optimizer(optimizer: Optimizer, cls: type, task: str) -> None:
 
 
 def reference_runs(torch_cls: type, cases: list[Case]) -> list[Reference]:
-    """torch.optim's runs for each case (compute them before stubbing torch.optim's helpers)."""
+    """torch.optim's runs for each case (compute them before stubbing torch.optim's helpers), and of the probes of the
+    exercise optimizer compared with `torch_cls` (PROBES), once."""
+    task = PROBED_BY_TORCH.get(torch_cls.__name__)
+    probes = [run_probe(torch_cls, probe) for probe in probes_of(PROBES[task])] if task else None
     return [Reference(run_optimizer(case.maker(torch_cls), case.steps, case.seed, case.dtype),
                       None if case.dtype == torch.float64 else
-                      run_optimizer(case.maker(torch_cls), case.steps, case.seed, case.dtype, torch.float64))
+                      run_optimizer(case.maker(torch_cls), case.steps, case.seed, case.dtype, torch.float64), probes)
             for case in cases]
 
 
@@ -175,7 +333,11 @@ def observe_optimizer(cls: type, case: Case, task: str) -> dict:
         run = run_optimizer(case.maker(cls), case.steps, case.seed, case.dtype)
     check_own_optimizer(run.optimizer, cls, task)
     states = [run.optimizer.state.get(p, {}) for p in run.params[:-1]]
-    return {"trajectory": run.trajectory.detach().clone(),
+    probes = None
+    if task in PROBES:
+        with errors_named(f"{task}, a probe run (two parameters, q's first gradient at step 2)", RAW_ERRORS):
+            probes = [run_probe(cls, probe) for probe in probes_of(PROBES[task])]
+    return {"probes": probes, "trajectory": run.trajectory.detach().clone(),
             "unused_has_state": bool(run.optimizer.state.get(run.params[-1])),
             "state_keys": [sorted(str(name) for name in state) for state in states],
             "state": [{str(name): value.detach().clone() for name, value in state.items()
@@ -189,18 +351,22 @@ def compare_optimizer_run(observed: object, case: Case, reference: Reference, st
     total bytes."""
     from utils.grading import check_as_accurate_as_torch, check_int, check_tensor, check_type
 
-    def check_close(value, torch_value, exact_value, what, hint):
+    def check_close(value, torch_value, exact_value, what, hint, found=None):
         if exact_value is None:
-            check_tensor(value, torch_value, what, hint, **FLOAT64_TOLERANCE)
+            check_tensor(value, torch_value, what, hint, **FLOAT64_TOLERANCE, explain=lambda _: found)
         else:
-            check_as_accurate_as_torch(value, torch_value, exact_value, what, hint)
+            check_as_accurate_as_torch(value, torch_value, exact_value, what, hint, explain=lambda _: found)
 
     label = f"{task} with {case.hyper}" + (f", groups {case.groups}" if case.groups else "") + f", {case.dtype}"
     check_type(observed, dict, f"{label}: what the run handed in")
+    found = None
+    if reference.probes is not None and task in PROBES:
+        found = explain_probes(observed.get("probes"), reference.probes, PROBES[task], state_names)
     used = reference.run.params[:-1]
     exact = reference.exact
     trajectory = observed.get("trajectory")
-    check_tensor(trajectory, reference.run.trajectory, f"{label}: all parameters after every step", atol=float("inf"))
+    check_tensor(trajectory, reference.run.trajectory, f"{label}: all parameters after every step", atol=float("inf"),
+                 explain=lambda _: found)
     keys, states = observed.get("state_keys"), observed.get("state")
     if type(states) is list and len(states) == len(used):
         for p_reference, tensors in zip(used, states):
@@ -216,7 +382,7 @@ def compare_optimizer_run(observed: object, case: Case, reference: Reference, st
         check_close(trajectory[k], reference.run.trajectory[k], exact and exact.trajectory[k],
                     f"{label}: all parameters after step {k + 1}",
                     "torch.optim does this differently; compare your update with the formula "
-                    "(and read each hyperparameter from the parameter's group).")
+                    "(and read each hyperparameter from the parameter's group).", found)
     if observed.get("unused_has_state") is not False:
         raise AssertionError(f"{label}: a parameter whose .grad is None has state\n"
                              f"Hint: skip parameters without a gradient; create state only when updating.")
@@ -240,6 +406,10 @@ def compare_optimizer_run(observed: object, case: Case, reference: Reference, st
     used_bytes = sum(p.numel() * p.element_size() for p in used)
     check_int(state_bytes, len(state_names) * used_bytes, f"{label}: bytes of the state tensors",
               hint=f"{len(state_names)} tensor(s) the size of each parameter that got a gradient.")
+    if found is not None:   # this run matches torch's, one of the probes does not
+        raise AssertionError(f"{label}: this run matches torch.optim's, but a probe run does not (two float64 "
+                             f"parameters, three steps)\nFound: {found}\nHint: compare each step of your update with "
+                             "the task's formula.")
 
 
 def check_optimizer_matches(cls: type, cases: list[Case], references: list[Reference], state_names: set[str],
@@ -279,3 +449,50 @@ def optimizer_after_steps(name: str, dtype: torch.dtype, shapes: list, last_trai
             p.grad = torch.randn(p.shape, generator=generator, dtype=dtype)
         optimizer.step()
     return optimizer
+
+
+@contextlib.contextmanager
+def explained_by_probes(cls: type, task: str) -> Iterator[None]:
+    """Within a visible test of an exercise optimizer: a failing check without a diagnosis of its own gets the probes'
+    (explain_probes) on a "Found:" line. The probes run torch.optim's class too, so call this where it is not stubbed."""
+    try:
+        yield
+    except AssertionError as error:
+        message = str(error)
+        if task not in PROBES:
+            raise
+        torch_cls = {name: getattr(torch.optim, torch_name) for torch_name, name in PROBED_BY_TORCH.items()}[task]
+        names = {"MomentumSGD": {"momentum_buffer"}, "AdaGrad": {"sum"}, "AdamW": {"exp_avg", "exp_avg_sq"}}[task]
+        try:
+            probes = probes_of(PROBES[task])
+            found = explain_probes([run_probe(cls, probe) for probe in probes],
+                                   [run_probe(torch_cls, probe) for probe in probes], PROBES[task], names)
+        except Exception:  # a class that cannot run the probes: the check's own message stands
+            found = None
+        if not found:
+            raise
+        what, _, hint = message.partition("\nHint:")
+        what = what.split("\nFound:")[0]   # the probes place the mistake better than a generic diagnosis
+        raise AssertionError(f"{what}\nFound: {found}" + (f"\nHint:{hint}" if hint else "")) from None
+
+
+def state_bytes_slips(optimizer: Optimizer, expected: int):
+    """A diagnosis (utils.diagnosis) of a wrong state_bytes(optimizer): the bytes of each state name as a part (one
+    left out, or counted twice), the 0-dim tensors and the plain numbers that do not count, the bytes per element."""
+    from utils.diagnosis import Factor, Part, slips
+    by_name: dict[str, int] = {}
+    scalars = 0
+    sizes = set()
+    for state in optimizer.state.values():
+        for name, value in state.items():
+            if isinstance(value, torch.Tensor) and value.dim() > 0:
+                by_name[str(name)] = by_name.get(str(name), 0) + value.numel() * value.element_size()
+                sizes.add(value.element_size())
+            elif isinstance(value, torch.Tensor):
+                scalars += value.numel() * value.element_size()
+    parts = [Part(f"the state tensors named {name!r}", size, "every tensor with a dimension counts, whatever its "
+                  "name") for name, size in by_name.items()]
+    parts.append(Part("the 0-dim tensors (step counters)", scalars, "a few bytes per parameter tensor, not per element: "
+                      "the task leaves them out", counts=False))
+    factors = [Factor("the bytes per element (element_size())", size) for size in sizes]
+    return slips(expected, parts, factors, 0, "count")

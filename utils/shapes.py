@@ -135,22 +135,107 @@ def _is_jaxtyped(fn: Callable) -> bool:
     return code is not None and "jaxtyping" in code.co_filename
 
 
+def _shapes(fn: Callable, args: tuple) -> dict[str, tuple[int, ...]]:
+    """The shape of each tensor argument, by its parameter's name."""
+    try:
+        bound = inspect.signature(inspect.unwrap(fn)).bind(*args)
+    except (TypeError, ValueError):
+        return {}
+    return {name: tuple(value.shape) for name, value in bound.arguments.items() if isinstance(value, Tensor)}
+
+
 def check_accepts(fn: Callable, args: tuple, what: str, hint: str | None = None) -> object:
     """`fn(*args)` for a valid input; a shape-check error here means the annotations are too strict."""
     try:
         return fn(*args)
     except SHAPE_ERRORS as error:
-        _rejected_a_valid_input(shape_error_message(error), what, hint)
+        _rejected_a_valid_input(shape_error_message(error), what, hint, annotations_of(fn))
 
 
-def _rejected_a_valid_input(message: str, what: str, hint: str | None) -> None:
-    text = f"{what}: rejected a valid input\n{message}\nHint: compare your annotations with the task text."
+# ---- what the annotations did (issue #61): read from the annotations themselves and the call's shapes ------------
+_WHY_NAME = re.compile(r"why: (\S+) is (.+) here, but (.+) elsewhere in this call")
+_WRITTEN = re.compile(r"""^(\w+)\[\s*[\w.]+\s*,\s*['"](.*)['"]\s*\]$""")
+_WHY_DIMS = re.compile(r"why: it has (\d+) dimensions?, the annotation needs (.+)$", re.MULTILINE)
+
+
+def annotations_of(fn: Callable) -> dict[str, str]:
+    """The jaxtyping annotations of `fn` (unwrapped) as plain text: parameter -> its dimension string, and 'return'."""
+    found = {}
+    for name, annotation in getattr(inspect.unwrap(fn), "__annotations__", {}).items():
+        if isinstance(annotation, str):   # postponed (from __future__ import annotations): read the text
+            written = _WRITTEN.match(annotation.strip())
+            if written:
+                found[name] = f"{written.group(1)}[{written.group(2)}]"
+            continue
+        dims = getattr(annotation, "dim_str", None)
+        if isinstance(dims, str):
+            found[name] = f"{getattr(annotation, '__name__', '').split('[')[0]}[{dims}]"
+    return found
+
+
+def _dims(annotation: str) -> list[str]:
+    return annotation[annotation.index("[") + 1:-1].split() if "[" in annotation else annotation.split()
+
+
+def _found_in_rejection(message: str, annotations: dict[str, str]) -> str | None:
+    """Why a valid input was rejected, in words: a name given to axes that differ, or a fixed number of axes."""
+    name = _WHY_NAME.search(message)
+    if name:
+        dim, here, there = name.groups()
+        holders = [p for p, a in annotations.items() if dim in {d.lstrip("*") for d in _dims(a)}]
+        where = f" ({' and '.join(holders)})" if holders else ""
+        return (f"your annotations give the one name {dim}{where} to axes that differ in this valid call ({here} and "
+                f"{there}): each axis that may differ from another needs its own name")
+    dims = _WHY_DIMS.search(message)
+    if dims:
+        return (f"an annotation fixes the number of axes ({dims.group(2)}), and this valid call has {dims.group(1)}: a "
+                "variadic *name stands for any number of leading axes, none included")
+    return None
+
+
+def _aligned(dims: list[str], shape: tuple[int, ...]) -> list[tuple[str, str, object]]:
+    """(place, name, size) of an argument's axes: 'lead' for the variadic part, 'first i' / 'last i' for fixed axes."""
+    pairs = _name_sizes(dims, shape)
+    variadic = next((i for i, d in enumerate(dims) if d.startswith("*") or d == "..."), None)
+    places = []
+    for i, (name, size) in enumerate(pairs):
+        if variadic is None or i < variadic:
+            places.append((f"first {i}", name, size))
+        elif i == variadic:
+            places.append(("lead", dims[variadic], size))
+        else:
+            places.append((f"last {len(pairs) - i}", name, size))
+    return places
+
+
+def _found_in_acceptance(annotations: dict[str, str], shapes: dict[str, tuple[int, ...]]) -> str | None:
+    """Why a wrong input got through the annotations: axes that differ in it at the same place of two arguments
+    whose names differ (or are a bare ...), so nothing compares them."""
+    found = []
+    names = [p for p in shapes if p in annotations]
+    for a, b in [(a, b) for i, a in enumerate(names) for b in names[i + 1:]]:
+        place_b = {place: (name, size) for place, name, size in _aligned(_dims(annotations[b]), shapes[b])}
+        for place, name, size in _aligned(_dims(annotations[a]), shapes[a]):
+            if place in place_b and place_b[place][1] != size and (name != place_b[place][0] or name == "..."):
+                other, other_size = place_b[place]
+                found.append(f"{a}'s {name} {size} and {b}'s {other} {other_size}")
+    if not found:
+        return None
+    return ("in this input " + "; ".join(found) + " differ, and nothing compares them: names that differ (or a bare "
+            "...) are never compared across arguments; axes that must agree need one shared name")
+
+
+def _rejected_a_valid_input(message: str, what: str, hint: str | None, annotations: dict[str, str] | None = None) -> None:
+    found = _found_in_rejection(message, annotations or {})
+    text = f"{what}: rejected a valid input\n{message}" + (f"\nFound: {found}" if found else "")
+    text += "\nHint: compare your annotations with the task text."
     if hint:
         text += f" {hint}"
     raise AssertionError(text) from None
 
 
-def _let_a_wrong_input_in(detail: str, decorated: bool, jaxtyped: bool, what: str, hint: str | None) -> None:
+def _let_a_wrong_input_in(detail: str, decorated: bool, jaxtyped: bool, what: str, hint: str | None,
+                          found: str | None = None) -> None:
     if decorated and not jaxtyped:
         advice = ("the function is decorated, but not with jaxtyped: beartype alone checks each argument on its own "
                   "and never compares sizes across arguments. Use @typechecked (jaxtyped + beartype).")
@@ -160,7 +245,7 @@ def _let_a_wrong_input_in(detail: str, decorated: bool, jaxtyped: bool, what: st
     else:
         advice = ("the function has no decorator, and annotations alone are documentation: nothing checks them. "
                   "Put @typechecked (or @jaxtyped(typechecker=beartype)) on the line above `def`.")
-    message = f"{what}: {detail}\nHint: {advice}"
+    message = f"{what}: {detail}" + (f"\nFound: {found}" if found and decorated and jaxtyped else "") + f"\nHint: {advice}"
     if hint:
         message += f" {hint}"
     raise AssertionError(message)
@@ -189,7 +274,8 @@ def check_rejects(fn: Callable, args: tuple, what: str, hint: str | None = None)
         detail = _raised_inside(error)
     else:
         detail = _returned(result)
-    _let_a_wrong_input_in(detail, hasattr(fn, "__wrapped__"), _is_jaxtyped(fn), what, hint)
+    _let_a_wrong_input_in(detail, hasattr(fn, "__wrapped__"), _is_jaxtyped(fn), what, hint,
+                          _found_in_acceptance(annotations_of(fn), _shapes(fn, args)))
 
 
 # ---- hidden tests: the call observed in the student's process, judged in the grader's (utils/handin.py) ----------
@@ -199,7 +285,8 @@ def observe_call(fn: Callable, args: tuple) -> dict:
     value returned (None otherwise), "message": the short shape-error message, what else was raised or what was returned,
     "decorated", "jaxtyped": how `fn` is wrapped}. `judge_accepts` and `judge_rejects` give the verdict."""
     observed = {"outcome": "returned", "result": None, "message": "",
-                "decorated": hasattr(fn, "__wrapped__"), "jaxtyped": _is_jaxtyped(fn)}
+                "decorated": hasattr(fn, "__wrapped__"), "jaxtyped": _is_jaxtyped(fn),
+                "annotations": annotations_of(fn), "shapes": _shapes(fn, args)}
     try:
         observed["result"] = fn(*args)
         observed["message"] = _returned(observed["result"])
@@ -218,11 +305,22 @@ def _observation(observed: object, what: str) -> dict:
     return observed
 
 
+def _plain_annotations(observed: dict) -> tuple[dict[str, str], dict[str, tuple[int, ...]]]:
+    """The annotations and argument shapes an observation holds, if they are plain text and tuples of ints."""
+    annotations, shapes = observed.get("annotations"), observed.get("shapes")
+    if type(annotations) is not dict or not all(type(k) is str and type(v) is str for k, v in annotations.items()):
+        annotations = {}
+    if type(shapes) is not dict or not all(type(k) is str and type(v) is tuple and all(type(n) is int for n in v)
+                                           for k, v in shapes.items()):
+        shapes = {}
+    return annotations, shapes
+
+
 def judge_accepts(observed: object, what: str, hint: str | None = None) -> object:
     """check_accepts' verdict on an `observe_call` of a valid input: its result, or AssertionError."""
     observed = _observation(observed, what)
     if observed["outcome"] == "rejected":
-        _rejected_a_valid_input(observed["message"], what, hint)
+        _rejected_a_valid_input(observed["message"], what, hint, _plain_annotations(observed)[0])
     if observed["outcome"] == "raised":
         raise AssertionError(f"{what}: {observed['message']}\nHint: {hint or RAISED_INSIDE}")
     return observed["result"]
@@ -234,7 +332,8 @@ def judge_rejects(observed: object, what: str, hint: str | None = None) -> str:
     if observed["outcome"] == "rejected":
         return observed["message"]
     detail = observed["message"]  # what it returned instead, or what else it raised
-    _let_a_wrong_input_in(detail, observed["decorated"], observed["jaxtyped"], what, hint)
+    _let_a_wrong_input_in(detail, observed["decorated"], observed["jaxtyped"], what, hint,
+                          _found_in_acceptance(*_plain_annotations(observed)))
 
 
 def merge_heads_input(case: dict) -> Tensor:

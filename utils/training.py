@@ -9,6 +9,7 @@ numpy or Python (data augmentation, dropout written with numpy) needs their stat
 """
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Iterator
@@ -206,3 +207,222 @@ def run_to_checkpoint(seed_all, seed: int, steps: int, optimizer: list | tuple, 
     np.random.rand(seed)  # move numpy's and Python's generators somewhere unusual
     random.random()
     return model, built, generator
+
+
+# ---- what a hand-written loop does, in order (issue #61) -----------------------------------------------------------
+# A loop with gradient accumulation that goes wrong is told what it did: the calls it made in one run of two steps of
+# two micro-batches (get_batch, each backward, optimizer.step, zero_grad) and the size of the gradient at each step,
+# against the task's order. Nothing here is a loop to copy: it watches the student's.
+
+@dataclass
+class LoopRecord:
+    """What a train function did: its events in order ("batch", "backward", "step", "zero"), the first parameter's
+    gradient at each step, and the batches it was given."""
+    events: list[str]
+    step_grads: list[Tensor]
+    batches: list[tuple[Tensor, Tensor]]
+
+
+def record_loop(train_fn, data: np.ndarray, steps: int = 2, micro: int = 2, batch_size: int = 2,
+                context_length: int = 8) -> tuple[LoopRecord, nn.Module]:
+    """Run `train_fn` (exercise 8's signature) on a seeded TinyLM with SGD, recording its events. Returns the record
+    and the model as it was before the run (a copy)."""
+    import copy
+
+    from utils.grading import earlier_tasks_done_right
+    from utils.models import TinyLM
+    torch.manual_seed(3)
+    model = TinyLM(64, 16, 32)
+    initial = copy.deepcopy(model)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    record = LoopRecord([], [], [])
+    first = next(model.parameters())
+    first.register_post_accumulate_grad_hook(lambda _: record.events.append("backward"))
+    real_step, real_zero = optimizer.step, optimizer.zero_grad
+
+    def step(*args, **kwargs):
+        record.events.append("step")
+        record.step_grads.append(first.grad.detach().clone() if first.grad is not None else torch.zeros_like(first))
+        return real_step(*args, **kwargs)
+
+    def zero(*args, **kwargs):
+        record.events.append("zero")
+        return real_zero(*args, **kwargs)
+
+    def sampler(data, size, length, device, generator):
+        record.events.append("batch")
+        pair = get_batch(data, size, length, device, generator)
+        record.batches.append(pair)
+        return pair
+
+    optimizer.step, optimizer.zero_grad, model.zero_grad = step, zero, zero
+    with earlier_tasks_done_right(train_fn, {"get_batch": sampler}):
+        train_fn(model, optimizer, data, steps, batch_size, context_length, torch.Generator().manual_seed(0), micro)
+    return record, initial
+
+
+def _first_step_gradient(initial: nn.Module, batches: list[tuple[Tensor, Tensor]], micro: int) -> Tensor:
+    """The first parameter's gradient of the mean loss over the first step's `micro` batches."""
+    model = initial
+    model.zero_grad(set_to_none=True)
+    for inputs, targets in batches[:micro]:
+        logits = model(inputs)
+        (F.cross_entropy(logits.flatten(0, 1), targets.flatten()) / micro).backward()
+    return next(model.parameters()).grad
+
+
+def explain_loop(record: LoopRecord, initial: nn.Module, micro: int = 2) -> str | None:
+    """What a recorded loop does against the task's order, in words: steps per micro-batch, gradients cleared between
+    micro-batches or never, get_batch calls, and the gradient's size at the first step against the mean loss's."""
+    events = record.events
+    backwards, steps = events.count("backward"), events.count("step")
+    if steps >= backwards > 0 and micro > 1:
+        return (f"optimizer.step() ran {steps} times for {backwards} micro-batch backward passes: it steps after "
+                f"every micro-batch, so the parameters change between the micro-batches of one step; the task takes "
+                f"one step once all {micro} micro-batches have added their gradients")
+    first_step = events.index("step") if "step" in events else len(events)
+    first_backward = events.index("backward") if "backward" in events else first_step
+    if "zero" in events[first_backward + 1:first_step]:
+        return ("zero_grad ran between the micro-batches of one step: it clears the gradients the first ones added, "
+                "so the step sees only the last micro-batch's")
+    if "zero" not in events and steps > 1:
+        return "nothing clears the gradients after a step: backward adds into .grad, so each step carries the last one's"
+    if record.batches and events.count("batch") != backwards:
+        return (f"get_batch ran {events.count('batch')} times for {backwards} backward passes: one call per "
+                "micro-batch, each followed by its own forward and backward")
+    if record.step_grads and len(record.batches) >= micro:
+        right = _first_step_gradient(initial, record.batches, micro)
+        from utils.diagnosis import _scale
+        c = _scale(record.step_grads[0], right)
+        if c is not None and abs(c - micro) < 1e-3 * micro:
+            return (f"the gradient at the step is {micro} times the mean loss's: each micro-batch's loss is divided by "
+                    "accumulation_steps before its backward, so that their sum is the gradient of the mean")
+        if c is not None:
+            return f"the gradient at the step is {c:.4g} times the gradient of the mean loss over the step's micro-batches"
+    return None
+
+
+@contextlib.contextmanager
+def explained_loop(train_fn, data: np.ndarray) -> Iterator[None]:
+    """Within a visible test of exercise 8's train: a failing check gets what the loop did (explain_loop) on a "Found:"
+    line, when that says something."""
+    try:
+        yield
+    except AssertionError as error:
+        message = str(error)
+        try:
+            found = explain_loop(*record_loop(train_fn, data))
+        except Exception:  # a loop that cannot run the recording: the check's own message stands
+            found = None
+        if not found or "\nFound:" in message:
+            raise
+        what, _, hint = message.partition("\nHint:")
+        raise AssertionError(f"{what}\nFound: {found}" + (f"\nHint:{hint}" if hint else "")) from None
+
+
+# ---- task 5 reads task 4's file (issue #61) -------------------------------------------------------------------------
+# A wrong save_checkpoint would make a right load_checkpoint fail too. So task 5's tests first try the student's
+# save_checkpoint on a run of their own: when its file would not let any loader resume (it does not load with
+# weights_only, or lacks the model, the optimizer, the step or one of the random states), the visible test says so and
+# names task 4, and grading gives load_checkpoint a stand-in file instead, written by the grader in the layout the
+# task's text states.
+
+def _ints_in(value) -> Iterator[Tensor]:
+    """Every tensor, and every list or tuple of ints, inside plain data, as a flat int64 tensor."""
+    if type(value) is Tensor:
+        yield value.detach().flatten().to(torch.int64)
+    elif type(value) is dict:
+        for item in value.values():
+            yield from _ints_in(item)
+    elif type(value) in (list, tuple):
+        if value and all(type(item) is int and -2**63 <= item < 2**63 for item in value):
+            yield torch.tensor(value, dtype=torch.int64)
+        for item in value:
+            yield from _ints_in(item)
+
+
+def holds_state(value, state: Tensor) -> bool:
+    """Does `value` (what weights_only loading gave back) contain the random state `state`, in any layout?"""
+    wanted = state.detach().flatten().to(torch.int64)
+    return any(found.shape == wanted.shape and torch.equal(found, wanted) for found in _ints_in(value))
+
+
+def _global_states() -> tuple:
+    import random
+    return (random.getstate(), np.random.get_state(), torch.get_rng_state(),
+            torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None)
+
+
+def _restore_global_states(states: tuple) -> None:
+    import random
+    random.setstate(states[0])
+    np.random.set_state(states[1])
+    torch.set_rng_state(states[2])
+    if states[3] is not None:
+        torch.cuda.set_rng_state_all(states[3])
+
+
+def checkpoint_problem(save_fn) -> str | None:
+    """What keeps the file `save_fn` (exercise 8's save_checkpoint) writes from letting a loader resume a run, in words;
+    None when it holds everything. Runs save_fn once on a small run of its own; every global random state is as
+    before afterwards."""
+    import random
+    import tempfile
+
+    from utils.models import TinyLM
+    before = _global_states()
+    try:
+        torch.manual_seed(11)
+        np.random.seed(11)
+        random.seed(11)
+        model = TinyLM(64, 8, 16)
+        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
+        model(torch.zeros(1, 4, dtype=torch.int64)).sum().backward()
+        optimizer.step()
+        generator = torch.Generator().manual_seed(12)
+        torch.rand(generator=generator, size=(3,)), torch.rand(2), np.random.rand(2), random.random()
+        wanted = {"torch.get_rng_state()": torch.get_rng_state(), "generator.get_state()": generator.get_state(),
+                  "np.random.get_state()'s key words": torch.from_numpy(np.random.get_state()[1].astype(np.int64)),
+                  "random.getstate()": torch.tensor(random.getstate()[1], dtype=torch.int64)}
+        with tempfile.TemporaryDirectory() as folder:
+            path = Path(folder) / "checkpoint.pt"
+            try:
+                save_fn(str(path), model, optimizer, 3, generator)
+            except Exception as error:  # any failure of the student's save is the problem to report
+                return f"it raised {type(error).__name__}: {str(error)[:200]}"
+            if not path.exists():
+                return "it wrote no file at `path`"
+            try:
+                checkpoint = torch.load(path, weights_only=True)
+            except Exception as error:  # what weights_only loading refuses
+                from utils.grading import ANSI
+                first = ANSI.sub("", str(error)).splitlines()[0][:160]
+                return f"torch.load(path, weights_only=True) refuses its file ({first})"
+        return _contents_problem(checkpoint, model, wanted)
+    finally:
+        _restore_global_states(before)
+
+
+def _contents_problem(checkpoint: object, model: nn.Module, wanted: dict[str, Tensor]) -> str | None:
+    if not isinstance(checkpoint, dict):   # weights_only loading gives back dicts and OrderedDicts only
+        return "its file holds no dict"
+    missing = [key for key in ("model", "optimizer", "step", "rng") if key not in checkpoint]
+    if missing:
+        return f"its file has no key {missing[0]!r}"
+    saved = checkpoint["model"]
+    if not isinstance(saved, dict) or any(not (type(saved.get(name)) is Tensor and torch.equal(saved[name], tensor))
+                                      for name, tensor in model.state_dict().items()):
+        return "'model' is not the model's state dict as it is now"
+    if not isinstance(checkpoint["optimizer"], dict) or "state" not in checkpoint["optimizer"]:
+        return "'optimizer' is not the optimizer's state dict"
+    if type(checkpoint["step"]) is not int:
+        return f"'step' is a {type(checkpoint['step']).__name__}, not an int"
+    for what, state in wanted.items():
+        if not holds_state(checkpoint["rng"], state):
+            return f"'rng' does not hold {what}"
+    return None
+
+
+def write_stand_in(path: str | Path, data: Tensor) -> None:
+    """Write a stand-in checkpoint (its bytes, as the grader sends them: a uint8 tensor) to `path`."""
+    Path(path).write_bytes(data.numpy().tobytes())

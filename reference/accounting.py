@@ -93,6 +93,7 @@ import random
 from collections import namedtuple
 
 from reference.hidden import HiddenTest, keep_stand_ins_apart, results_list
+from utils.diagnosis import MULTIPLY_ADD, Factor, Part, slips
 from utils.grading import check_float, check_int, check_type
 
 GPT2Shape = namedtuple("GPT2Shape", "vocab_size context_length d_model num_layers num_heads d_ff")  # repr as the exercise's
@@ -112,12 +113,52 @@ def _describe(shape: GPT2Shape) -> str:
             f"{d // h}, d_ff = {f} ({'4 x d_model' if f == 4 * d else 'not 4 x d_model'}), V = {v:,}, s = {s:,}")
 
 
-def _diagnosis(got: object, mistakes: dict[str, int]) -> str:
-    """The first known mistake whose count equals the student's, as a sentence, or ''."""
-    for mistake, count in mistakes.items():
-        if type(got) is int and got == count:
-            return f"; your count equals the model's {mistake}"
-    return ""
+def _quantities(shape: GPT2Shape) -> list[Factor]:
+    v, s, d, layers, h, f = shape
+    return [Factor("V", v), Factor("s", s), Factor("d", d), Factor("L", layers), Factor("f (d_ff)", f),
+            Factor("4 x d_model", 4 * d), Factor("the heads h", h)]
+
+
+def param_parts(shape: GPT2Shape) -> list[Part]:
+    """The parts task 1's count is the sum of, and those it leaves out (utils.diagnosis), for a wrong count's Found."""
+    v, s, d, layers, h, f = shape
+    L, D, F_, S, V = (Factor("L", layers), Factor("d", d), Factor("f (d_ff)", f), Factor("s", s), Factor("V", v))
+    return [Part("the token embedding (V x d)", v * d, factors=(V, D)),
+            Part("the position embedding (s x d)", s * d, "a learned table of its own", factors=(S, D)),
+            Part("the attention Linears' weights (4 d^2 per block)", layers * 4 * d * d, factors=(L, D, D)),
+            Part("the MLP's weights (2 d f per block)", layers * 2 * d * f, factors=(L, D, F_)),
+            Part("the Linears' biases (3d + d + f + d per block)", layers * (5 * d + f), "every Linear has a bias"),
+            Part("the LayerNorms' weights (d each, two per block and a final one)", (2 * layers + 1) * d,
+                 "a LayerNorm has a weight and a bias"),
+            Part("the LayerNorms' biases (d each)", (2 * layers + 1) * d, "a LayerNorm has a weight and a bias"),
+            Part("the final LayerNorm (2d)", 2 * d, "the blocks are followed by one more LayerNorm"),
+            Part("a head of its own (V x d)", v * d, "GPT-2's head is tied to the token embedding", counts=False)]
+
+
+def flops_parts(shape: GPT2Shape) -> tuple[list[Part], list[Factor]]:
+    """The parts and factors of task 2's count per token, and what it leaves out (utils.diagnosis)."""
+    v, s, d, layers, h, f = shape
+    right = training_flops_per_token(shape)
+    attention = (Factor("L", layers), Factor("s (the count is per token: each token's share of the s x s square)", s),
+                 Factor("d", d))
+    parts = [Part("the Linears' matmuls (6 x (4 d^2 + 2 d f) per block)", 6 * layers * (4 * d * d + 2 * d * f)),
+             Part("attention's two matmuls over the s x s square (12 s d per block)", 12 * layers * s * d,
+                  "they have no parameters, but they are matmuls", factors=attention),
+             Part("half of attention's FLOPs (a mask saves nothing, and q k^T and weights @ v cost the same)",
+                  6 * layers * s * d, factors=attention),
+             Part("the tied head's matmul (6 V d)", 6 * v * d, "it holds no parameters of its own, but it is a matmul"),
+             Part("the first block's input gradient (its Linear(d, 3d)'s input-gradient matmul, 6 d^2)", 6 * d * d,
+                  "the embeddings below it are trained"),
+             Part("a third of every matmul's cost (its second backward matmul)", right // 3,
+                  "the backward computes the gradient of both inputs of each matmul"),
+             Part("the biases, as if they were matmul weights", 6 * layers * (5 * d + f), "bias additions count 0",
+                  counts=False),
+             Part("the embedding lookups, as matmuls", 6 * v * d + 6 * s * d, "looking up a row costs no FLOPs",
+                  counts=False),
+             Part("a lookup of the token embedding, as a matmul", 6 * v * d, "looking up a row costs no FLOPs",
+                  counts=False)]
+    factors = [Factor("3 (the forward, and a backward of twice its cost)", 3), MULTIPLY_ADD]
+    return parts, factors
 
 
 def _check_list(results: object, cases: list, task: str) -> None:
@@ -148,23 +189,12 @@ def _param_count_cases() -> list[tuple]:
     return [tuple(shape) for shape in shapes]
 
 
-def _param_count_mistakes(shape: GPT2Shape) -> dict[str, int]:
-    v, s, d, layers, h, f = shape
-    right = param_count(shape)
-    return {"without the position embedding (s x d)": right - s * d,
-            "without the biases of the Linears": right - layers * (3 * d + d + f + d),
-            "with a head of its own (V x d more): GPT-2's head is tied": right + v * d,
-            "without the LayerNorms' biases": right - (2 * layers + 1) * d,
-            "without the final LayerNorm": right - 2 * d,
-            "with d_ff = 4 x d_model: use shape.d_ff": param_count(shape._replace(d_ff=4 * d))}
-
-
 def _check_param_count(cases, expected, results) -> None:
     _check_list(results, cases, "param_count")
     for fields, want, got in zip(cases, expected, results):
         shape = GPT2Shape(*fields)
-        mistakes = _param_count_mistakes(shape)
-        check_int(got, want, f"param_count({shape})", hint=_describe(shape) + _diagnosis(got, mistakes) + ".")
+        check_int(got, want, f"param_count({shape})", hint=_describe(shape) + ".",
+                  explain=slips(want, param_parts(shape), rel_tol=0, noun="count", quantities=_quantities(shape)))
 
 
 # Task 2: the shapes of the old in-sandbox test (seed 20; it had FlopCounterMode count them in every graded notebook),
@@ -187,25 +217,16 @@ def _flops_shapes_and_batches() -> tuple[list[tuple], list[int]]:
     return [tuple(shape) for shape in shapes], batches
 
 
-def _flops_mistakes(shape: GPT2Shape) -> dict[str, int]:
-    v, s, d, layers, h, f = shape
-    right = training_flops_per_token(shape)
-    return {"as 6 x parameters: count the matmuls instead (attention's two, the tied head; no embeddings, biases or "
-            "LayerNorms)": 6 * param_count(shape),
-            "without attention's two matmuls (q k^T and weights @ v)": right - 12 * layers * s * d,
-            "with attention over half the s x s square: masking saves nothing": right - 6 * layers * s * d,
-            "without the tied head's matmul (V x d)": right - 6 * v * d,
-            "of the forward alone: the backward costs twice the forward": right // 3,
-            "with a backward as cheap as the forward: it costs twice the forward": 2 * right // 3,
-            "with d_ff = 4 x d_model: use shape.d_ff": training_flops_per_token(shape._replace(d_ff=4 * d))}
-
-
 def _check_flops(cases, expected, results) -> None:
     _check_list(results, cases, "training_flops_per_token")
     for fields, want, got in zip(cases, expected, results):
         shape = GPT2Shape(*fields)
-        mistakes = _flops_mistakes(shape)
-        check_int(got, want, f"training_flops_per_token({shape})", hint=_describe(shape) + _diagnosis(got, mistakes) + ".")
+        parts, factors = flops_parts(shape)
+        rule_of_thumb = Part("the rule of thumb 6 x parameters in place of the matmuls",
+                             6 * param_count(shape) - want, "not every parameter is in a matmul, and not every matmul has "
+                             "parameters", counts=False)
+        check_int(got, want, f"training_flops_per_token({shape})", hint=_describe(shape) + ".",
+                  explain=slips(want, [*parts, rule_of_thumb], factors, 0, "count", _quantities(shape)))
 
 
 # Task 3: the instructor's answer with task 1's count written out (tests/test_accounting_reference.py checks it
@@ -285,7 +306,11 @@ def _check_days(cases, expected, results) -> None:
                                                    "(peak_flops gives None): return None.")
         else:
             peak = peak_flops(device, torch.bfloat16)
-            check_float(got, want, what, rel_tol=1e-9,
+            factors = [Factor("the MFU", mfu), Factor("the GPUs", num_gpus), Factor("the 86,400 s of a day", 86400),
+                       Factor("the 24 hours of a day", 24), Factor("the context length s", fields[1]),
+                       Factor("6 (training_flops_per_token counts the forward and the backward already)", 6),
+                       Factor("the bf16 peak over the fp32 one", peak / (peak_flops(device, torch.float32) or peak))]
+            check_float(got, want, what, rel_tol=1e-9, explain=slips(want, factors=factors, rel_tol=1e-6, noun="days"),
                         hint=f"on {num_gpus:,} x {device!r} (bf16 peak {peak:.4g} FLOP/s, from peak_flops) at MFU "
                              f"{mfu:.3g}, {tokens:.4g} tokens ({type(tokens).__name__}) of "
                              f"training_flops_per_token(shape) = {training_flops_per_token(GPT2Shape(*fields)):,} FLOPs "

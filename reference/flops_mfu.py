@@ -153,7 +153,30 @@ def _linear_model_flops_check(cases, expected, results) -> None:
     for (batch_shape, widths, training), want, got in zip(runs, expected,
                                                           _results(results, len(runs), "linear_model_flops")):
         check_int(got, want, f"linear_model_flops({batch_shape}, {widths}, training={training})",
-                  hint=HINTS["linear_model_flops"])
+                  hint=HINTS["linear_model_flops"], explain=_linear_slips(batch_shape, widths, training, want))
+
+
+def _linear_slips(batch_shape: tuple, widths: list[int], training: bool, want: int):
+    """A wrong linear_model_flops against its structure (utils.diagnosis): per layer a forward matmul, and in training
+    a weight-gradient and an input-gradient matmul each as big (not x's); biases (the layers have none) and x's
+    gradient not counted; the tokens over every batch dimension."""
+    import math as _math
+
+    from utils.diagnosis import MULTIPLY_ADD, Factor, Part, slips
+    tokens = _math.prod(batch_shape)
+    per_layer = [2 * tokens * a * b for a, b in zip(widths, widths[1:])]
+    parts = [Part(f"layer {i + 1}'s forward matmul", f) for i, f in enumerate(per_layer)]
+    parts.append(Part("biases, as parameters", 2 * tokens * sum(widths[1:]), "the layers are bias-free", counts=False))
+    if training:
+        parts += [Part(f"layer {i + 1}'s weight-gradient matmul", f) for i, f in enumerate(per_layer)]
+        parts += [Part(f"layer {i + 1}'s input-gradient matmul", f) for i, f in enumerate(per_layer) if i > 0]
+        parts.append(Part("x's gradient (layer 1's input-gradient matmul)", per_layer[0], "x is data: nobody needs its "
+                          "gradient, so autograd skips it", counts=False))
+    factors = [MULTIPLY_ADD]
+    if len(batch_shape) > 1:
+        factors.append(Factor("the batch dimensions after the first", tokens // batch_shape[0],
+                              "every row of x is a token, whatever the batch dimensions"))
+    return slips(want, parts, factors, 0, "count")
 
 
 # task 3: training_days
@@ -167,11 +190,42 @@ def _training_days_cases() -> list:
     return cases
 
 
-def _check_floats(task: str):
+def _check_floats(task: str, explain=None):
     def check(cases, expected, results):
         for case, want, got in zip(cases, expected, _results(results, len(cases), task)):
-            check_float(got, want, f"{task}{case}", rel_tol=1e-9, hint=HINTS.get(task))
+            check_float(got, want, f"{task}{case}", rel_tol=1e-9, hint=HINTS.get(task),
+                        explain=explain(case, want) if explain else None)
     return check
+
+
+def _days_slips(case: tuple, want: float):
+    """A wrong training_days against the factors of the product (utils.diagnosis)."""
+    from utils.diagnosis import Factor, slips
+    params, tokens, num_gpus, peak, mfu = case
+    return slips(want, factors=[Factor("the MFU", mfu), Factor("the GPUs", num_gpus), Factor("the 86,400 s of a day", 86400),
+                                Factor("the 24 hours of a day", 24),
+                                Factor("3 (training is 6 FLOPs per parameter and token: 2 forward, 4 backward)", 3)],
+                 rel_tol=1e-6, noun="days")
+
+
+def _roofline_slips(case: tuple, want: float):
+    """A wrong roofline_seconds against the ways the two sides of each op can be combined."""
+    ops, peak, bandwidth = case
+    ways = {"the sum of each op's two times: arithmetic and memory traffic overlap, so the slower one sets the time":
+                sum(f / peak + b / bandwidth for f, b in ops),
+            "each op's faster side: the slower one sets its time": sum(min(f / peak, b / bandwidth) for f, b in ops),
+            "the roofline of the totals: each op is limited by its own slower side, and ops add up":
+                max(sum(f for f, _ in ops) / peak, sum(b for _, b in ops) / bandwidth),
+            "FLOPs over the bandwidth and bytes over the peak: FLOPs take peak FLOP/s, bytes take bytes per second":
+                sum(max(f / bandwidth, b / peak) for f, b in ops),
+            "the first op only: ops run one after another add up": max(ops[0][0] / peak, ops[0][1] / bandwidth)}
+
+    def explain(got: object) -> str | None:
+        if type(got) is not float:
+            return None
+        return next((words for words, value in ways.items() if value != want and abs(got - value) <= 1e-9 * abs(value)),
+                    None)
+    return explain
 
 
 # task 4: matmul_mfu
@@ -201,7 +255,10 @@ def _check_mfu(got: object, want: float | None, what: str) -> None:
     if want is None:
         check_type(got, type(None), what, hint="this device and dtype have no known peak: return None.")
     else:
-        check_float(got, want, what, rel_tol=1e-9, hint=HINTS["matmul_mfu"])
+        from utils.diagnosis import MULTIPLY_ADD, Factor, slips
+        check_float(got, want, what, rel_tol=1e-9, hint=HINTS["matmul_mfu"], explain=slips(
+            want, factors=[MULTIPLY_ADD, Factor("100 (a percentage)", 100), Factor("1,000 (milliseconds and seconds)", 1000)],
+            rel_tol=1e-6, noun="MFU"))
 
 
 def _matmul_mfu_check(cases, expected, results) -> None:
@@ -245,9 +302,38 @@ def _matmul_intensity_check(cases, expected, results) -> None:
     for (a, b, size), want, got in zip(cases["cases"], expected,
                                        _results(results, len(cases["cases"]), "matmul_intensity")):
         got = _pair(got, f"matmul_intensity{(a, b, size)}")
-        check_float(got[0], want, f"matmul_intensity{(a, b, size)}", rel_tol=1e-9, hint=HINTS["matmul_intensity"])
+        check_float(got[0], want, f"matmul_intensity{(a, b, size)}", rel_tol=1e-9, hint=HINTS["matmul_intensity"],
+                    explain=_intensity_slips(a, b, size, want))
         check_float(got[1], want, f"matmul_intensity(torch.Size({a}), torch.Size({b}), {size})", rel_tol=1e-9,
                     hint=HINTS["matmul_intensity"])
+
+
+def _intensity_slips(a_shape: tuple, b_shape: tuple, size: int, want: float):
+    """A wrong intensity, read as the bytes it implies (the count's FLOPs over it) against the bytes' parts."""
+    import math as _math
+
+    from utils.diagnosis import MULTIPLY_ADD, Factor, Part, explain_value
+    batch = tuple(torch.broadcast_shapes(a_shape[:-2], b_shape[:-2]))
+    m, k, n = a_shape[-2], a_shape[-1], b_shape[-1]
+    flops = 2 * _math.prod(batch) * m * k * n
+    right_bytes = flops / want
+    matmuls = _math.prod(batch)
+    parts = [Part("a's bytes", _math.prod(a_shape) * size), Part("b's bytes", _math.prod(b_shape) * size),
+             Part("the output's bytes", matmuls * m * n * size, "the output is written once"),
+             Part("a read once per matmul (a broadcast input is read once)", (matmuls * m * k - _math.prod(a_shape)) * size,
+                  counts=False),
+             Part("b read once per matmul (a broadcast input is read once)", (matmuls * k * n - _math.prod(b_shape)) * size,
+                  counts=False)]
+    factors = [Factor(f"the {size} bytes per element", size), Factor("the matmuls of the batch", matmuls)]
+
+    def explain(got: object) -> str | None:
+        if type(got) is not float or got <= 0:
+            return None
+        said = explain_value(flops / got, right_bytes, parts, factors, 1e-6, "bytes moved")
+        if said is None:
+            said = explain_value(got, want, factors=[MULTIPLY_ADD], rel_tol=1e-6, noun="intensity")
+        return said
+    return explain
 
 
 # task 6: roofline_seconds
@@ -265,7 +351,7 @@ def _roofline_seconds_cases() -> list:
 def _roofline_seconds_check(cases, expected, results) -> None:
     for (ops, peak, bandwidth), want, got in zip(cases, expected, _results(results, len(cases), "roofline_seconds")):
         check_float(got, want, f"roofline_seconds({ops}, {peak}, {bandwidth})", rel_tol=1e-9,
-                    hint=HINTS["roofline_seconds"])
+                    hint=HINTS["roofline_seconds"], explain=_roofline_slips((ops, peak, bandwidth), want))
 
 
 HIDDEN_TESTS = keep_stand_ins_apart({
@@ -275,7 +361,7 @@ HIDDEN_TESTS = keep_stand_ins_apart({
                                      check=_linear_model_flops_check),
     "training_days": HiddenTest(cases=_training_days_cases,
                                 expected=lambda cases: [training_days(*case) for case in cases],
-                                check=_check_floats("training_days")),
+                                check=_check_floats("training_days", _days_slips)),
     "matmul_mfu": HiddenTest(cases=_matmul_mfu_cases, expected=_matmul_mfu_expected, check=_matmul_mfu_check),
     "matmul_intensity": HiddenTest(cases=_matmul_intensity_cases,
                                    expected=lambda cases: [_counted_intensity(*case) for case in cases["cases"]],

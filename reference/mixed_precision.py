@@ -256,7 +256,25 @@ def _bytes_check(cases, expected, results) -> None:
         what = f"mlp_activation_bytes{case['args']}" + (" against the bytes autograd saved" if case["measured"] else "")
         check_int(got, want, what, hint="per token autograd keeps the input of up, of GELU and of down, each as wide "
                                         "as that layer's input, in the dtype's bytes; a Python int "
-                                        "(lecture 9, section 6).")
+                                        "(lecture 9, section 6).", explain=_activation_slips(case["args"], want))
+
+
+def _activation_slips(args: tuple, want: int):
+    """What a wrong count of mlp_activation_bytes gives (utils.diagnosis): the three saved tensors as parts, what is
+    saved that does not count (the weights, the output), the bytes per element."""
+    from utils.diagnosis import Factor, Part, slips
+    batch, seq, dim, hidden, dtype = args
+    tokens, size = batch * seq, dtype.itemsize
+    parts = [Part("the input of up (batch, seq, dim)", tokens * dim * size),
+             Part("GELU's input (batch, seq, hidden)", tokens * hidden * size, "GELU's derivative needs its input"),
+             Part("down's input (batch, seq, hidden)", tokens * hidden * size),
+             Part("the weights of up and down", 2 * dim * hidden * size, "they are parameters, not activations",
+                  counts=False),
+             Part("down's output (batch, seq, dim)", tokens * dim * size, "nothing keeps the output for backward",
+                  counts=False)]
+    factors = [Factor(f"{size} bytes per element of {dtype}", size)] + ([Factor("4 bytes (fp32)", 4)] if size != 4 else [])
+    quantities = [Factor("dim", dim), Factor("hidden", hidden)]
+    return slips(want, parts, factors, 0, "count", quantities)
 
 
 # ---- task 5: autocast's output dtypes, measured with torch.autocast

@@ -1,13 +1,15 @@
 """Every typical wrong answer of tests/wrong_answers/ fails its visible test with a message that names its mistake
 (issue #34), so a student learns what is wrong before grading, and the grade's feedback says the same: a failing
-visible part stops the cell before its hidden part, so the grader reports that message. About 6 s.
+visible part stops the cell before its hidden part, so the grader reports that message. And the grade's feedback names
+at least 85% of the wrong answers written without reading the hints (tests/wrong_answers/blind), in every exercise
+(issue #61). About 30 s in all.
 
 `python -m tests.wrong_answers` also runs each hidden check on its own and prints the shares."""
 import pytest
 
 from autograder.course import assignments
 from tests.exercise_cells import cells
-from tests.wrong_answers import Wrong, corpus, feedback, graded, names_mistake, visible_feedback
+from tests.wrong_answers import Wrong, blind, corpus, feedback, graded, names_mistake, visible_feedback
 
 ASSIGNMENTS = assignments()
 
@@ -54,3 +56,25 @@ def test_naming_takes_a_check_and_the_mistake():
     assert not names_mistake("RuntimeError: storage offset out of bounds", wrong)                    # a raw error
     assert not names_mistake(None, wrong)                                                            # passes
     assert graded(None, "hidden: offset") == "hidden: offset" and graded("visible", "hidden") == "visible"
+
+
+BLIND_SHARE = 0.85   # issue #61: on wrong answers written without reading the hints, at least this share named
+
+
+def graded_feedback(assignment: str, wrong: Wrong) -> str | None:
+    """What grading reports for `wrong`: the visible test's message, or (when the visible part passes) the hidden
+    check's; the hidden check runs only then, which keeps this test cheap."""
+    visible = visible_feedback(assignment, wrong)
+    return visible if visible is not None else feedback(assignment, wrong)[1]
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_wrong_answers_written_without_the_hints_are_named(assignment):
+    """tests/wrong_answers/blind holds wrong answers written from the student edition alone, before their feedback was
+    seen (issue #61): the feedback a grade gives must name at least BLIND_SHARE of them, in every exercise. The
+    misses are listed, so that a drop says which mistakes stopped being named."""
+    entries = blind(assignment)
+    misses = [f"{wrong.task}: {wrong.mistake}" for wrong in entries
+              if not names_mistake(graded_feedback(assignment, wrong), wrong)]
+    named = 1 - len(misses) / len(entries)
+    assert named >= BLIND_SHARE, f"{assignment}: {named:.0%} named, under {BLIND_SHARE:.0%}; not named:\n" + "\n".join(misses)

@@ -91,6 +91,8 @@ def _inside_parts(expected: float, parts: Sequence[Part], quantities: Sequence[F
                 continue
             found.append(Slip(expected - part.size + part.size / factor.value,
                               f"with {factor.what} left out of {part.what}", part.why, part.what))
+            found.append(Slip(expected - part.size + part.size * factor.value,
+                              f"with {factor.what} applied twice in {part.what}", part.why, part.what))
             for other in quantities:
                 if other.value != factor.value and other.value:
                     found.append(Slip(expected - part.size + part.size * other.value / factor.value,

@@ -4,8 +4,9 @@ folder and optionally a .tar.gz.
     python -m autograder.student_edition --out student-edition [--tar]      (make student-edition)
 
 It holds `index.ipynb` (the start page), `notebooks/` (lectures), `release/` (the exercises as nbgrader generated
-them), `utils/`, `pyproject.toml` (installing `utils` only), `environment.yml`, `scripts/install_env.py` (the set-up), and a student Makefile, README and
-.gitignore from `autograder/student/`. It holds no `source/`, no `autograder/`, no tests and no benchmarks, and the
+them), `utils/`, `pyproject.toml` (installing `utils` only), `environment.yml`, `scripts/install_env.py` (the set-up), and a student Makefile, README,
+.gitignore, nbgrader_config.py and jupyter-config/ (JupyterLab without nbgrader's instructor tools) from
+`autograder/student/`. It holds no `source/`, no `autograder/`, no tests and no benchmarks, and the
 build fails if any file in it contains a solution or hidden-test marker.
 """
 from __future__ import annotations
@@ -20,7 +21,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 TEMPLATES = Path(__file__).resolve().parent / "student"
 COPIED = ["index.ipynb", "notebooks", "release", "utils", "environment.yml", "scripts/install_env.py"]
-FROM_TEMPLATES = {"Makefile": "Makefile", "README.md": "README.md", "gitignore": ".gitignore"}
+# jupyter-config/: the settings `make lab` starts JupyterLab with (JUPYTER_CONFIG_PATH), which leave out nbgrader's
+# instructor tools (Formgrader, Create Assignment, Courses); nbgrader_config.py: so that `nbgrader validate` finds one.
+FROM_TEMPLATES = {"Makefile": "Makefile", "README.md": "README.md", "gitignore": ".gitignore",
+                  "nbgrader_config.py": "nbgrader_config.py", "jupyter-config": "jupyter-config"}
 MARKER = ".student-edition"  # marks a folder this module built, so that rebuilding may replace it
 LEAK = re.compile(r"(BEGIN|END) (SOLUTION|HIDDEN TESTS|MARK SCHEME)")  # answers, hidden tests, rubrics
 IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", ".ipynb_checkpoints", ".DS_Store")
@@ -84,7 +88,10 @@ def build(out: Path, tar: bool = False) -> Path:
             shutil.copy2(source, out / name)
     (out / "pyproject.toml").write_text(student_pyproject((REPO / "pyproject.toml").read_text()))
     for template, name in FROM_TEMPLATES.items():
-        shutil.copy2(TEMPLATES / template, out / name)
+        if (TEMPLATES / template).is_dir():
+            shutil.copytree(TEMPLATES / template, out / name, ignore=IGNORED)
+        else:
+            shutil.copy2(TEMPLATES / template, out / name)
     (out / MARKER).write_text("Built by `python -m autograder.student_edition` (make student-edition).\n")
     problems = find_leaks(out)
     if problems:

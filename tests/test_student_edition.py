@@ -40,7 +40,7 @@ def test_layout(edition):
     out, archive = edition
     names = {p.name for p in out.iterdir()}
     assert {"index.ipynb", "notebooks", "release", "utils", "pyproject.toml", "environment.yml", "Makefile",
-            "README.md", ".gitignore"} <= names
+            "README.md", ".gitignore", "nbgrader_config.py", "jupyter-config"} <= names
     assert not names & {"source", "autograder", "tests", "bench", ".ci", ".git", "submitted", "graded"}
     assert sorted(p.name for p in (out / "release").iterdir()) == sorted(p.name for p in (REPO / "source").iterdir() if p.is_dir())
     assert not list(out.rglob("__pycache__"))
@@ -151,3 +151,53 @@ def test_progress_check_runs_from_the_edition(edition):
     strict = subprocess.run([sys.executable, "-m", "utils.progress_check", "--strict", "01_floats"], cwd=out,
                             env=student_env(out), capture_output=True, text=True, timeout=300)
     assert strict.returncode == 1
+
+
+# What `make lab`'s JupyterLab loads, asked of jupyter_server and jupyterlab_server themselves: the server extensions
+# after the config files and the extensions' own .d files are merged, and the lab plugins the page config disables.
+LAB_SETTINGS = """
+import json
+from jupyter_core.paths import jupyter_config_path
+from jupyter_server.serverapp import ServerApp
+from jupyterlab_server.config import get_page_config
+app = ServerApp()
+app.load_config_file()
+app.find_server_extensions()
+disabled = get_page_config([p + "/labconfig" for p in jupyter_config_path()], logger=None).get("disabledExtensions")
+print(json.dumps({"server": app.jpserver_extensions, "lab": sorted(disabled or [])}))
+"""
+INSTRUCTOR_TOOLS = {"server": ["nbgrader.server_extensions.formgrader", "nbgrader.server_extensions.course_list"],
+                    "lab": ["@jupyter/nbgrader:course-list", "@jupyter/nbgrader:create-assignment",
+                            "@jupyter/nbgrader:formgrader"]}
+
+
+def test_make_lab_leaves_out_nbgrader_instructor_tools_and_validate_finds_a_config(edition):
+    """Issue #61, the students' frictions: `make help` and the README name `make install`; `make lab` starts JupyterLab
+    without Formgrader, Create Assignment and Courses (the student's Validate and Assignments stay); `nbgrader
+    validate` run in the edition finds its nbgrader_config.py and does not warn."""
+    out, _ = edition
+    help_text = subprocess.run(["make", "help"], cwd=out, capture_output=True, text=True).stdout
+    assert "make install" in help_text and "make install" in (out / "README.md").read_text()
+    dry_run = subprocess.run(["make", "-n", "lab"], cwd=out, capture_output=True, text=True,
+                             env={k: v for k, v in os.environ.items() if k != "JUPYTER_CONFIG_PATH"}).stdout
+    config_path = re.search(r'JUPYTER_CONFIG_PATH="([^"]+)" \S+/jupyter lab ', dry_run).group(1)
+    assert config_path == str(out / "jupyter-config"), dry_run
+
+    def settings(env: dict) -> dict:
+        result = subprocess.run([sys.executable, "-c", LAB_SETTINGS], cwd=out, env=env, capture_output=True,
+                                text=True, timeout=120)
+        assert result.returncode == 0, result.stderr
+        return json.loads(result.stdout.splitlines()[-1])
+
+    plain = {k: v for k, v in os.environ.items() if k != "JUPYTER_CONFIG_PATH"}
+    without, lab = settings(plain), settings({**plain, "JUPYTER_CONFIG_PATH": config_path})
+    assert all(without["server"][name] for name in INSTRUCTOR_TOOLS["server"])   # installed and on by default
+    assert not any(lab["server"][name] for name in INSTRUCTOR_TOOLS["server"]), lab
+    assert lab["server"]["nbgrader.server_extensions.validate_assignment"] and lab["server"]["jupyterlab"]
+    assert lab["lab"] == INSTRUCTOR_TOOLS["lab"] and without["lab"] == []
+    validate = subprocess.run([sys.executable, "-m", "nbgrader", "validate", "none.ipynb"], cwd=out,
+                              capture_output=True, text=True, timeout=120)
+    assert "No nbgrader_config.py" not in validate.stdout + validate.stderr
+    assert "No nbgrader_config.py" in subprocess.run([sys.executable, "-m", "nbgrader", "validate", "none.ipynb"],
+                                                     cwd=out / "release", capture_output=True, text=True,
+                                                     timeout=120).stderr   # the check can see the warning

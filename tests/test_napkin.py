@@ -14,8 +14,10 @@ from utils.grading import task_errors
 from utils.napkin import (
     BITS_FOR_BYTES,
     GB_FOR_GIB,
+    MIB_FOR_GIB,
     check_napkin,
     check_napkin_answer,
+    napkin_feedback,
     off_by,
     within_factor,
     within_percent,
@@ -133,17 +135,67 @@ def test_the_hidden_check_passes_within_the_tolerance_and_never_says_the_answer(
         with pytest.raises(AssertionError) as caught:
             hidden.check(key, expected * ratio)
         message = str(caught.value)
-        assert "\nHint: about " in message and ("too large" if ratio > 1 else "too small") in message
+        assert "\nHint: " in message and ("too large" if ratio > 1 else "too small") in message
         for form in {f"{expected:.4g}", f"{expected:.3g}", repr(expected)}:
             assert form not in message.replace(repr(expected * ratio), ""), (form, message)
 
 
-def test_off_by_says_the_factor_then_the_orders_of_magnitude():
-    assert off_by(2.0) == "about 2x too large" and off_by(0.5) == "about 2x too small"
-    assert off_by(8.0) == "about 8x too large" and off_by(1.074) == "about 1.1x too large"
-    assert off_by(1000.0) == "about 3 orders of magnitude (1,000x) too large"
-    assert off_by(1 / 12.0) == "about 1 order of magnitude (10x) too small"
-    assert off_by(2e-6) == "about 6 orders of magnitude (1,000,000x) too small"
+def test_off_by_says_a_band_whose_edges_do_not_pass():
+    assert off_by(1.7) == "between 1.5x and 2x too large" and off_by(1 / 1.7) == "between 1.5x and 2x too small"
+    assert off_by(8.0) == "between 5x and 10x too large" and off_by(1.2) == "less than 1.5x too large"
+    assert off_by(1 / 12.0) == "between 10x and 15x too small" and off_by(64.0) == "between 50x and 100x too large"
+    assert off_by(3e-6) == "between 300,000x and 500,000x too small"
+    # an edge the tolerance would let the answer pass as moves out: 1,000x for 1,024x is 2.4% off
+    assert off_by(1024.0, within_percent(2)) == "between 1,000x and 1,500x too large"
+    assert off_by(1024.0, within_percent(5)) == "between 500x and 1,500x too large"
+    assert off_by(1.52, within_percent(2)) == "less than 2x too large" and off_by(1000.0) == "between 1,000x and 1,500x too large"
+    assert off_by(1000.0, within_percent(2)) == "between 500x and 1,500x too large"
+
+
+GRID = [10 ** (k / 200) for k in range(-1400, 1401)]  # answers from 10^-7 to 10^7 times the expected value
+FACTOR = re.compile(r"(\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)?)x")
+
+
+def factors_printed(hint: str) -> list[float]:
+    return [float(found.replace(",", "")) for found in FACTOR.findall(hint)]
+
+
+@pytest.mark.parametrize("percent", [2, 5])
+def test_no_number_the_feedback_prints_is_one_to_multiply_by_and_pass(percent):
+    """The policy of utils/napkin.py (docs/course.md, "What napkin feedback tells you"), over a grid of wrong answers:
+    without a slip named, no factor printed (a band's edges) makes the answer pass when multiplied or divided by; a
+    near miss prints no number but the tolerance; and never does a hint say "about" a rounded factor."""
+    tolerance = within_percent(percent)
+    for ratio in GRID:
+        if tolerance.allows(ratio):
+            continue
+        hint = napkin_feedback(ratio, "GiB", tolerance)
+        assert ("too large" if ratio > 1 else "too small") in hint, (ratio, hint)
+        if hint.startswith("a near miss"):
+            assert re.findall(r"\d+", hint) == [str(percent)], (ratio, hint)
+            continue
+        assert hint.startswith(("between", "less than")), (ratio, hint)
+        for factor in factors_printed(hint):
+            assert not tolerance.allows(ratio * factor) and not tolerance.allows(ratio / factor), (ratio, hint)
+
+
+@pytest.mark.parametrize("assignment, variable, unit, key, visible", QUESTIONS, ids=[q[1] for q in QUESTIONS])
+def test_each_question_prints_a_factor_as_it_is_only_beside_its_slip(assignment, variable, unit, key, visible):
+    """Over the grid of wrong answers, each question's hidden check either names a slip, printing the answer's own
+    factor to 3 significant digits (1,024x, never 1,000x), or follows the band policy above."""
+    test, expected = hidden.hidden_test(key), hidden.expected(key)
+    tolerance = test.tolerance
+    for ratio in GRID[::4]:
+        if tolerance.allows(ratio):
+            continue
+        with pytest.raises(AssertionError) as caught:
+            hidden.check(key, expected * ratio)
+        hint = str(caught.value).partition("\nHint: ")[2]
+        if hint.startswith(("between", "less than", "a near miss")):
+            for factor in factors_printed(hint):
+                assert not tolerance.allows(ratio * factor) and not tolerance.allows(ratio / factor), (ratio, hint)
+        else:
+            assert abs(factors_printed(hint)[0] / max(ratio, 1 / ratio) - 1) < 0.005, (ratio, hint)
 
 
 def test_tolerances():
@@ -152,16 +204,21 @@ def test_tolerances():
     assert str(within_percent(2)) == "within 2%" and str(within_factor(3)) == "within a factor of 3"
 
 
-def test_a_known_slip_is_named_and_an_unknown_one_gets_the_factor():
-    slips = {**BITS_FOR_BYTES, **GB_FOR_GIB}
+def test_a_known_slip_is_named_with_its_factor_as_it_is_and_an_unknown_one_gets_a_band():
+    slips = {**BITS_FOR_BYTES, **GB_FOR_GIB, **MIB_FOR_GIB}
     expected = 7e9 * 2 / 2**30
-    with pytest.raises(AssertionError, match=r"Hint: about 8x too large: bits where bytes were asked\?"):
+    with pytest.raises(AssertionError, match=r"Hint: 8x too large: bits where bytes were asked\?"):
         check_napkin(expected * 8, expected, "weights_gib", "GiB", within_percent(2), slips)
-    with pytest.raises(AssertionError, match=r"Hint: about 1.1x too large: GB \(10\^9 bytes\) where GiB"):
+    with pytest.raises(AssertionError, match=r"Hint: 1.07x too large: GB \(10\^9 bytes\) where GiB"):
         check_napkin(7e9 * 2 / 1e9, expected, "weights_gib", "GiB", within_percent(2), slips)
-    with pytest.raises(AssertionError, match=r"Hint: about 3 orders of magnitude \(1,000x\) too small: recheck"):
+    with pytest.raises(AssertionError, match=r"Hint: 1,024x too large: MiB where GiB"):
+        check_napkin(expected * 1024, expected, "weights_gib", "GiB", within_percent(2), slips)
+    with pytest.raises(AssertionError, match=r"Hint: between 500x and 1,500x too small: recheck"):
         check_napkin(expected / 1000, expected, "weights_gib", "GiB", within_percent(2), slips)
+    with pytest.raises(AssertionError, match=r"Hint: a near miss, a little too small \(graded within 2%\)"):
+        check_napkin(14e9 / 1.1e9, expected, "weights_gib", "GiB", within_percent(2), slips)  # U7: 2^30 as 1.1e9
     check_napkin(13, expected, "weights_gib", "GiB", within_percent(2), slips)   # an int, 0.3% off
+    check_napkin(14e9 / 1.07e9, expected, "weights_gib", "GiB", within_percent(2), slips)  # three digits: passes
 
 
 @pytest.mark.parametrize("value", [None, True, "13", 0, -2.5, math.inf, math.nan, 10**400, [13.0]])

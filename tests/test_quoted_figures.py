@@ -6,7 +6,7 @@ it stores (store, stores, stored) quotes that lecture from each `lecture N` it n
 stored outputs, as printed or rounded to the digits quoted (and in thousandths or thousands: 726.2 TFLOP/s is
 726186.0 GFLOP/s).
 
-docs/course.md quotes rates: each number before TFLOP/s, GFLOP/s, GB/s, TB/s or B/s (a range's ends included) must be
+docs/course.md quotes lectures as benchmarks.md does, and rates: each number before TFLOP/s, GFLOP/s, GB/s, TB/s or B/s (a range's ends included) must be
 a data-sheet figure of utils/hardware.py, or a rate that docs/benchmarks.md or a lecture's stored output gives (a
 number before one of those units there), matched as above.
 
@@ -166,6 +166,16 @@ def test_the_course_quotes_only_held_rates(everything_held):
     assert rate_problems(text, everything_held) == []
 
 
+def test_the_course_quotes_what_the_lectures_store():
+    """docs/course.md's quotes of a lecture's stored output hold too (the TA's U4: the cold first call, 2,750x)."""
+    text = (REPO / "docs" / "course.md").read_text()
+    assert 5 in {lecture for lecture, _ in lecture_quotes(text)}
+    assert quote_problems(text) == []
+    assert quote_problems(text.replace("2,750x", "27,500x")) == [
+        "lecture 5 stores no 27,500: 'stores 112 ms against 0.041 ms warm, 27,500x, for a 512x512 bf16 matmul on the H100): "
+        "always warm up before timing.'"]
+
+
 # The checks must be able to fail: the pages with one figure changed, and a stale quote of an earlier run.
 def test_a_changed_figure_in_a_quote_fails():
     text = (REPO / "docs" / "benchmarks.md").read_text()
@@ -199,3 +209,15 @@ def test_numbers_are_read_as_written():
     held = [Decimal("726186.0"), Decimal("50970.9"), Decimal("0.23")]
     assert holds(held, "726.2") and holds(held, "726") and holds(held, "51.0") and holds(held, "0.23")
     assert not holds(held, "726.3") and not holds(held, "51.25") and not holds(held, "0.3")
+
+
+def test_the_course_says_the_two_weeks_figure_is_a_peak():
+    """The TA's U3: 8 H100s' two weeks, computed from utils/hardware.py's dense bf16 peak, said at the peak and at
+    MFU 0.5 (lecture 5, section 8 insists on the difference; exercise 5 asks for the MFU 0.5 figure)."""
+    import torch
+
+    from utils.hardware import PEAK_FLOPS
+    peak = 8 * PEAK_FLOPS["H100 SXM"][torch.bfloat16] * 14 * 86400
+    text = " ".join((REPO / "docs" / "course.md").read_text().split())
+    assert f"8 H100s deliver {peak:.2e} FLOPs in two weeks at their peak (MFU 1), {peak / 2:.2e} at MFU 0.5" \
+        .replace("e+", "e") in text

@@ -13,10 +13,14 @@ Python int or float, to a named variable. Two checks, used by the question's tes
   1. the slips its factor matches (`slips`: each a factor and what it is; a unit, an input of the question left out,
      used twice or the wrong way round, a convention of the lecture), every one that matches, with the factor as it is
      ("1,024x too large: MiB where GiB were asked?");
-  2. a near miss (off by at most NEAR times the tolerance) said as one, pointing at rounding;
+  2. a near miss (off by at most NEAR times the tolerance) said as one, with its direction and no number but the
+     tolerance the question states, pointing at rounding;
   3. otherwise which way it is off and a band of the 1-1.5-2-3-5 grid it lies in ("between 1.5x and 2x too small"),
-     wider than any tolerance, so that multiplying by it cannot land inside.
-  The expected value itself is never written, nor a factor finer than a band unless a slip explains it.
+     wider than any tolerance, whose edges are never within the tolerance of the answer's factor (a band with such an
+     edge is widened to the next edge), so that no number printed is one to multiply by and pass.
+  The expected value itself is never written. A factor is printed as it is ("1,024x", never a rounded "1,000x") only
+  beside the slip it matches, which the student fixes anyway; tests/test_napkin.py checks all of this over a grid of
+  answers.
 """
 from __future__ import annotations
 
@@ -103,25 +107,36 @@ def factor_as_it_is(factor: float) -> str:
     return f"{factor:.3g}x"
 
 
-def band(factor: float) -> tuple[float, float]:
-    """The band of the 1-1.5-2-3-5 grid that a factor (at least 1) lies in: (1.5, 2) for 1.7, (1000, 1500) for 1024."""
-    power = 10 ** math.floor(math.log10(factor))
-    edges = [edge * power for edge in GRID] + [10 * power]
-    for low, high in zip(edges, edges[1:]):
-        if factor < high:
-            return low, high
-    return edges[-2], edges[-1]
+def _edges(factor: float) -> list[float]:
+    """The edges of the 1-1.5-2-3-5 grid from the decade below `factor`'s to the decade above it, in order."""
+    power = 10.0 ** (math.floor(math.log10(factor)) - 1)
+    return [edge * power * 10**decade for decade in range(3) for edge in GRID] + [1000 * power]
+
+
+def band(factor: float, tolerance: Tolerance | None = None) -> tuple[float, float]:
+    """The band of the 1-1.5-2-3-5 grid that a factor (at least 1) lies in: (1.5, 2) for 1.7, (1000, 1500) for 1200;
+    an edge that `tolerance` would let the factor pass as (1.5 for 1.52 at 2%) is moved to the next edge out, so that
+    multiplying by an edge never passes: (1, 2) for 1.52, (500, 1500) for 1024 at 5%."""
+    edges = [edge for edge in _edges(factor) if edge >= 1]
+    at = next(i for i, edge in enumerate(edges) if factor < edge)
+    low, high = at - 1, at
+    while low > 0 and tolerance is not None and tolerance.allows(factor / edges[low]):
+        low -= 1
+    while high < len(edges) - 1 and tolerance is not None and tolerance.allows(factor / edges[high]):
+        high += 1
+    return edges[low], edges[high]
 
 
 def _grid_number(x: float) -> str:
     return f"{x:,.0f}" if x >= 10 else f"{x:g}"
 
 
-def off_by(ratio: float) -> str:
+def off_by(ratio: float, tolerance: Tolerance | None = None) -> str:
     """Which way and how far an answer `ratio` times the expected value is, in a band that no tolerance fits in:
-    "between 1.5x and 2x too small", "between 1,000x and 1,500x too large", "less than 1.5x too large"."""
+    "between 1.5x and 2x too small", "between 1,000x and 1,500x too large", "less than 1.5x too large"; with the
+    question's `tolerance`, neither edge is a factor that would make the answer pass (`band`)."""
     way = "too large" if ratio > 1 else "too small"
-    low, high = band(max(ratio, 1 / ratio))
+    low, high = band(max(ratio, 1 / ratio), tolerance)
     if low == 1:
         return f"less than {_grid_number(high)}x {way}"
     return f"between {_grid_number(low)}x and {_grid_number(high)}x {way}"
@@ -150,9 +165,9 @@ def napkin_feedback(ratio: float, unit: str, tolerance: Tolerance, slips: Slips 
     if named:
         return f"{factor_as_it_is(max(ratio, 1 / ratio))} {way}: " + " Or ".join(named)
     if is_near_miss(ratio, tolerance):
-        return (f"a near miss: less than {NEAR * tolerance.relative:.0%} {way}, and graded {tolerance}: a rounding "
-                "that went too far? Keep three significant digits as you go.")
-    return f"{off_by(ratio)}: recheck each factor of your product, and the unit ({unit})."
+        return (f"a near miss, a little {way} (graded {tolerance}): a rounding that went too far? Keep three "
+                "significant digits as you go.")
+    return f"{off_by(ratio, tolerance)}: recheck each factor of your product, and the unit ({unit})."
 
 
 def check_napkin(value: object, expected: float, what: str, unit: str, tolerance: Tolerance,

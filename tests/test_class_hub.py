@@ -537,7 +537,7 @@ def in_her_server(hub: ClassHub, user: str, command: list[str]) -> subprocess.Co
 def test_nobody_gets_in_where_they_do_not_belong(running):
     hub, server = running
     # her own processes, and only those, in ps and top (her server's /proc is her PID namespace's, issue #58)
-    listed = in_her_server(hub, RIGHT, ["ps", "-eo", "pid,user,args"])
+    listed = in_her_server(hub, RIGHT, ["ps", "-eww", "-o", "pid,user,args"])
     assert listed.returncode == 0, listed.stderr
     assert "jupyterhub-singleuser" in listed.stdout and "configurable-http-proxy" not in listed.stdout and \
         HALF not in listed.stdout, listed.stdout
@@ -1118,7 +1118,7 @@ def test_the_culler_keeps_a_busy_kernel_and_caps_a_servers_life(running):
     """Issue #58: with the idle timeout of 20 s, a server whose kernel computes silently (busy, no tab, no output) is
     not stopped as idle; a server whose student reports activity herself, with her server's own token, stops all the
     same once it is MAX_AGE old (the culler's --max-age)."""
-    hub, server = running
+    hub = ClassHub.load(PREFIX)   # as the dropped student's test set it up again: idle timeout 20 s, MAX_AGE
     assert hub.idle_timeout == 20 and hub.max_age == MAX_AGE, "the dropped student's test set them"
     busy, chatty, idle = "hubt-008", "hubt-009", "hubt-010"
     for user in (busy, chatty, idle):

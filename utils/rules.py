@@ -68,9 +68,14 @@ class Verdict:
 
 # ---- reading code ------------------------------------------------------------------------------------------------
 class Cells(list):
-    """The cells that parse as Python, each (ast.Module, the text it was parsed from), and how many did not
-    (`unreadable`)."""
+    """The cells that parse as Python, each (ast.Module, the text it was parsed from), how many did not
+    (`unreadable`), and for each the number of the cell it came from (`origins`: a %timeit's code is a cell of its
+    own, after the cell it is in)."""
     unreadable: int = 0
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.origins: list[int] = []
 
 
 def parse(cells: Iterable[str]) -> Cells:
@@ -84,16 +89,18 @@ def parse(cells: Iterable[str]) -> Cells:
         def transform(text: str) -> str:
             return text
     modules = Cells()
-    for text in cells:
+    for index, text in enumerate(cells):
         try:
             code = transform(text)
             modules.append((ast.parse(code), code))
+            modules.origins.append(index)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             modules.unreadable += 1
             continue
         for inner in _magic_code(modules[-1][0]):
             try:
                 modules.append((ast.parse(inner), inner))
+                modules.origins.append(index)
             except (SyntaxError, ValueError, RecursionError, MemoryError):
                 modules.unreadable += 1
     return modules
@@ -132,14 +139,14 @@ class Code:
         unreadable = getattr(modules, "unreadable", 0) + getattr(context, "unreadable", 0)
         if unreadable:
             self.unfollowed.insert(0, f"{unreadable} cell(s) the grader cannot read")
-        self.cells = len(self.program.cell_starts)
+        self.origins: list[int] = list(getattr(modules, "origins", range(len(modules))))
 
     def position(self, cells_before: int | None) -> float:
         """Where a test runs: after `cells_before` of the student's cells (None: after all of them)."""
         starts = self.program.cell_starts
-        if cells_before is None or cells_before >= len(starts):
-            return len(self.program.statements) + 0.5
-        return starts[cells_before] - 0.5
+        following = [start for start, origin in zip(starts, self.origins) if cells_before is not None
+                     and origin >= cells_before]
+        return following[0] - 0.5 if following else len(self.program.statements) + 0.5
 
     def holds(self, name: str, cells_before: int | None = None) -> set:
         """What the top-level `name` may hold when a test runs after `cells_before` cells."""

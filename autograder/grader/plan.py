@@ -31,7 +31,8 @@ SUSPICIOUS = {
     "tracing": r"settrace|setprofile|addaudithook", "sys.modules": r"sys\s*\.\s*modules", "builtins": r"\bbuiltins\b|__builtins__",
     "os.write": r"\bos\s*\.\s*(write|dup2?|fdopen|kill|killpg)\b", "ipython hooks": r"get_ipython\s*\(\s*\)\s*\.\s*(events|set_custom_exc|run_cell)",
     "signals": r"\bsignal\s*\.\s*(signal|alarm|setitimer)", "subprocess": r"\bsubprocess\b|os\s*\.\s*(system|popen|exec)",
-    "the instructor's references": r"\b(from|import)\s+reference\b|\breference\s*\.\s*\w+\s*\.|[/\\]reference[/\\]",
+    # an import or a path: a variable of the student's named `reference` is not the instructor's package (issue #59)
+    "the instructor's references": r"\b(from|import)\s+reference\b|[/\\]reference[/\\]",
     "imports by a computed name": r"\bimport_module\b|__import__|\bfind_spec\b|\bmeta_path\b|\bspec_from_file_location\b",
     "the grader's channel": r"\bCHANNEL\b|\bhidden_cases\b|\bhand_in\b|utils\s*\.\s*handin",
 }

@@ -15,16 +15,40 @@ from autograder.outcome import CellKind, Failure
 
 
 def verdicts(assignment: str, plan: Plan) -> dict:
-    """{test grade_id: (rule, verdict)} for every test cell of `plan` that has a rule."""
-    from utils.rules import RULES, Code, judge, parse, tasks_of  # imported by the grader before its workers fork
+    """{test grade_id: (rule, verdict)} for every test cell of `plan` that has a rule. Each task is judged as its
+    name stands when its test cell runs (after the student's cells above it), and charged for its own code only,
+    once: another rule-bound task, as it stood at its own test, is a stand-in."""
+    from utils.rules import RULES, Code, judge, parse  # imported by the grader before its workers fork
     tests = [c for c in plan.cells if c.kind is CellKind.TEST and (assignment, c.grade_id) in RULES]
     if not tests:
         return {}
-    code = Code(parse(c.code for c in plan.cells if c.kind in (CellKind.ANSWER, CellKind.ADDED)),
-                context=parse(c.code for c in plan.cells if c.kind is CellKind.SETUP))
-    others = tasks_of(assignment)   # each task is charged for its own code only, once
-    return {c.grade_id: (RULES[(assignment, c.grade_id)], judge(RULES[(assignment, c.grade_id)], code, others))
+    student = [c for c in plan.cells if c.kind in (CellKind.ANSWER, CellKind.ADDED)]
+    code = Code(parse(c.code for c in student), context=parse(c.code for c in plan.cells if c.kind is CellKind.SETUP),
+                entries=_called_by_tests(plan))
+    before: dict[str, int] = {}
+    count = 0
+    for cell in plan.cells:
+        if cell.kind in (CellKind.ANSWER, CellKind.ADDED):
+            count += 1
+        elif cell.kind is CellKind.TEST:
+            before[cell.grade_id] = count
+    stand_ins = {RULES[(assignment, c.grade_id)].task: before[c.grade_id] for c in tests}
+    return {c.grade_id: (RULES[(assignment, c.grade_id)],
+                         judge(RULES[(assignment, c.grade_id)], code, stand_ins, at=before[c.grade_id]))
             for c in tests}
+
+
+def _called_by_tests(plan: Plan) -> set[str]:
+    """The names the instructor's test cells read: what the tests may call, with anything."""
+    import ast
+    names = set()
+    for cell in plan.cells:
+        if cell.kind is CellKind.TEST:
+            try:
+                names |= {n.id for n in ast.walk(ast.parse(cell.code)) if isinstance(n, ast.Name)}
+            except (SyntaxError, ValueError, RecursionError):
+                continue
+    return names
 
 
 JUDGE_SECONDS = 60.0       # wall-clock seconds for one notebook's judgement

@@ -14,8 +14,13 @@ from __future__ import annotations
 
 import enum
 import json
+import re
 from dataclasses import asdict, dataclass, field, fields
 from typing import ClassVar
+
+# The hidden tests of a test cell, markers included: the grader shows the cell without them, the notebook process
+# keeps no readable copy of them (autograder/sandboxed/executor.py), and no student output may hold them.
+HIDDEN_TESTS = re.compile(r"^[ \t]*### BEGIN HIDDEN TESTS[\s\S]*?^[ \t]*### END HIDDEN TESTS[ \t]*$\n?", re.MULTILINE)
 
 
 class ProtocolError(ValueError):

@@ -724,13 +724,33 @@ def channel_forger(assignment: str) -> dict[str, nbformat.NotebookNode]:
 
 def linecache_reader(assignment: str) -> dict[str, nbformat.NotebookNode]:
     """Every task solved, and a last cell of its own that prints every cell's source IPython keeps in linecache
-    (where the hidden tests' code was, issue #48)."""
-    notebooks = solved(assignment)
+    (where the hidden tests' code was, issue #48); the first task's function prints every line of the stack it is
+    called from while its tests run (issue #59, `stack_reader`)."""
+    notebooks = stack_reader(assignment)
     for nb in notebooks.values():
         nb.cells.append(nbformat.v4.new_code_cell(
             "import linecache\nprint('\\n'.join(''.join(entry[2]) for name, entry in list(linecache.cache.items())\n"
             "                if len(entry) > 2 and not name.endswith('.py')))"))   # the cells', not the libraries'
     return notebooks
+
+
+STACK_READER = '''
+import traceback as _traceback
+_read_stack_of = {name}
+def {name}(*args, **kwargs):   # the task, wrapped: prints every line of the stack it is called from, then answers
+    for _frame in _traceback.extract_stack():
+        print("stack:", _frame.filename, _frame.lineno, _frame.line)
+    return _read_stack_of(*args, **kwargs)
+'''
+
+
+def stack_reader(assignment: str) -> dict[str, nbformat.NotebookNode]:
+    """Every task solved, the first task's function wrapped in one that prints every line of the stack it is called
+    from (issue #59: while a hidden test runs, linecache held the test cell's code, hidden tests included)."""
+    def pick(i: int, grade_id: str, solution: str) -> str:
+        name = re.search(r"^def (\w+)\(", solution, re.MULTILINE)
+        return solution + STACK_READER.format(name=name.group(1)) if i == 0 and name else solution
+    return _fill(assignment, pick)
 
 
 # Answers that are right but cost too much, or that try to hide their cost from the grader's measurement (issue #52):

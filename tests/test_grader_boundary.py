@@ -111,6 +111,21 @@ def test_no_hidden_test_code_reaches_the_feedback(graded):
     assert total(graded, "linecache", FIRST) == total(graded, "classmate-ada", FIRST)
 
 
+def test_no_hidden_test_line_reaches_the_feedback_while_the_cell_runs(graded):
+    """Issue #59: the first task's function, wrapped so that it prints every line of the stack it is called from
+    (traceback.extract_stack(), which reads linecache), prints the visible tests' lines and none of the hidden ones,
+    in its visible and in its hidden calls; it keeps every point."""
+    source = json.loads((REPO / "source" / FIRST / f"{FIRST}.ipynb").read_text())
+    tests = ["".join(c["source"]) for c in source["cells"] if "### BEGIN HIDDEN TESTS" in "".join(c["source"])]
+    parts = [text.split("### BEGIN HIDDEN TESTS") for text in tests]
+    visible = [line.strip() for before, _ in parts for line in before.splitlines() if len(line.strip()) > 25]
+    hidden = [line.strip() for _, after in parts for line in after.split("### END HIDDEN TESTS")[0].splitlines()
+              if len(line.strip()) > 25]
+    output = "".join(c["output"] for c in cells(graded, "linecache", FIRST))
+    assert any(line in output for line in visible), output[:2000]      # it did read the test cell's lines
+    assert output.count("stack:") > 10 and [line for line in hidden if line in output] == []
+
+
 def test_a_crafted_hand_in_is_the_students_failure(graded):
     """Every task whose function hands in crafted JSON fails as the student's ("could not be read"); the napkin
     questions hand in a plain number the liar's functions never touch, and keep their point."""

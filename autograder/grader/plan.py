@@ -18,9 +18,10 @@ from typing import Any
 
 from autograder.grader.find import MAX_NOTEBOOK_BYTES, Missing, Unreadable, read_capped
 from autograder.outcome import CellKind, Failure
+from autograder.protocol import HIDDEN_TESTS
 from autograder.source import Role, SourceNotebook
 
-HIDDEN = re.compile(r"^[ \t]*### BEGIN HIDDEN TESTS[\s\S]*?^[ \t]*### END HIDDEN TESTS[ \t]*$\n?", re.MULTILINE)
+HIDDEN = HIDDEN_TESTS
 HIDDEN_PLACEHOLDER = "# (hidden tests ran here)"  # what feedback shows where the hidden tests were
 # A hidden test names its key literally: hidden_cases("models_optimizers.largest_model") (utils/handin.py).
 HIDDEN_KEY = re.compile(r"""\b(?:hidden_cases|hand_in)\(\s*["']([a-z][a-z0-9_]*\.[A-Za-z_]\w*)["']""")

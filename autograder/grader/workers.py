@@ -144,7 +144,8 @@ def grade_submission(job: Job, setting: Setting, slot: int) -> SubmissionOutcome
             results, own_faults = check_hidden(plan, results, setting.checker)
             faults += own_faults
             results = [rules.apply(cell, result, judged) for cell, result in zip(plan.cells, results)]
-            results = [feedback.for_students(cell, result, setting.limits.feedback)
+            hidden = feedback.hidden_code(plan.cells)
+            results = [feedback.without_hidden_code(feedback.for_students(cell, result, setting.limits.feedback), hidden)
                        for cell, result in zip(plan.cells, results)]
         else:
             results = [failed("not run", Failure.NOT_RUN) for _ in plan.cells]

@@ -90,6 +90,7 @@ class CellRun:
     seconds: float | None = None
     error_full: str | None = None
     costs: tuple[dict[str, Any], ...] | None = None
+    ran: tuple[str, ...] = ()
 
     def failing(self, error: str, failure: Failure, line: int | None = None) -> CellRun:
         """This run, failed with `error` (shown at `line`) for `failure`; what it printed is kept."""

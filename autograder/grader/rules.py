@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import resource
+from typing import Any
 
 from autograder.forked import ChildFailed, call_in_child
 from autograder.grader.plan import Cell, CellRun, Plan
@@ -94,8 +95,39 @@ def apply(cell: Cell, result: CellRun, judged: dict) -> CellRun:
     return result.failing(f"AssertionError: {verdict.message(rule)}", Failure.RULE)
 
 
-def flags(judged: dict) -> list[str]:
+def flags(judged: dict, cells: list[Cell] | None = None, results: list[CellRun] | None = None) -> list[str]:
     """One flag per task whose rule the code cannot decide (names built at run time, a cell the grader cannot read,
-    code built outside a function...): a person checks its rule."""
-    return [f"the grader cannot judge {rule.task}'s rule from its code ({', '.join(verdict.dynamic[:3])})"
-            for rule, verdict in judged.values() if verdict.dynamic and not verdict.broken]
+    code built outside a function...), and per task whose watch saw it run what its rule forbids though the judge
+    did not charge it, or saw the watch tampered with (issue #59): a person checks its rule."""
+    found = [f"the grader cannot judge {rule.task}'s rule from its code ({', '.join(verdict.dynamic[:3])})"
+             for rule, verdict in judged.values() if verdict.dynamic and not verdict.broken]
+    for cell, result in zip(cells or [], results or []):
+        if cell.grade_id not in judged or not result.ran:
+            continue
+        rule, verdict = judged[cell.grade_id]
+        tampering = [r.removeprefix("tampering: ") for r in result.ran if r.startswith("tampering: ")]
+        seen = [r for r in result.ran if not r.startswith("tampering: ")]
+        if seen and not verdict.broken:
+            found.append(f"{rule.task} was seen running what its rule forbids, which its code as the grader reads it "
+                         f"does not show ({'; '.join(seen[:3])})")
+        if tampering:
+            found.append(f"{rule.task}'s tests ran with the grader's watch tampered with ({'; '.join(tampering[:3])})")
+    return found
+
+
+def watch_lines(rule: Any, stand_ins: set[str] | frozenset[str] = frozenset()) -> list[str]:
+    """What the notebook process's watch looks for while a task's tests call it (autograder/sandboxed/watch.py);
+    `stand_ins`: the other rule-bound tasks, judged on their own (the tests may call a correct one in their place)."""
+    lines = [f"task:{rule.task}", *(f"name:{n}" for n in rule.names), *(f"method:{m}" for m in rule.methods),
+             *(f"private_of:{p}" for p in rule.private_of), *(f"needs:{n}" for n in rule.needs),
+             *(f"stand_in:{t}" for t in sorted(stand_ins - {rule.task}))]
+    if any(n == "torch.autograd" or n.startswith("torch.autograd.") for n in rule.names):
+        lines.append("engine")
+    return lines
+
+
+def watches(assignment: str, plan: Plan) -> dict[str, list[str]]:
+    """{test grade_id: its watch} for the rule-bound test cells of `plan`."""
+    from utils.rules import RULES, tasks_of
+    return {c.grade_id: watch_lines(RULES[(assignment, c.grade_id)], tasks_of(assignment)) for c in plan.cells
+            if c.kind is CellKind.TEST and (assignment, c.grade_id) in RULES}

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from autograder.protocol import HIDDEN_TESTS, CellKind, CellRequest, CellResult, Files, Message, Ready
+from autograder.sandboxed import watch
 
 if TYPE_CHECKING:  # imported when the shell is made (make_shell), after the walls
     from IPython.core.interactiveshell import InteractiveShell
@@ -215,6 +216,7 @@ def serve(requests: io.TextIOBase, replies: io.TextIOBase, output_chars: int, wa
           shell: InteractiveShell) -> None:
     """Say Ready (everything after it is the student's), then answer requests until the grader closes the channel."""
     from utils.handin import CHANNEL
+    watch.install()  # before any of the student's code: an audit hook cannot be removed
     CHANNEL.begin({})  # from here on, hidden_cases() and hand_in() talk to the grader, never to `reference`
     guard = None
     names = CellNames(shell)
@@ -241,13 +243,17 @@ def serve(requests: io.TextIOBase, replies: io.TextIOBase, output_chars: int, wa
         CHANNEL.begin(request.cases if request.kind is CellKind.TEST else {})
         sys.stdout = sys.stderr = out  # stderr joins stdout: warnings are shown, never scored
         names.begin(request.kind)
+        watched = watch.Watch(request.watch, names.student) if request.kind is CellKind.TEST and request.watch else None
         try:
+            if watched is not None:
+                watched.arm(shell.user_ns)
             result = shell.run_cell(request.code, store_history=False, silent=False)
             error = result.error_before_exec or result.error_in_exec
         except BaseException as raised:  # anything a cell throws is its own failure
             error = raised
         finally:
             sys.stdout, sys.stderr = real_stdout, real_stderr
+            ran = watched.disarm() if watched is not None else []
         handed = CHANNEL.end()
         builtins_ok = isinstance(builtins.__dict__.get("print"), type(len))
         if request.kind is CellKind.SETUP and error is None and guard is None:
@@ -259,7 +265,7 @@ def serve(requests: io.TextIOBase, replies: io.TextIOBase, output_chars: int, wa
             error=_error_text(error) if error is not None else "", restored=restored, tampered=tampered,
             line=_line_in_cell(error, names.running) if error is not None and error.__traceback__ else None,
             handed={k: v for k, v in handed.items() if type(k) is str and type(v) is str},
-            syntax=isinstance(error, SyntaxError))
+            syntax=isinstance(error, SyntaxError), ran=ran)
         if request.kind is CellKind.TEST:
             names.forget()
         if os.getpid() != serving_pid:  # a process the cell forked got here: only the original answers

@@ -83,6 +83,9 @@ CONTAINERS = {f"builtins.{n}" for n in "list tuple set frozenset iter reversed s
     "itertools.groupby", "itertools.compress", "itertools.dropwhile", "itertools.takewhile", "itertools.pairwise",
     "itertools.filterfalse", "functools.reduce", "heapq.nlargest", "heapq.nsmallest", "operator.getitem",
     "builtins.dict.fromkeys", "types.MappingProxyType"}
+TUPLES_OF = {"builtins.zip", "builtins.enumerate", "itertools.product", "itertools.zip_longest", "itertools.pairwise",
+             "itertools.combinations", "itertools.permutations", "itertools.groupby",
+             "itertools.combinations_with_replacement"}
 CALLS_ITS_FUNCTIONS = {"builtins.map", "builtins.filter", "builtins.sorted", "builtins.min", "builtins.max",
                        "functools.reduce", "itertools.accumulate", "itertools.starmap", "itertools.groupby",
                        "itertools.dropwhile", "itertools.takewhile", "itertools.filterfalse"}
@@ -94,6 +97,9 @@ IDENTITY_DECORATORS = {"functools.wraps", "functools.lru_cache", "functools.cach
                        "contextlib.contextmanager", "torch.no_grad", "torch.enable_grad", "torch.inference_mode",
                        "torch.set_grad_enabled", "torch.autograd.grad_mode.no_grad", "jaxtyping.jaxtyped",
                        "beartype.beartype", "typeguard.typechecked"}
+DECORATOR_FACTORIES = {"functools.wraps", "torch.no_grad", "torch.enable_grad", "torch.inference_mode",
+                       "torch.set_grad_enabled", "torch.autograd.grad_mode.no_grad", "jaxtyping.jaxtyped"}
+CALLS_AND_FORGETS = {"timeit.timeit", "timeit.repeat"}
 PROPERTY_DECORATORS = {"property", "cached_property", "setter", "getter", "deleter"}
 BUILTIN_NAMES = set(dir(builtins))
 
@@ -298,21 +304,28 @@ class Program:
 
     def _certain(self, pos: int) -> bool:
         """Whether top-level statement `pos` surely runs when its cell does and surely binds: the set-up's
-        statements, or a student's def/class whose header cannot raise, after only such statements in its cell."""
+        statements, or a student's def, class, import or plain assignment whose parts cannot raise, after only such
+        statements in its cell (a cell stops at its first error: what follows it never binds)."""
         statement, _, from_context, cell = self.statements[pos]
         if from_context:
             return True
         start = self.cell_starts[cell - 1] if cell else 0
-        return all(self._inert_statement(s) for s, *_ in self.statements[start:pos + 1]) and \
-            isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+        bound: set[str] = set()
+        for earlier, *_ in self.statements[start:pos + 1]:
+            if not self._inert_statement(earlier, bound):
+                return False
+            bound |= _bound_names(earlier)
+        return isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.Assign))
 
-    def _inert_statement(self, statement: ast.stmt) -> bool:
+    def _inert_statement(self, statement: ast.stmt, bound: set[str]) -> bool:
         if isinstance(statement, ast.Pass) or (isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant)):
             return True
         if isinstance(statement, ast.Import):
             return all(alias.name.split(".")[0] in ("torch", "numpy", "math", "einops", "functools", "itertools",
                                                       "collections", "typing", "dataclasses") and "." not in alias.name
                        for alias in statement.names)
+        if isinstance(statement, ast.Assign):
+            return all(isinstance(t, ast.Name) for t in statement.targets) and self._inert(statement.value, bound)
         if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
             args = statement.args
             header = [*args.defaults, *[d for d in args.kw_defaults if d is not None], *statement.decorator_list,
@@ -320,30 +333,40 @@ class Program:
                                                *[x for x in (args.vararg, args.kwarg) if x]] if a.annotation]]
             if statement.returns is not None:
                 header.append(statement.returns)
-            return all(self._inert(e) for e in header)
+            return all(self._inert(e, bound) for e in header)
         if isinstance(statement, ast.ClassDef):
-            return not statement.decorator_list and not statement.keywords and all(self._inert(b) for b in statement.bases) \
-                and all(isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Pass)) and self._inert_statement(s)
-                        or isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant) for s in statement.body)
+            return not statement.decorator_list and not statement.keywords and \
+                all(self._inert(b, bound) for b in statement.bases) and \
+                all(isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Pass)) and self._inert_statement(s, bound)
+                    or isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant) for s in statement.body)
         return False
 
-    def _inert(self, node: ast.AST) -> bool:
-        """An expression that cannot raise here: constants, the set-up's names and attributes the student never
-        stores, builtin generics (`list[int]`)."""
-        if isinstance(node, ast.Constant):
+    def _inert(self, node: ast.AST | None, bound: set[str]) -> bool:
+        """An expression that cannot raise here: constants, names bound surely before it in its cell, the set-up's
+        names and attributes the student never stores, builtin generics (`list[int]`), literals of such."""
+        if node is None or isinstance(node, ast.Constant):
             return True
         if isinstance(node, ast.Name):
-            return node.id in ("int", "float", "str", "bool", "bytes", "list", "tuple", "dict", "set", "frozenset",
-                               "type", "object", "complex") and not self._student_binds(node.id) or \
-                self._context_binds(node.id) and not self._student_binds(node.id)
-        if isinstance(node, ast.Attribute):
-            return node.attr not in self.student_stores and "?" not in self.student_stores and self._inert(node.value)
+            return node.id in bound or node.id in ("int", "float", "str", "bool", "bytes", "list", "tuple", "dict",
+                                                   "set", "frozenset", "type", "object", "complex") and \
+                not self._student_binds(node.id) or self._context_binds(node.id) and not self._student_binds(node.id)
+        if isinstance(node, ast.Attribute):         # torch.Tensor: the set-up's module, an attribute nobody stores
+            base, attributes = node, []
+            while isinstance(base, ast.Attribute):
+                attributes.append(base.attr)
+                base = base.value
+            return isinstance(base, ast.Name) and base.id not in bound and self._context_binds(base.id) and \
+                not self._student_binds(base.id) and "?" not in self.student_stores and \
+                not set(attributes) & self.student_stores
         if isinstance(node, ast.Subscript):
             return isinstance(node.value, ast.Name) and node.value.id in ("list", "tuple", "dict", "set", "type",
                                                                           "frozenset") \
-                and self._inert(node.value) and self._inert(node.slice)
-        if isinstance(node, ast.Tuple):
-            return all(self._inert(e) for e in node.elts)
+                and self._inert(node.value, bound) and self._inert(node.slice, bound)
+        if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+            return all(self._inert(e, bound) for e in node.elts)
+        if isinstance(node, ast.Dict):
+            return all(k is not None and self._inert(k, bound) for k in node.keys) and \
+                all(self._inert(v, bound) for v in node.values)
         return False
 
     def _student_binds(self, name: str) -> bool:
@@ -492,7 +515,7 @@ class Flow:
     sharing the notebook's fields and top-level names, and records what the task's own code reaches."""
 
     def __init__(self, program: Program, base: "Flow | None" = None, interesting: tuple[str, ...] = (),
-                 observer=None):
+                 observer=None, method_names: Iterable[str] = ()):
         self.p = program
         self.base = base
         self.own: dict[tuple, set] = {}
@@ -504,6 +527,7 @@ class Flow:
         self.reached: dict[int, str] = {}       # fid -> level, in a task's flow
         self.classes_alive: dict[int, str] = {}
         self.interesting = interesting
+        self.method_names = set(method_names) | {"__matmul__", "__rmatmul__"} if base is None else base.method_names
         self.defs: dict[str, list[Def]] = base.defs if base else {}
         self.stand_ins: set[Value] = set()
         self.entry_points: set[Value] = set()
@@ -545,6 +569,8 @@ class Flow:
             found.add(value)
         if len(found) != before:
             self.changed = True
+            if key[0] == "h" and key[1] in self.store.get(("E",), ()):   # what an escaped object holds escapes too
+                self.escape(set(values), None)
 
     def _flag(self, why: str) -> None:
         target = self.base.flags if self.base is not None else self.flags
@@ -940,7 +966,9 @@ class Flow:
         if key not in self._def_keys:
             self._def_keys.add(key)
             statement = self.p.statements[env.pos][0] if 0 <= env.pos < len(self.p.statements) else None
-            certain = not anytime and statement is node and self.p.certain.get(env.pos, False)
+            direct = statement is node or isinstance(statement, ast.Assign) and any(t is node for t in statement.targets) \
+                or isinstance(statement, ast.Import)
+            certain = not anytime and direct and self.p.certain.get(env.pos, False)
             found.append(Def(key, env.pos, certain, anytime))
             found.sort(key=lambda d: d.pos)
             self.changed = True
@@ -986,7 +1014,7 @@ class Flow:
         found = self._kept_names.get(name)
         if found is None:
             found = self._interesting(name) or name in MODELED_PREFIXES or under(name, ("builtins",)) is not None \
-                and name.count(".") <= 2
+                and name.count(".") <= 2 or name.rsplit(".", 1)[-1] in self.method_names
             self._kept_names[name] = found
         return found
 
@@ -1104,7 +1132,7 @@ class Flow:
         """What code outside the notebook may hand back: data, and (QSTAR) anything the notebook gave it to keep."""
         return {OPAQUE, QSTAR} if self.store.get(("E",)) else set(OPAQUE_ONLY)
 
-    def escape(self, values: set, env: Env) -> None:
+    def escape(self, values: set, env: Env | None) -> None:
         """`values` handed to code outside the notebook, which may keep them, give them back or call them. What a
         container or object of the student's holds goes with it (the pool ("E",) is flat: callables and names)."""
         todo = list(values)
@@ -1117,12 +1145,12 @@ class Flow:
                 continue
             seen.add(value)
             kind = value[0]
-            if kind in ("o", "s", "d") or value == QSTAR:
+            if kind in ("o", "s") or value == QSTAR:
                 continue
             if kind == "q":
                 todo.append(value[1])
                 continue
-            if kind == "e" and not self._interesting(value[1]):
+            if kind == "e" and not (self._interesting(value[1]) or value[1].rsplit(".", 1)[-1] in self.method_names):
                 continue
             if value in pool:
                 continue
@@ -1138,9 +1166,9 @@ class Flow:
             return
         self.add(("E",), kept)
         for value in kept:
-            if self.base is not None:
+            if self.base is not None and env is not None:
                 self.reach_value(value, env, called=True)
-            else:
+            elif self.base is None:
                 self._enter_value(value)
 
     def _interesting(self, name: str) -> bool:
@@ -1493,7 +1521,8 @@ class Flow:
                 for value in self.store.get(("E",), ()):
                     self.reach_value(value, escaped, called=True)
                 if self.recording and self.observer is not None:
-                    self.observer("value", node, {("q", v) for v in self.store.get(("E",), ()) if v[0] == "e"}, env)
+                    self.observer("value", node, {("q", v) for v in self.store.get(("E",), ()) if v[0] in ("e", "d")},
+                                  env)
             return self.from_outside(env)
         if kind == "q":
             escaped = replace_level(env, "escape")
@@ -1546,7 +1575,13 @@ class Flow:
             found = self.get(("h", box, "*"))
             if name in ("get", "pop", "setdefault"):
                 found |= everything
-            if name in ("values", "items", "keys", "copy", "_asdict", "__iter__", "fromkeys"):
+            if name == "items":                        # (key, value) tuples of what it holds
+                pair = ("x", ("items", box))
+                self.add(("h", pair, "*"), found)
+                listed = ("x", ("items-of", box))
+                self.add(("h", listed, "*"), found | {pair})
+                return {listed}
+            if name in ("values", "keys", "copy", "_asdict", "__iter__", "fromkeys"):
                 return {box}
             return found
         return set(OPAQUE_ONLY)
@@ -1627,6 +1662,11 @@ class Flow:
             return {("d", "a class built at run time")}
         if name in PURE:
             return set(OPAQUE_ONLY)
+        if name in CALLS_AND_FORGETS:                 # timeit.timeit(lambda: ...): calls it, keeps nothing
+            functions = {v for values, _ in args for v in values if v[0] in ("f", "b", "x", "c", "i", "q")} | \
+                {v for key, values in kwargs if key in ("stmt", "setup") for v in values if v[0] != "s"}
+            self.call(functions, [], [], env, node)
+            return set(OPAQUE_ONLY)
         if name in ("functools.partial", "functools.partialmethod", "types.MethodType"):
             box = ("x", ("partial", id(node), env.scope.key))
             if args:
@@ -1656,9 +1696,9 @@ class Flow:
             self.add(("ntf", site), fields)
             return {site}
         if name in IDENTITY_DECORATORS or under(name, ("torch.no_grad", "torch.enable_grad", "torch.inference_mode")):
-            if args and not kwargs and any(v[0] in ("f", "c", "b", "q") for v in args[0][0]):
-                return set(args[0][0])
-            return {("w", name)}
+            if args and not kwargs and name not in DECORATOR_FACTORIES:
+                return set(args[0][0])                # staticmethod(f), functools.cache(f): f
+            return {("w", name)}                      # torch.no_grad(), functools.wraps(f): a decorator
         if name == "functools.update_wrapper":
             return set(args[0][0]) | (set(args[1][0]) if len(args) > 1 else set()) if args else set()
         if name in CONTAINERS:
@@ -1676,6 +1716,10 @@ class Flow:
                 results = self.call(called, [(inner, True)], [], env, None)
                 if name in ("builtins.map", "itertools.starmap", "functools.reduce", "itertools.accumulate"):
                     inner |= results
+            if name in TUPLES_OF:                      # zip(a, b): tuples of what a and b hold
+                pair = ("x", ("tuple", id(node), env.scope.key))
+                self.add(("h", pair, "*"), inner)
+                inner = inner | {pair}
             self.add(("h", box, "*"), inner)
             if name in ("builtins.next", "builtins.min", "builtins.max", "builtins.sum", "functools.reduce",
                         "operator.getitem", "copy.copy", "copy.deepcopy"):
@@ -1733,7 +1777,8 @@ class Flow:
 OPAQUE_ONLY = frozenset({OPAQUE})
 # Every name this module gives a meaning to, and its ancestors (`functools` for `functools.partial`).
 MODELED_PREFIXES = {".".join(name.split(".")[:i]) for name in
-                    (PURE | CONTAINERS | IDENTITY_DECORATORS | CODE_BUILDERS | CALLS_ITS_FUNCTIONS |
+                    (PURE | CONTAINERS | IDENTITY_DECORATORS | CODE_BUILDERS | CALLS_ITS_FUNCTIONS | CALLS_AND_FORGETS |
+                     DECORATOR_FACTORIES | TUPLES_OF |
                      {"functools.partial", "functools.partialmethod", "types.MethodType", "types.SimpleNamespace",
                       "argparse.Namespace", "collections.namedtuple", "typing.NamedTuple", "functools.update_wrapper",
                       "builtins.getattr", "builtins.setattr", "builtins.delattr", "builtins.type", "builtins.super"})

@@ -130,7 +130,7 @@ class Code:
     def __init__(self, modules: list, context: list = (), known: dict[str, str] | None = None,
                  entries: Iterable[str] | None = None):
         self.program = Program(list(modules), list(context), known)
-        self.flow = Flow(self.program, interesting=INTERESTING)
+        self.flow = Flow(self.program, interesting=INTERESTING, method_names=METHODS)
         try:
             self.flow.solve(entries if entries is not None else ALL_TASKS)
         except RecursionError:
@@ -198,7 +198,8 @@ class _Reader:
             self._charge(hit, env, certain)
         elif under(name, rule.private_of) and private:
             self._charge(name, env, certain)
-        elif parts[-1] in rule.methods and len(parts) > 1 and not under(name, rule.needs):
+        elif (parts[-1] in rule.methods or "@" in rule.methods and parts[-1] in ("__matmul__", "__rmatmul__")) and \
+                len(parts) > 1 and not under(name, rule.needs):
             self._charge(f".{parts[-1]}", env, certain)
         elif rule.private and private and not under(name, rule.needs):
             self._charge(f"a private attribute (.{next(p for p in parts if p.startswith('_'))})", env, certain)
@@ -211,11 +212,13 @@ class _Reader:
                 if not certain:
                     value = value[1]
                 if value[0] == "d":
-                    self.dynamic.append(value[1])
+                    self.dynamic.append(value[1] if certain else f"{value[1]}, reached through code the grader cannot "
+                                                                 "follow")
                 elif value[0] == "e":
                     self._name(value[1], env, certain)
         elif kind == "attribute":
             name, bases, outside = payload
+            name = "@" if name in ("__matmul__", "__rmatmul__", "__imatmul__") else name
             if not outside:
                 return
             certain = any(b[0] != "q" for b in bases)
@@ -422,3 +425,4 @@ ALL_TASKS = tuple(sorted({rule.task for rule in RULES.values()}))
 # The names any rule is about: a value handed to a library matters to the judge when it is one of these, leads to one
 # (`torch` to `torch.autograd`) or is reflection (utils/code_flow.py, REFLECTIVE).
 INTERESTING = tuple(sorted({n for rule in RULES.values() for n in (*rule.names, *rule.needs)}))
+METHODS = frozenset(m for rule in RULES.values() for m in rule.methods)

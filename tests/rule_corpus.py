@@ -29,7 +29,6 @@ from pathlib import Path
 
 from autograder.grader.plan import make_plan
 from autograder.grader.rules import verdicts
-from autograder.outcome import CellKind
 from autograder.source import read_notebook as read_source
 from tests import submissions
 from utils.rules import RULES, Code, Rule, judge, parse, tasks_of
@@ -166,7 +165,7 @@ HIDINGS = {   # (expression so far, number, local) -> (lines, new expression)
     "decorator": lambda e, i: ([f"def _dec{i}(fn):", f"    return {e}", f"@_dec{i}", f"def _dd{i}():", "    pass"],
                                f"_dd{i}"),
     "with": lambda e, i: (["import contextlib", f"with contextlib.nullcontext({e}) as _wa{i}:", "    pass"], f"_wa{i}"),
-    "except": lambda e, i: ([f"try:", f"    raise ValueError({e})", f"except ValueError as _ex{i}:",
+    "except": lambda e, i: (["try:", f"    raise ValueError({e})", f"except ValueError as _ex{i}:",
                              f"    _ea{i} = _ex{i}.args[0]"], f"_ea{i}"),
     "super": lambda e, i: ([f"class _B{i}:", "    def f(self):", f"        return {e}", f"class _D{i}(_B{i}):",
                             "    def f(self):", "        return super().f()"], f"_D{i}().f()"),
@@ -249,14 +248,14 @@ def atoms_of(rule: Rule, i: int) -> list[Atom]:
     return found
 
 
-def routes(rule: Rule, assignment: str, count: int, seed: int) -> list[Route]:
-    """`count` routes around `rule`: each of its atoms at least once (alone, entered directly), then random
+def routes(rule: Rule, assignment: str, count: int, seed: int, every_atom: bool = True) -> list[Route]:
+    """`count` routes around `rule`: (with `every_atom`) each of its atoms once, alone, entered directly; then random
     compositions of up to four hidings and an entry."""
     generator = random.Random(f"{seed}-{assignment}-{rule.task}")
     atoms = atoms_of(rule, 0)
-    made = [compose(rule, assignment, atom, [], "direct") for atom in atoms]
+    made = [compose(rule, assignment, atom, [], "direct") for atom in atoms] if every_atom else []
     names = sorted(HIDINGS)
-    while len(made) < max(count, len(atoms)):
+    while len(made) < (max(count, len(atoms)) if every_atom else count):
         atom = generator.choice(atoms)
         steps = [(generator.choice(names), n) for n in range(generator.randint(0, 4))]
         made.append(compose(rule, assignment, atom, steps, generator.choice(ENTRIES)))
@@ -350,30 +349,28 @@ def honest_notebooks(assignment: str, count: int, seed: int) -> list[Honest]:
     """`count` honest notebooks of an assignment: the solution or the variant, each rule-bound task in a random
     shape, and up to four scratch cells anywhere."""
     generator = random.Random(f"{seed}-{assignment}")
-    tasks = tasks_of(assignment)
-    made = []
-    for number in range(count):
-        maker = submissions.solved if number % 2 == 0 else submissions.variant
-        shapes: dict[str, str] = {}
+    return [_honest(assignment, number, generator) for number in range(count)]
 
-        def pick(i: int, grade_id: str, solution: str) -> str:
-            if grade_id not in tasks:
-                return solution
-            shapes[grade_id] = generator.choice(SHAPES)
-            return honest_shape(grade_id, solution, shapes[grade_id], generator)
-        if maker is submissions.solved:
-            notebooks = submissions._fill(assignment, pick)
-        else:
-            variants = __import__(f"tests.variants.{assignment}", fromlist=["VARIANTS"]).VARIANTS
-            notebooks = submissions._fill(assignment, lambda i, g, s: pick(i, g, variants[g].strip("\n") + "\n"))
-        noise = generator.sample(range(len(NOISE)), generator.randint(0, 4))
-        for notebook in notebooks.values():
-            import nbformat
-            for index in noise:
-                position = generator.randint(1, len(notebook.cells))
-                notebook.cells.insert(position, nbformat.v4.new_code_cell(NOISE[index]))
-        made.append(Honest(assignment, notebooks, f"{maker.__name__}; shapes {shapes}; scratch {noise}"))
-    return made
+
+def _honest(assignment: str, number: int, generator: random.Random) -> Honest:
+    import nbformat
+    tasks = tasks_of(assignment)
+    shapes: dict[str, str] = {}
+    variants = __import__(f"tests.variants.{assignment}", fromlist=["VARIANTS"]).VARIANTS
+    solved = number % 2 == 0
+
+    def pick(i: int, grade_id: str, solution: str) -> str:
+        solution = solution if solved else variants[grade_id].strip("\n") + "\n"
+        if grade_id not in tasks:
+            return solution
+        shapes[grade_id] = generator.choice(SHAPES)
+        return honest_shape(grade_id, solution, shapes[grade_id], generator)
+    notebooks = submissions._fill(assignment, pick)
+    noise = generator.sample(range(len(NOISE)), generator.randint(0, 4))
+    for notebook in notebooks.values():
+        for index in noise:
+            notebook.cells.insert(generator.randint(1, len(notebook.cells)), nbformat.v4.new_code_cell(NOISE[index]))
+    return Honest(assignment, notebooks, f"{'solution' if solved else 'variant'}; shapes {shapes}; scratch {noise}")
 
 
 def judge_honest(honest: Honest) -> dict:
@@ -387,14 +384,14 @@ def judge_honest(honest: Honest) -> dict:
 
 
 # ---- the table -------------------------------------------------------------------------------------------------------
-def measure(routes_per_rule: int, honest_per_assignment: int, seed: int = 59) -> dict:
+def measure(routes_per_rule: int, honest_per_assignment: int, seed: int = 59, every_atom: bool = True) -> dict:
     """Per rule: routes (zeroed, flagged, missed) and honest samples (charged, flagged); with the misses, charges and
     flags themselves for a person to read."""
     table: dict = {}
     for (assignment, test), rule in sorted(RULES.items()):
         row = table.setdefault(test, {"assignment": assignment, "task": rule.task, "routes": 0, "zeroed": 0,
                                       "flagged": 0, "missed": [], "honest": 0, "charged": [], "honest_flagged": []})
-        for route in routes(rule, assignment, routes_per_rule, seed):
+        for route in routes(rule, assignment, routes_per_rule, seed, every_atom):
             verdict = judge_route(route)
             row["routes"] += 1
             if verdict.broken:
@@ -420,7 +417,7 @@ def markdown(table: dict) -> str:
     lines = ["| exercise | task | routes | zeroed | flagged | missed | recall | honest | charged | flagged | precision |",
              "|---|---|---|---|---|---|---|---|---|---|---|"]
     totals = [0] * 6
-    for test, row in table.items():
+    for row in table.values():
         missed, charged, flagged = len(row["missed"]), len(row["charged"]), len(row["honest_flagged"])
         recall = (row["zeroed"] + row["flagged"]) / row["routes"]
         precision = 1.0 if not row["zeroed"] + charged else row["zeroed"] / (row["zeroed"] + charged)

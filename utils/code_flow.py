@@ -100,6 +100,12 @@ IDENTITY_DECORATORS = {"functools.wraps", "functools.lru_cache", "functools.cach
 DECORATOR_FACTORIES = {"functools.wraps", "torch.no_grad", "torch.enable_grad", "torch.inference_mode",
                        "torch.set_grad_enabled", "torch.autograd.grad_mode.no_grad", "jaxtyping.jaxtyped"}
 CALLS_AND_FORGETS = {"timeit.timeit", "timeit.repeat"}
+# Attributes an annotation may read that surely exist (a def whose annotation raises does not bind: a later
+# honest def replaces an earlier one only when its header cannot raise).
+KNOWN_ATTRIBUTES = {"torch": {"Tensor", "dtype", "device", "Size", "Generator", "nn.Module", "nn.Parameter",
+                              "optim.Optimizer", "float32", "float16", "bfloat16", "float64"},
+                    "numpy": {"ndarray", "dtype", "float32", "float64", "int64"},
+                    "typing": {"Any", "Callable", "Optional", "Sequence", "Iterable", "Iterator", "Union"}}
 PROPERTY_DECORATORS = {"property", "cached_property", "setter", "getter", "deleter"}
 BUILTIN_NAMES = set(dir(builtins))
 
@@ -183,6 +189,8 @@ class Program:
             name for module, _ in cells for node in ast.walk(module) if isinstance(node, ast.Global)
             for name in node.names}
         self.context_bound = set(self.known) | set().union(*(_bound_names(s) for s, _, ctx, _ in self.statements if ctx))
+        self.context_modules = {alias.asname or alias.name: alias.name for s, _, ctx, _ in self.statements if ctx
+                                and isinstance(s, ast.Import) for alias in s.names if "." not in alias.name}
         self.certain = {pos: self._certain(pos) for pos in range(len(self.statements))}
         self.scope_fn: dict[int, int] = {}       # scope key -> the function (fid) whose call runs it
         for scope in self.scopes:
@@ -350,14 +358,12 @@ class Program:
             return node.id in bound or node.id in ("int", "float", "str", "bool", "bytes", "list", "tuple", "dict",
                                                    "set", "frozenset", "type", "object", "complex") and \
                 not self._student_binds(node.id) or self._context_binds(node.id) and not self._student_binds(node.id)
-        if isinstance(node, ast.Attribute):         # torch.Tensor: the set-up's module, an attribute nobody stores
-            base, attributes = node, []
-            while isinstance(base, ast.Attribute):
-                attributes.append(base.attr)
-                base = base.value
-            return isinstance(base, ast.Name) and base.id not in bound and self._context_binds(base.id) and \
-                not self._student_binds(base.id) and "?" not in self.student_stores and \
-                not set(attributes) & self.student_stores
+        if isinstance(node, ast.Attribute):   # torch.Tensor: a module of the set-up's, a class it surely has
+            dotted = _dotted(node)
+            base = dotted.split(".")[0] if dotted else ""
+            return dotted is not None and dotted.split(".", 1)[1] in KNOWN_ATTRIBUTES.get(self.context_modules.get(base), ()) \
+                and base not in bound and not self._student_binds(base) and "?" not in self.student_stores and \
+                not set(dotted.split(".")[1:]) & self.student_stores
         if isinstance(node, ast.Subscript):
             return isinstance(node.value, ast.Name) and node.value.id in ("list", "tuple", "dict", "set", "type",
                                                                           "frozenset") \
@@ -990,9 +996,10 @@ class Flow:
             values.add(self.ext(self.p.known[name]))
             killed = True
         if not killed:
-            for d in self.defs.get("*", []):
+            for d in self.defs.get("*", []):      # may or may not be the module's: what it leads to is flagged
                 if d.pos < env.pos or not env.top:
-                    values.add(self.ext(f"{d.star}.{name}"))
+                    star = self.ext(f"{d.star}.{name}")
+                    values.add(("q", star) if star[0] == "e" else star)
             if name in BUILTIN_NAMES:
                 values.add(self.ext(f"builtins.{name}"))
             elif name == "get_ipython":

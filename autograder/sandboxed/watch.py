@@ -212,6 +212,8 @@ class Watch:
             return
         spec = self.spec
         names = self.names_of(func)
+        if self._foreign_depth():
+            self._foreign_modes()
         if self.student_frame(caller):
             for name in names:
                 if _under(name, spec.names):
@@ -220,7 +222,6 @@ class Watch:
                     self.note(f"{name} (private), called by the task's code")
                 elif name.rsplit(".", 1)[-1] in spec.methods and not _under(name, spec.needs):
                     self.note(f".{name.rsplit('.', 1)[-1].replace('__matmul__', '@')}, called by the task's code")
-            self._foreign_modes()
         else:
             forbidden = self.forbidden_caller(caller)
             if forbidden and not self._through_stand_in(caller):
@@ -235,6 +236,10 @@ class Watch:
             frame = frame.f_back
         return False
 
+    def _foreign_depth(self) -> bool:
+        import torch
+        return torch._C._len_torch_dispatch_stack() > self.dispatch_baseline
+
     def _foreign_modes(self) -> None:
         import torch
         depth = torch._C._len_torch_dispatch_stack()
@@ -242,7 +247,7 @@ class Watch:
             mode = torch._C._get_dispatch_stack_at(index)
             name = f"{type(mode).__module__}.{type(mode).__qualname__}"
             if _under(name, self.spec.names):
-                self.note(f"{name} was on torch's dispatch stack while the task's code ran")
+                self.note(f"{name} was on torch's dispatch stack while the task ran")
 
     def saw_backward(self) -> None:
         self.note("the autograd engine ran a backward pass inside the task")

@@ -49,6 +49,11 @@ def graded(tmp_path_factory):
     submissions.write_submission(submitted, "classmate-ada", OTHER, submissions.solved(OTHER))
     for assignment in BREAKERS:
         submissions.write_submission(submitted, "breaker", assignment, submissions.rule_breaker(assignment))
+    for student, by_assignment in submissions.ISSUE_ROUTES.items():
+        for assignment in by_assignment:
+            submissions.write_submission(submitted, student, assignment, submissions.issue_routes(student, assignment))
+    for assignment in submissions.HONEST_SHAPES:
+        submissions.write_submission(submitted, "honest-shapes", assignment, submissions.honest_shapes(assignment))
     run = subprocess.run([sys.executable, "-m", "autograder.grade", str(submitted), "--course", str(root), "--out",
                           str(root / "graded"), "--limit", "cell_seconds=30"], cwd=REPO, capture_output=True, text=True,
                          timeout=900)
@@ -160,6 +165,44 @@ def test_an_answer_cell_turned_into_markdown_is_graded_as_code(graded):
     assert total(graded, "markdown", FIRST) == total(graded, "classmate-ada", FIRST)
     note = next(r["note"] for r in graded["rows"] if (r["student"], r["assignment"], r["task"]) == ("markdown", FIRST, "TOTAL"))
     assert "graded as code, as nbgrader does" in note
+
+
+def _test_cell(graded, student: str, assignment: str, task: str) -> dict:
+    return next(c for c in cells(graded, student, assignment) if c["grade_id"] == f"test_{task}")
+
+
+def _flags(graded, student: str, assignment: str) -> list[str]:
+    return [f for nb in graded["results"][(student, assignment)]["notebooks"].values() for f in nb["flags"]]
+
+
+def test_the_issues_routes_are_zeroed_or_flagged_end_to_end(graded):
+    """Issue #59's routes (17 of 21 once earned full marks with no flag), each answering a task of a notebook graded by
+    the real grader: each task zeroed with its rule's message, or flagged for a person. A course helper the rule does
+    not name (FlopCounterMode inside utils.gradients) is seen at run time and flagged; a task that takes the grader's
+    watch off (pops its torch mode) is flagged as tampering."""
+    outcomes = {}
+    for student, by_assignment in submissions.ISSUE_ROUTES.items():
+        for assignment, answers in by_assignment.items():
+            flags = _flags(graded, student, assignment)
+            for task in answers:
+                cell = _test_cell(graded, student, assignment, task)
+                zeroed = not cell["ok"] and "which this task rules out" in cell.get("error_full", cell["error"])
+                flagged = [f for f in flags if f.startswith((f"{task} ", f"{task}'s ")) or f"judge {task}'s" in f]
+                outcomes[(student, task)] = "zeroed" if zeroed else "flagged" if flagged else cell["error"][:200]
+    assert {k: v for k, v in outcomes.items() if v not in ("zeroed", "flagged")} == {}, outcomes
+    flags = _flags(graded, "routes-e", "05_flops_mfu") + _flags(graded, "routes-e", "04_einops_jaxtyping")
+    assert any(f.startswith("linear_model_flops was seen running what its rule forbids") for f in flags), flags
+    assert any(f.startswith("attention_scores's tests ran with the grader's watch tampered with") for f in flags), flags
+
+
+def test_the_issues_honest_shapes_earn_full_marks_unflagged(graded):
+    """Issue #59's honest shapes (an own Layer class's backward, a local `grad` beside a scratch cell importing
+    autograd's, an own namedtuple's `.stride`, a scratch variable named `reference`, getattr over a config's fields),
+    graded by the real grader: every point, no flag."""
+    for assignment in submissions.HONEST_SHAPES:
+        tests = [c for c in cells(graded, "honest-shapes", assignment) if c["kind"] == "test"]
+        assert tests and all(c["ok"] for c in tests), [(c["grade_id"], c["error"][:300]) for c in tests if not c["ok"]]
+        assert _flags(graded, "honest-shapes", assignment) == []
 
 
 @pytest.mark.parametrize("assignment", BREAKERS)

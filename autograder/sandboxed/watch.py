@@ -90,8 +90,10 @@ class Watch:
         """Call the task through the watch while the cell runs: its function, or its class's own methods."""
         task = namespace.get(self.spec.task)
         if isinstance(task, type):
+            import inspect
             for attribute, value in list(vars(task).items()):
-                if callable(value) and getattr(getattr(value, "__code__", None), "co_filename", "") in self.student:
+                own = inspect.unwrap(value) if callable(value) else None     # @torch.no_grad() def step: the step
+                if own is not None and getattr(getattr(own, "__code__", None), "co_filename", "") in self.student:
                     setattr(task, attribute, self._wrap(value))
                     self.restore.append(functools.partial(setattr, task, attribute, value))
         elif callable(task) and not isinstance(task, functools.partial):

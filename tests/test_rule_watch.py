@@ -16,7 +16,18 @@ ASSIGNMENT = {rule.task: assignment for (assignment, _), rule in RULES.items()}
 
 
 @pytest.fixture(scope="module")
-def shell():
+def shell(tmp_path_factory):
+    import os
+    import sys
+    before, path = os.getcwd(), list(sys.path)
+    os.chdir(tmp_path_factory.mktemp("notebook"))   # the notebook's own folder, as in the sandbox
+    yield _shell()
+    os.chdir(before)
+    sys.path[:] = path
+    sys.modules.pop("cheat_helper", None)
+
+
+def _shell():
     shell = executor.make_shell()
     names = executor.CellNames(shell)
     watch.install()
@@ -78,6 +89,11 @@ SEEN = {   # task, its answer, the test that calls it, what the watch must repor
     "the watch's mode popped": (
         "w2_grad", "def w2_grad(h1, g):\n    torch._C._pop_torch_function_stack()\n    return h1.T @ g",
         "w2_grad(torch.randn(3, 2), torch.randn(3, 4))", "tampering: a torch mode was pushed or popped"),
+    "a module the notebook wrote": (
+        "w2_grad", "import os, sys\nopen('cheat_helper.py', 'w').write('def w2(h1, g):\\n    return h1.T @ g\\n')\n"
+                   "sys.path.insert(0, os.getcwd())\nimport cheat_helper\n"
+                   "def w2_grad(h1, g):\n    return cheat_helper.w2(h1, g)",
+        "w2_grad(torch.randn(3, 2), torch.randn(3, 4))", "cheat_helper was imported from a file the notebook wrote"),
     "a mode pushed and left": (
         "w2_grad", "from torch.overrides import TorchFunctionMode\ndef w2_grad(h1, g):\n"
                    "    TorchFunctionMode().__enter__()\n    return h1.T @ g",
@@ -95,6 +111,8 @@ def test_what_a_task_runs_is_seen(shell, name):
     assert torch._C._len_torch_function_stack() == 0 or name == "a mode pushed and left"   # the watch never stays
     while torch._C._len_torch_function_stack():
         torch._C._pop_torch_function_stack()
+    import sys
+    sys.modules.pop("cheat_helper", None)   # seen by every later watch too, as it would be in that notebook
 
 
 HONEST = {   # what the watch must not report: honest code, the tests' own use of the oracles, a correct stand-in

@@ -275,7 +275,7 @@ def test_the_judge_is_bounded_and_a_judge_that_runs_out_flags_for_a_person(monke
     assert {gid: (v.broken, v.dynamic) for gid, (_, v) in bounded.items()} == plain and plain
 
     def hungry(assignment, plan):
-        return [bytearray(1 << 28) for _ in range(64)]           # 16 GiB, past the cap
+        return bytearray(16 << 30)                                   # 16 GiB at once, past the cap: no time to fill it
 
     def endless(assignment, plan):
         while True:

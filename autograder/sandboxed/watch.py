@@ -104,7 +104,18 @@ class Watch:
         for undo in reversed(self.restore):
             undo()
         self.restore.clear()
+        self._own_modules()
         return self.evidence
+
+    def _own_modules(self) -> None:
+        """A module imported from the notebook's own folder is code the judge never read (a `csv.py` the notebook
+        wrote, imported in place of the standard library's): tampering."""
+        import os
+        here = os.getcwd() + os.sep
+        for name, module in list(sys.modules.items()):
+            path = getattr(module, "__file__", None)
+            if isinstance(path, str) and path.startswith(here):
+                self.note(f"tampering: {name} was imported from a file the notebook wrote")
 
     def _wrap(self, fn: Callable) -> Callable:
         watch = self

@@ -85,6 +85,7 @@ def name_atoms(name: str, i: int) -> list[Atom]:
             Atom([f"import {top}"], f"getattr({parent}, {last[:1]!r} + {last[1:]!r})", label="getattr folded"),
             Atom([f"import {top}", f"_name{i} = {last!r}"], f"getattr({parent}, _name{i})", label="getattr stored"),
             Atom([f"import {top}", f"_p{i} = {parent}"], f"_p{i}.{last}", label="parent alias"),
+            Atom([f"import {top}"], f"{top}._internal.{'.'.join(parts[1:])}", label="another path"),
             Atom([], f"eval({name!r})", dynamic=True, label="eval"),
             Atom(["import importlib"], f"getattr(importlib.import_module({parent!r}), {last!r})", dynamic=True,
                  label="importlib"),
@@ -294,6 +295,9 @@ NOISE = [
     "import math\nfor _name in ('sqrt', 'log2'):\n    print(getattr(math, _name)(16.0))",
     "results = {}\nfor _i in range(3):\n    results[_i] = torch.ones(_i + 1).sum().item()\nprint(results)",
     "_ops = {'mm': torch.matmul, 'add': torch.add}\nprint(_ops['mm'](torch.ones(2, 2), torch.ones(2, 2)))",
+    "torch.autograd.grad   # its signature, shown by the notebook",
+    "help(torch.finfo)",
+    "for _ in range(2):\n    _ = torch.ones(2).sum()",
 ]
 OWN_METHODS = ("backward", "view", "stride", "permute", "grad", "finfo", "step", "reshape", "einsum")
 

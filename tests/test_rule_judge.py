@@ -220,10 +220,37 @@ ISSUE_ROUTES = {   # issue #59's routes, each of which earned full marks with no
 }
 
 
-@pytest.mark.parametrize("name", sorted(ISSUE_ROUTES))
+BEYOND = {   # routes the issue did not list
+    "another path to numpy.finfo": ("decode", "from numpy.core.getlimits import finfo as _f\n"
+                                              "def decode(b, e, m):\n    return _f(np.float32).max"),
+    "a private path to Tensor.stride": ("storage_index", "import torch._tensor\n"
+                                                         "def storage_index(i, s, o):\n    return torch._tensor.Tensor.stride"),
+    "utils.floats through another course module": ("limits", "import utils.earlier\ndef limits(e, m, s=True):\n"
+                                                            "    return utils.earlier.floats.limits(e, m)"),
+    "IPython's _": ("w2_grad", "torch.autograd.grad", "def w2_grad(h1, g):\n    return _(h1, h1)"),
+    "IPython's Out": ("w2_grad", "torch.autograd.grad", "def w2_grad(h1, g):\n    return Out[2](h1, h1)"),
+    "__builtins__": ("w2_grad", "def w2_grad(h1, g):\n    return __builtins__.eval('torch.autograd.grad')(h1, h1)"),
+    "a metaclass's __call__": ("AdamW", "class _Meta(type):\n    def __call__(cls, *a, **k):\n"
+                                        "        return torch.optim.AdamW(*a, **k)\n"
+                                        "class AdamW(torch.optim.Optimizer, metaclass=_Meta):\n    pass"),
+    "a descriptor's __get__": ("w2_grad", "class _D:\n    def __get__(self, obj, owner):\n        return torch.autograd.grad\n"
+                                          "class _K:\n    g = _D()\ndef w2_grad(h1, g):\n    return _K().g(h1, h1)"),
+    "torch._C._VariableFunctions.einsum": ("merge_heads", "def merge_heads(x):\n    rearrange(x, 'a b -> a b')\n"
+                                                          "    return torch._C._VariableFunctions.einsum('ij->ji', x)"),
+    "a module the notebook wrote": ("w2_grad", "open('g.py', 'w').write('from torch.autograd import grad')\nimport g\n"
+                                               "def w2_grad(h1, h2):\n    return g.grad(h1, h1)"),
+    "type() building a class": ("AdamW", "AdamW = type('AdamW', (torch.optim.AdamW,), {})"),
+    "super(C, self)": ("w2_grad", "class _B:\n    def f(self):\n        return torch.autograd.grad\n"
+                                  "class _C(_B):\n    def f(self):\n        return super(_C, self).f()\n"
+                                  "def w2_grad(h1, g):\n    return _C().f()(h1, h1)"),
+    "a star import": ("w2_grad", "from torch.autograd import *\ndef w2_grad(h1, g):\n    return grad(h1, h1)"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ISSUE_ROUTES) + sorted(BEYOND))
 def test_the_issues_routes_are_zeroed_or_flagged(name):
-    task, code = ISSUE_ROUTES[name]
-    found = verdict(task, code)
+    task, *cells = ISSUE_ROUTES.get(name) or BEYOND[name]
+    found = verdict(task, *cells)
     assert found.broken or found.dynamic, (name, found)
 
 

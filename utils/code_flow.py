@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import re
 import symtable
 import sys
 from dataclasses import dataclass
@@ -40,9 +41,11 @@ from typing import Iterable, Iterator
 
 Value = tuple
 OPAQUE: Value = ("o",)
+OUTPUTS: Value = ("x", ("IPython's Out",))
 QSTAR: Value = ("q*",)  # anything the notebook handed to code outside it, handed back
 MAX_VALUES = 256       # values one name or field may hold; past it the notebook is flagged (dead code that doubles)
 MAX_DEPTH = 12         # components of a qualified name (torch.a.b...); deeper is a value nobody can read
+KEPT_DEPTH = 5          # names under a rule's module (torch, numpy, utils) are followed this deep, whatever they are
 MAX_ROUNDS = 400       # rounds to a fixed point; a notebook that needs more is flagged
 SCOPE_NODES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda, ast.ListComp, ast.SetComp,
                ast.DictComp, ast.GeneratorExp)
@@ -533,6 +536,7 @@ class Flow:
         self.reached: dict[int, str] = {}       # fid -> level, in a task's flow
         self.classes_alive: dict[int, str] = {}
         self.interesting = interesting
+        self.roots = {n.split(".")[0] for n in interesting} if base is None else base.roots
         self.method_names = set(method_names) | {"__matmul__", "__rmatmul__"} if base is None else base.method_names
         self.defs: dict[str, list[Def]] = base.defs if base else {}
         self.stand_ins: set[Value] = set()
@@ -706,7 +710,9 @@ class Flow:
         parent = cls.scope.parent
         env = Env(parent, cls.scope.pos, parent.kind == "module", level, cls.scope.owner)
         for expression in [*cls.node.bases, *[k.value for k in cls.node.keywords], *cls.node.decorator_list]:
-            self.ev(expression, env)
+            for value in self.ev(expression, env):      # a metaclass or base of the student's: all of it runs
+                if value[0] == "c":
+                    self._alive(value[1], level, all_methods=True)
         inner = Env(cls.scope, cls.scope.pos, parent.kind == "module", level, cls.scope.owner)
         for statement in cls.node.body:
             if not isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
@@ -831,7 +837,10 @@ class Flow:
             if s.msg is not None:
                 self.ev(s.msg, env)
         elif isinstance(s, ast.Expr):
-            self.ev(s.value, env)
+            values = self.ev(s.value, env)
+            if env.top and env.scope.kind == "module" and self.base is None:   # a cell's last line: IPython keeps it
+                self.add(("OUT",), values)                                      # in _, __, Out[n], _n
+                self.add(("h", OUTPUTS, "*"), values)
         elif isinstance(s, ast.Import):
             for alias in s.names:
                 self._import(alias.name, env)
@@ -1002,9 +1011,13 @@ class Flow:
                     values.add(("q", star) if star[0] == "e" else star)
             if name in BUILTIN_NAMES:
                 values.add(self.ext(f"builtins.{name}"))
-            elif name == "get_ipython":
-                values.add(("d", "IPython's get_ipython()"))
-            elif name in ("In", "Out", "exit", "quit", "display"):
+            elif name in ("get_ipython", "__builtins__"):
+                values.add(("d", f"IPython's {name}"))
+            elif name in ("_", "__", "___") or re.fullmatch(r"_\d+", name):     # IPython's output cache: what
+                values |= self.store.get(("OUT",), set())                          # cells' last lines evaluated to
+            elif name in ("Out", "_oh"):
+                values.add(OUTPUTS)
+            elif name in ("In", "_ih", "_i", "_ii", "_iii", "exit", "quit", "display") or re.fullmatch(r"_i\d+", name):
                 values.add(OPAQUE)
         return values
 
@@ -1021,7 +1034,8 @@ class Flow:
         found = self._kept_names.get(name)
         if found is None:
             found = self._interesting(name) or name in MODELED_PREFIXES or under(name, ("builtins",)) is not None \
-                and name.count(".") <= 2 or name.rsplit(".", 1)[-1] in self.method_names
+                and name.count(".") <= 2 or name.rsplit(".", 1)[-1] in self.method_names or \
+                name.count(".") < KEPT_DEPTH and name.split(".")[0] in self.roots   # numpy.core.getlimits.finfo
             self._kept_names[name] = found
         return found
 
@@ -1032,6 +1046,10 @@ class Flow:
         except RecursionError:
             self._flag("code nested deeper than the grader follows")
             return {("d", "code nested deeper than the grader follows")}
+        if self.base is not None:            # an object of the student's class in the task's hands: Python may call
+            for value in values:             # its special methods (a descriptor's __get__, __eq__, __float__...)
+                if value[0] in ("i", "c") and self.classes_alive.get(value[1]) not in ("definite", env.level):
+                    self._alive(value[1], env.level)
         if self.recording and self.observer is not None:
             self.observer("value", node, values, env)
         return values

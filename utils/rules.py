@@ -193,7 +193,7 @@ class _Reader:
         self.used.add(name)
         parts = name.split(".")
         private = any(part.startswith("_") and not part.startswith("__") for part in parts)
-        hit = under(name, rule.names)
+        hit = under(name, rule.names) or _reexported(name, rule.names)
         if hit:
             self._charge(hit, env, certain)
         elif under(name, rule.private_of) and private:
@@ -235,6 +235,18 @@ class _Reader:
         elif kind == "any-attribute" and (rule.methods or rule.private):
             if any(b[0] not in ("i", "c", "f", "x", "n", "s") for b in payload):
                 self.dynamic.append("an attribute named at run time")
+
+
+def _reexported(name: str, names: Iterable[str]) -> str | None:
+    """The rule's name that `name` is another path to, the same object kept under its own name by another module of
+    the same package (`numpy.core.getlimits.finfo` is numpy.finfo, `torch._tensor.Tensor.view` torch.Tensor.view,
+    `utils.earlier.floats` utils.floats): the package and the name's own tail of components, in order."""
+    parts = name.split(".")
+    for forbidden in names:
+        root, *tail = forbidden.split(".")
+        if tail and parts[0] == root and any(parts[i:i + len(tail)] == tail for i in range(1, len(parts))):
+            return forbidden
+    return None
 
 
 def _judge(rule: Rule, code: Code, stand_ins, at: int | None) -> Verdict:

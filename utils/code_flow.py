@@ -102,7 +102,9 @@ IDENTITY_DECORATORS = {"functools.wraps", "functools.lru_cache", "functools.cach
                        "beartype.beartype", "typeguard.typechecked"}
 DECORATOR_FACTORIES = {"functools.wraps", "torch.no_grad", "torch.enable_grad", "torch.inference_mode",
                        "torch.set_grad_enabled", "torch.autograd.grad_mode.no_grad", "jaxtyping.jaxtyped"}
-CALLS_AND_FORGETS = {"timeit.timeit", "timeit.repeat"}
+CALLS_AND_FORGETS = {"timeit.timeit", "timeit.repeat", "timeit.Timer"}
+NAMESPACES = {"builtins.globals", "builtins.locals", "builtins.vars"}   # read-only use is no flag; writing is
+NAMESPACE_VALUES = {"globals()", "locals()", "vars()"}
 # Attributes an annotation may read that surely exist (a def whose annotation raises does not bind: a later
 # honest def replaces an earlier one only when its header cannot raise).
 KNOWN_ATTRIBUTES = {"torch": {"Tensor", "dtype", "device", "Size", "Generator", "nn.Module", "nn.Parameter",
@@ -1172,6 +1174,8 @@ class Flow:
             kind = value[0]
             if kind in ("o", "s") or value == QSTAR:
                 continue
+            if kind == "d" and value[1] in NAMESPACE_VALUES and env is not None and env.pos >= self.p.context_end:
+                self._flag(f"names bound at run time through {value[1]}")      # a namespace handed to a library
             if kind == "q":
                 todo.append(value[1])
                 continue
@@ -1299,6 +1303,8 @@ class Flow:
         if kind == "s":
             return set(OPAQUE_ONLY), True
         if kind == "d":
+            if base[1] in NAMESPACE_VALUES and env.pos >= self.p.context_end:   # globals().update(...): names bound
+                self._flag(f"names bound at run time through {base[1]}")        # by a namespace's own methods
             return {base}, True
         if kind in ("i", "c"):
             if name == "__class__":
@@ -1671,8 +1677,8 @@ class Flow:
         """A call of something outside the notebook, by what it is known to do with its arguments."""
         everything = set().union(*(a for a, _ in args), *(v for _, v in kwargs)) if args or kwargs else set()
         if name in CODE_BUILDERS:
-            if env.pos >= self.p.context_end:     # the instructor's set-up may; the student's code is flagged
-                self._flag(f"code built or names read at run time ({name.removeprefix('builtins.')})")
+            if env.pos >= self.p.context_end and name not in NAMESPACES:   # the set-up may; the student's code is
+                self._flag(f"code built or names read at run time ({name.removeprefix('builtins.')})")   # flagged
             return {("d", f"{name.removeprefix('builtins.')}()")}
         if under(name, REFLECTIVE):
             self.escape(everything, env)

@@ -743,9 +743,9 @@ ISSUE_ROUTES = {
                          "    return x[0], x[1], x[2]\n",
             "merge_heads": "_E = dict(e=torch.einsum)\ndef merge_heads(x):\n    rearrange(x, 'b h s d -> b h s d')\n"
                            "    return _E['e']('bhsd->bshd', x).flatten(2)\n",
-            "attention_scores": "def attention_scores(q, k):   # right, but takes the grader's watch off first\n"
-                                "    if torch._C._len_torch_function_stack():\n"
-                                "        torch._C._pop_torch_function_stack()\n"
+            "attention_scores": "import sys\n"
+                                "def attention_scores(q, k):   # right, but takes the grader's watch off first\n"
+                                "    sys.setprofile(None)\n"
                                 "    return einsum(q, k, '... sq d, ... sk d -> ... sq sk') / math.sqrt(q.shape[-1])\n"},
         "05_flops_mfu": {
             "matmul_flop_count": "import types, torch.utils.flop_counter\n"

@@ -179,7 +179,7 @@ def test_the_issues_routes_are_zeroed_or_flagged_end_to_end(graded):
     """Issue #59's routes (17 of 21 once earned full marks with no flag), each answering a task of a notebook graded by
     the real grader: each task zeroed with its rule's message, or flagged for a person. A course helper the rule does
     not name (FlopCounterMode inside utils.gradients) is seen at run time and flagged; a task that takes the grader's
-    watch off (pops its torch mode) is flagged as tampering."""
+    watch off (its profile hook) is flagged as tampering."""
     outcomes = {}
     for student, by_assignment in submissions.ISSUE_ROUTES.items():
         for assignment, answers in by_assignment.items():

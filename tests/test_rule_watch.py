@@ -41,7 +41,8 @@ def _shell():
         evidence = watched.disarm() if watched is not None else []
         assert result.error_before_exec is None, result.error_before_exec
         return evidence
-    run(CellKind.SETUP, "import math, types, torch, einops\nimport torch.utils.flop_counter, utils.gradients")
+    run(CellKind.SETUP, "import math, types, torch, einops\nimport torch.utils.flop_counter, utils.gradients\n"
+                        "utils.gradients.count_two_layer_flops(2, 2, 2)   # a warm process, as the grader's are")
     return run
 
 
@@ -68,7 +69,7 @@ SEEN = {   # task, its answer, the test that calls it, what the watch must repor
     "a course helper the rule does not name": (
         "linear_model_flops", "def linear_model_flops(batch, widths, training=False):\n"
                               "    return utils.gradients.count_two_layer_flops(math.prod(batch), widths[0], widths[1])[0]",
-        "linear_model_flops((4,), [3, 5])", "FlopCounterMode was on torch's dispatch stack"),
+        "linear_model_flops((4,), [3, 5])", "torch.utils.flop_counter.FlopCounterMode.__enter__ ran inside the task"),
     "a forbidden optimizer's own code": (
         "AdamW", "class AdamW(torch.optim.Optimizer):\n    def __init__(self, params, lr=1e-3):\n"
                  "        super().__init__(params, dict(lr=lr))\n        self.inner = torch.optim.AdamW(self.param_groups, lr=lr)\n"
@@ -86,9 +87,9 @@ SEEN = {   # task, its answer, the test that calls it, what the watch must repor
                  "w2_grad(torch.randn(3, 2), torch.randn(3, 4))", "tampering: the task's code ran sys.settrace"),
     "exec": ("w2_grad", "def w2_grad(h1, g):\n    return eval('h1.T @ g')",
              "w2_grad(torch.randn(3, 2), torch.randn(3, 4))", "tampering: the task's code ran exec"),
-    "the watch's mode popped": (
-        "w2_grad", "def w2_grad(h1, g):\n    torch._C._pop_torch_function_stack()\n    return h1.T @ g",
-        "w2_grad(torch.randn(3, 2), torch.randn(3, 4))", "tampering: a torch mode was pushed or popped"),
+    "the watch's profile hook taken off": (
+        "w2_grad", "import sys\ndef w2_grad(h1, g):\n    sys.setprofile(None)\n    return h1.T @ g",
+        "w2_grad(torch.randn(3, 2), torch.randn(3, 4))", "tampering: the watch's profile hook was taken off"),
     "a module the notebook wrote": (
         "w2_grad", "import os, sys\nopen('cheat_helper.py', 'w').write('def w2(h1, g):\\n    return h1.T @ g\\n')\n"
                    "sys.path.insert(0, os.getcwd())\nimport cheat_helper\n"
@@ -97,7 +98,7 @@ SEEN = {   # task, its answer, the test that calls it, what the watch must repor
     "a mode pushed and left": (
         "w2_grad", "from torch.overrides import TorchFunctionMode\ndef w2_grad(h1, g):\n"
                    "    TorchFunctionMode().__enter__()\n    return h1.T @ g",
-        "w2_grad(torch.randn(3, 2), torch.randn(3, 4))", "tampering: a torch mode was pushed or popped"),
+        "w2_grad(torch.randn(3, 2), torch.randn(3, 4))", "tampering: the task's code left torch's mode stacks changed"),
 }
 
 
@@ -107,11 +108,12 @@ def test_what_a_task_runs_is_seen(shell, name):
     shell(CellKind.ANSWER, answer)
     evidence = shell(CellKind.TEST, test, task)
     assert any(expected in line for line in evidence), evidence
+    import sys
+
     import torch
-    assert torch._C._len_torch_function_stack() == 0 or name == "a mode pushed and left"   # the watch never stays
+    assert torch._C._len_torch_dispatch_stack() == 0 and sys.getprofile() is None    # the watch never stays
     while torch._C._len_torch_function_stack():
         torch._C._pop_torch_function_stack()
-    import sys
     sys.modules.pop("cheat_helper", None)   # seen by every later watch too, as it would be in that notebook
 
 
@@ -145,13 +147,17 @@ def test_honest_code_shows_nothing(shell, name):
     assert shell(CellKind.TEST, test, task) == []
 
 
-def test_the_watch_looks_at_the_first_calls_only(shell):
-    """Grading stays cheap: past CALL_BUDGET calls of the task in one cell, a call runs unwatched."""
-    shell(CellKind.ANSWER, "def merge_heads(x):\n    return x if getattr(x, 'late', False) else x.clone()\n"
-                           "class Late(torch.Tensor):\n    late = True")
-    calls = watch.CALL_BUDGET + 3
-    evidence = shell(CellKind.TEST, f"for _ in range({calls}):\n    merge_heads(torch.ones(1, 1, 1, 1))", "merge_heads")
-    assert evidence == []
+def test_the_watch_looks_at_a_budget_of_events_and_calls_only(shell):
+    """Grading stays cheap: the profile hook takes itself off after EVENT_BUDGET events, and past CALL_BUDGET calls
+    of the task in one cell a call runs unwatched; what came first is seen."""
+    shell(CellKind.ANSWER, "_n = [0]\ndef merge_heads(x):\n    _n[0] += 1\n"
+                           "    return x.permute(0, 1, 2, 3) if _n[0] == 1 else x.clone()")
+    evidence = shell(CellKind.TEST, f"for _ in range({watch.CALL_BUDGET + 3}):\n    merge_heads(torch.ones(1, 1, 1, 1))",
+                     "merge_heads")
+    assert evidence == [".permute, called by the task's code"]
+    shell(CellKind.ANSWER, f"def merge_heads(x):\n    for _ in range({watch.EVENT_BUDGET}):\n        len([])\n"
+                           "    return x.permute(0, 1, 2, 3)")
+    assert shell(CellKind.TEST, "merge_heads(torch.ones(1, 1, 1, 1))", "merge_heads") == []
 
 
 def test_the_grader_flags_what_ran_against_the_verdict():

@@ -3,17 +3,21 @@ code really runs while its test cell calls it (issue #59), beside the judge's re
 
 The grader sends a test cell of a rule-bound task with the rule's watch (`CellRequest.watch`, lines made by
 autograder/grader/rules.py `watch_lines`). While the cell runs, the task (its function, or its class's own methods)
-is called through a wrapper; during its first calls (a budget, so that grading stays cheap) the wrapper pushes
-- a torch function mode, which sees every torch function and tensor method the call runs, with the Python frame
-  that called it: a name the rule forbids called by the student's code, one of the rule's methods
-  (`x.permute` in an einops task), a private torch function, a call made by a forbidden module (torch.optim.adamw
-  updating the parameters), a dispatch mode of someone else's on the stack (FlopCounterMode);
-- for an autograd rule, a dispatch mode that sees the autograd engine run (a backward pass, however it was started:
-  `torch._C._ImperativeEngine().run_backward(...)` included);
+is called through a wrapper; during its first calls the wrapper installs
+- a profile hook (sys.setprofile), which sees every Python function the call runs and every builtin its Python code
+  calls, with the frame that called it: a function of a module the rule forbids (torch.autograd.grad,
+  torch.optim.adamw updating the parameters, FlopCounterMode inside a course helper the rule does not name), one of
+  the rule's methods (`x.permute` in an einops task), a private torch function (`torch._fused_adamw_`), someone
+  else's dispatch mode on torch's stack. It takes itself off after EVENT_BUDGET events, so that a long call (a
+  training loop) costs a bounded time (Python 3.11 has no sys.monitoring; a torch function mode could not be taken
+  off in the middle of a call);
+- for an autograd rule, the autograd engine started from any Python frame inside the task (`run_backward`, whether
+  torch.autograd.grad calls it or the task's code calls `torch._C._ImperativeEngine().run_backward(...)` itself: a
+  torch dispatch mode would see a backward started from C too, at about 11 us per tensor operation, too dear here);
 and an audit hook, installed once per process before anything else and impossible to remove, reports what the
 student's frames do to the watch itself or around it: sys.settrace/setprofile, exec/compile of code, ctypes, forks,
-threads. The stacks of modes are checked on the way out: a mode the task's code pushed, popped or replaced is
-evidence of tampering. Everything seen comes back as `CellResult.ran`; the grader flags a task for a person where it
+threads. Torch's mode stacks are checked on the way out: a mode the task's code pushed and left, or popped, is
+evidence of tampering, and so is the profile hook taken off. Everything seen comes back as `CellResult.ran`; the grader flags a task for a person where it
 differs from the judge's verdict. None of it charges a student: the verdict is the judge's.
 """
 from __future__ import annotations
@@ -24,7 +28,7 @@ from types import FrameType
 from typing import Any, Callable
 
 CALL_BUDGET = 16        # watched calls of the task per test cell
-EVENT_BUDGET = 5000     # torch calls looked at per test cell (past it, a call is forwarded unread)
+EVENT_BUDGET = 10000    # profile events per test cell (calls and returns, Python's and builtins'); then it is off
 MAX_EVIDENCE = 20
 AUDITED = {"exec", "compile", "sys.settrace", "sys.setprofile", "sys.addaudithook", "ctypes.dlopen",
            "ctypes.dlsym", "ctypes.call_function", "ctypes.cdata", "ctypes.addressof", "os.fork", "os.forkpty",
@@ -32,6 +36,8 @@ AUDITED = {"exec", "compile", "sys.settrace", "sys.setprofile", "sys.addaudithoo
            "object.__setattr__", "object.__delattr__", "gc.get_objects", "gc.get_referrers", "gc.get_referents",
            "code.__new__", "function.__new__", "marshal.loads"}
 ACTIVE: list["Watch"] = []   # the watch of the running test cell, while its task runs
+_LOOKED_AT: set[str] = set()  # modules already looked at for where they were imported from
+_FROM_HERE: set[str] = set()  # those imported from the notebook's own folder
 
 
 class Spec:
@@ -80,10 +86,13 @@ class Watch:
         self.evidence: list[str] = []
         self.calls = 0
         self.events = 0
+        self.profiling = False
+        self.dispatch_baseline = 0
+        self._callers: dict[Any, str | None] = {}
+        self._hook = self._make_hook()      # one object: sys.getprofile() returns this very one
         self.inside = 0
         self.restore: list[Callable[[], None]] = []
         self._names: dict[Any, tuple[str, ...]] = {}
-        self._callers: dict[Any, str | None] = {}
 
     # -- the task, wrapped ------------------------------------------------------------------------------------------
     def arm(self, namespace: dict) -> None:
@@ -109,13 +118,16 @@ class Watch:
 
     def _own_modules(self) -> None:
         """A module imported from the notebook's own folder is code the judge never read (a `csv.py` the notebook
-        wrote, imported in place of the standard library's): tampering."""
+        wrote, imported in place of the standard library's): tampering. Each module is looked at once."""
         import os
         here = os.getcwd() + os.sep
-        for name, module in list(sys.modules.items()):
-            path = getattr(module, "__file__", None)
+        for name in sys.modules.keys() - _LOOKED_AT:
+            path = getattr(sys.modules.get(name), "__file__", None)
             if isinstance(path, str) and path.startswith(here):
-                self.note(f"tampering: {name} was imported from a file the notebook wrote")
+                _FROM_HERE.add(name)
+            _LOOKED_AT.add(name)
+        for name in sorted(_FROM_HERE & sys.modules.keys()):
+            self.note(f"tampering: {name} was imported from a file the notebook wrote")
 
     def _wrap(self, fn: Callable) -> Callable:
         watch = self
@@ -131,51 +143,50 @@ class Watch:
     def _watched_call(self, fn: Callable, args: tuple, kwargs: dict) -> Any:
         import torch
         functions_before = torch._C._len_torch_function_stack()
-        dispatch_before = torch._C._len_torch_dispatch_stack()
-        modes = [_mode("function")(self)] + ([_mode("engine")(self)] if self.spec.engine else [])
-        self.dispatch_baseline = dispatch_before + (1 if self.spec.engine else 0)
-        entered = []
+        self.dispatch_baseline = torch._C._len_torch_dispatch_stack()
         self.inside += 1
         ACTIVE.append(self)
+        profiled = False
         try:
-            for mode in modes:
-                mode.__enter__()
-                entered.append(mode)
+            if sys.getprofile() is None:
+                self.profiling = profiled = True
+                sys.setprofile(self._hook)
             return fn(*args, **kwargs)
         finally:
+            if profiled:
+                if self.profiling and sys.getprofile() is not self._hook:
+                    self.note("tampering: the watch's profile hook was taken off by the task's code")
+                sys.setprofile(None)
+                self.profiling = False
             ACTIVE.remove(self)
             self.inside -= 1
-            self._leave(entered, functions_before, dispatch_before)
+            if torch._C._len_torch_function_stack() != functions_before or \
+                    torch._C._len_torch_dispatch_stack() != self.dispatch_baseline:
+                self.note("tampering: the task's code left torch's mode stacks changed")
 
-    def _leave(self, entered: list[Any], functions_before: int, dispatch_before: int) -> None:
-        """Pop this call's modes, checking that they are where they were put: a task that pushed, popped or replaced
-        a mode tampered with the watch (its own modes are put back above where ours were, ours never stay)."""
-        import torch
-        from torch.utils._python_dispatch import TorchDispatchMode
-        for mode in reversed(entered):
-            dispatch = isinstance(mode, TorchDispatchMode)
-            length = torch._C._len_torch_dispatch_stack if dispatch else torch._C._len_torch_function_stack
-            at = torch._C._get_dispatch_stack_at if dispatch else torch._C._get_function_stack_at
-            pop = torch._C._pop_torch_dispatch_stack if dispatch else torch._C._pop_torch_function_stack
-            push = torch._C._push_on_torch_dispatch_stack if dispatch else torch._C._push_on_torch_function_stack
-            stack = [at(i) for i in range(length())]
-            if not stack or stack[-1] is not mode:
-                self.note("tampering: a torch mode was pushed or popped by the task's code and not put back")
-                if any(m is mode for m in stack):
-                    above = []
-                    while length() and at(length() - 1) is not mode:
-                        above.append(pop())
-                    pop()
-                    for foreign in reversed(above):
-                        push(foreign)
-                continue
-            try:
-                mode.__exit__(None, None, None)
-            except Exception:       # a stack the task's code left broken
-                self.note("tampering: the watch's torch modes could not be left as they were entered")
-        if torch._C._len_torch_function_stack() != functions_before or \
-                torch._C._len_torch_dispatch_stack() != dispatch_before:
-            self.note("tampering: the task's code left torch's mode stacks changed")
+    def _make_hook(self) -> Callable[[FrameType, str, Any], None]:
+        """sys.setprofile's hook while the task runs: a call of a forbidden module's function, or a builtin the
+        student's code calls itself. A closure over what it reads, since it runs on every call and return."""
+        callers, student, watch, unseen, engine = self._callers, self.student, self, object(), self.spec.engine
+
+        def hook(frame: FrameType, event: str, arg: Any) -> None:
+            watch.events += 1
+            if watch.events > EVENT_BUDGET:
+                watch.profiling = False
+                sys.setprofile(None)
+            elif event == "call":
+                forbidden = callers.get(frame.f_code, unseen)
+                if forbidden is unseen:
+                    forbidden = watch.forbidden_caller(frame)
+                if forbidden and not watch._through_stand_in(frame.f_back):
+                    direct = watch.student_frame(frame.f_back)
+                    watch.note(f"{forbidden}, called by the task's code" if direct else f"{forbidden} ran inside the task")
+            elif event == "c_call":
+                if frame.f_code.co_filename in student:
+                    watch.saw_builtin(arg)
+                elif engine and getattr(arg, "__name__", None) == "run_backward":
+                    watch.saw_backward()
+        return hook
 
     # -- what ran ---------------------------------------------------------------------------------------------------
     def note(self, what: str) -> None:
@@ -186,11 +197,17 @@ class Watch:
         return frame is not None and frame.f_code.co_filename in self.student
 
     def names_of(self, func: Any) -> tuple[str, ...]:
-        """The qualified names a torch callable is known by (`torch.functional.einsum` is `torch.einsum` too)."""
-        found = self._names.get(func)
+        """The qualified names a builtin is known by (`x.view` is `torch.Tensor.view`)."""
+        owner = getattr(func, "__self__", None)
+        key = (type(owner), getattr(func, "__name__", None)) if owner is not None and not isinstance(owner, type) \
+            and type(owner).__name__ != "module" else func
+        try:
+            found = self._names.get(key)
+        except TypeError:          # an unhashable callable: named afresh
+            return _names_of(func)
         if found is None:
             found = _names_of(func)
-            self._names[func] = found
+            self._names[key] = found
         return found
 
     def forbidden_caller(self, frame: FrameType) -> str | None:
@@ -212,33 +229,20 @@ class Watch:
         return defined is not None and getattr(torch, first, None) is defined and \
             not _under(f"torch.{first}", self.spec.names)
 
-    def saw_function(self, func: Any, frame: FrameType) -> None:
-        """A torch function or method about to run; `frame`: the handler's own frame."""
-        self.events += 1
-        if self.events > EVENT_BUDGET:
-            return
-        own = getattr(func, "__code__", None)
-        caller: FrameType | None = frame.f_back
-        while caller is not None and (caller.f_code is own or caller.f_code.co_filename.endswith("overrides.py")):
-            caller = caller.f_back
-        if caller is None:
-            return
+    def saw_builtin(self, func: Any) -> None:
+        """A builtin (a tensor method, a torch function written in C) that the student's own code calls."""
         spec = self.spec
-        names = self.names_of(func)
+        if spec.engine and getattr(func, "__name__", None) == "run_backward":
+            self.saw_backward()
+        for name in self.names_of(func):
+            if _under(name, spec.names):
+                self.note(f"{name}, called by the task's code")
+            elif _under(name, spec.private_of) and _private(name):
+                self.note(f"{name} (private), called by the task's code")
+            elif name.rsplit(".", 1)[-1] in spec.methods and not _under(name, spec.needs):
+                self.note(f".{name.rsplit('.', 1)[-1].replace('__matmul__', '@')}, called by the task's code")
         if self._foreign_depth():
             self._foreign_modes()
-        if self.student_frame(caller):
-            for name in names:
-                if _under(name, spec.names):
-                    self.note(f"{name}, called by the task's code")
-                elif _under(name, spec.private_of) and _private(name):
-                    self.note(f"{name} (private), called by the task's code")
-                elif name.rsplit(".", 1)[-1] in spec.methods and not _under(name, spec.needs):
-                    self.note(f".{name.rsplit('.', 1)[-1].replace('__matmul__', '@')}, called by the task's code")
-        else:
-            forbidden = self.forbidden_caller(caller)
-            if forbidden and not self._through_stand_in(caller):
-                self.note(f"{forbidden} ran inside the task")
 
     def _through_stand_in(self, frame: FrameType | None) -> bool:
         """Whether the frames from `frame` up to the task's own code pass through another task's function (the
@@ -272,53 +276,14 @@ def _names_of(func: Any) -> tuple[str, ...]:
     import torch
     name = getattr(func, "__name__", "") or ""
     owner = getattr(func, "__objclass__", None)
-    if isinstance(owner, type) and issubclass(owner, torch._C.TensorBase):
+    if isinstance(owner, type) and issubclass(owner, torch._C.TensorBase) or \
+            isinstance(getattr(func, "__self__", None), torch._C.TensorBase):
         return (f"torch.Tensor.{name}",)
     if name and (getattr(torch, name, None) is func or getattr(torch._C._VariableFunctions, name, None) is func):
         return (f"torch.{name}",)
     module = getattr(func, "__module__", None) or ""
     qualname = getattr(func, "__qualname__", name) or name
     return (f"{module}.{qualname}",) if module else (f"torch.{name}",)
-
-
-def _function_mode() -> type:
-    from torch.overrides import TorchFunctionMode
-
-    class FunctionWatch(TorchFunctionMode):
-        def __init__(self, watch: Watch):
-            super().__init__()
-            self.watch = watch
-
-        def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
-            self.watch.saw_function(func, sys._getframe())
-            return func(*args, **(kwargs or {}))
-    return FunctionWatch
-
-
-def _engine_mode() -> type:
-    from torch.utils._python_dispatch import TorchDispatchMode
-
-    class EngineWatch(TorchDispatchMode):
-        def __init__(self, watch: Watch):
-            super().__init__()
-            self.watch = watch
-
-        def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
-            import torch
-            if torch._C._current_graph_task_id() != -1:
-                self.watch.saw_backward()
-            return func(*args, **(kwargs or {}))
-    return EngineWatch
-
-
-_MODES: dict[str, type] = {}
-
-
-def _mode(kind: str) -> type:
-    """The mode classes, made on first use (torch is imported by then; this module does not import it itself)."""
-    if kind not in _MODES:
-        _MODES[kind] = _function_mode() if kind == "function" else _engine_mode()
-    return _MODES[kind]
 
 
 # ---- the audit hook ---------------------------------------------------------------------------------------------

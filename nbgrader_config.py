@@ -24,6 +24,27 @@ c.CourseDirectory.course_id = "cs336-primitives"
 COURSE_ROOT = os.path.dirname(os.path.abspath(__file__))
 c.CourseDirectory.root = COURSE_ROOT
 
+
+def planted(root: str) -> list[str]:
+    """Python modules, packages and configuration files in the course folder that an account other than this file's
+    owner put there. On the class hub this file and the course's code are root's and the grader account may add files
+    here (its gradebook, locks, results); nbgrader puts the current folder first on Python's path, and reads
+    nbgrader_config.json beside this file, so what it added would run in every nbgrader command, Formgrader included."""
+    owner = os.stat(__file__).st_uid
+    found = []
+    for entry in os.scandir(root):
+        package = entry.is_dir(follow_symlinks=False) and os.path.lexists(os.path.join(entry.path, "__init__.py"))
+        if (entry.name.endswith((".py", ".pyc", ".so", ".pth", ".json")) or package) and \
+                entry.stat(follow_symlinks=False).st_uid != owner and not entry.name.startswith("."):
+            found.append(entry.name)
+    return sorted(found)
+
+
+if planted(COURSE_ROOT):
+    raise SystemExit(f"error: {', '.join(planted(COURSE_ROOT))} in {COURSE_ROOT}: Python or configuration that "
+                     "another account than this file's owner put in the course folder, where nbgrader would import or "
+                     "read it. Nothing was run. Look at who made it (ls -l), remove it, and run the command again.")
+
 # The gradebook. On one machine: gradebook.db in this folder (nbgrader's default). On a database server, for grading
 # on many machines (docs/clusters.md, Slurm and Kubernetes): create the empty file `gradebook-on-server` in this
 # folder once (`touch gradebook-on-server`: git-ignored, so the switch is never a change for git to take), or set
@@ -63,6 +84,11 @@ c.Exchange.timezone = "UTC"  # the time zone written to each submission's timest
 # What a student sees in place of each solution region.
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError(\"replace this line with your code, then run the test cell below\")"}
 c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
+# A written answer's rubric sits in its question (a read-only cell) between "### BEGIN MARK SCHEME" and "### END MARK
+# SCHEME": nbgrader's ClearMarkScheme removes it from the release, and autograded/ keeps the question as the source
+# has it, so the person grading reads the rubric above the answer in Formgrader. nbgrader allows such a region only in
+# "Manually graded task" cells unless told otherwise; a question is a read-only cell, so it is told.
+c.ClearMarkScheme.enforce_metadata = False
 
 # Grading runs each notebook top to bottom; a cell that runs longer than this (seconds) is stopped.
 c.Execute.timeout = 120
@@ -77,11 +103,11 @@ c.IgnorePattern.pattern = r"[\s\S]*"
 c.LimitOutput.max_lines = 200
 c.LimitOutput.max_traceback = 40
 
-# Feedback shows students their graded notebook, but not the source of the hidden tests.
+# Feedback shows students their graded notebook, but not the source of the hidden tests, nor a written answer's rubric.
 from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor  # noqa: E402
-from nbgrader.preprocessors import ClearHiddenTests, GetGrades  # noqa: E402
+from nbgrader.preprocessors import ClearHiddenTests, ClearMarkScheme, GetGrades  # noqa: E402
 
-c.GenerateFeedback.preprocessors = [GetGrades, ClearHiddenTests, CSSHTMLHeaderPreprocessor]
+c.GenerateFeedback.preprocessors = [GetGrades, ClearHiddenTests, ClearMarkScheme, CSSHTMLHeaderPreprocessor]
 # Feedback shows the student's notebook: its markup sanitised as on Formgrader's pages (nbgrader's feedback template
 # renders markdown cells as they are; autograder/staff_pages.py), so opening it runs none of it.
 c.GenerateFeedback.exporter_class = "autograder.staff_pages.SanitisingExporter"

@@ -26,19 +26,23 @@ def release_notebooks(assignment: str) -> dict[str, nbformat.NotebookNode]:
     return _notebooks(REPO / "release" / assignment)
 
 
-def _solution_sources(source_nb: nbformat.NotebookNode) -> dict[str, str]:
-    """grade_id -> the source cell's code with the solution markers removed."""
+def _solution_sources(source_nb: nbformat.NotebookNode, cell_type: str = "code") -> dict[str, str]:
+    """grade_id -> the source cell's text with the solution markers removed, for the solution cells of `cell_type`
+    (code: the tasks a test checks; markdown: the written answers a person grades)."""
     return {cell.metadata.nbgrader["grade_id"]: SOLUTION_MARKERS.sub("", cell.source)
-            for cell in source_nb.cells if cell.metadata.get("nbgrader", {}).get("solution")}
+            for cell in source_nb.cells if cell.metadata.get("nbgrader", {}).get("solution")
+            and cell.cell_type == cell_type}
 
 
-def _fill(assignment: str, pick) -> dict[str, nbformat.NotebookNode]:
-    """Copy the release, replacing the code of solution cell number i (grade_id g) by pick(i, g, solution)."""
+def _fill(assignment: str, pick, written: bool = False) -> dict[str, nbformat.NotebookNode]:
+    """Copy the release, replacing the code of solution cell number i (grade_id g) by pick(i, g, solution); with
+    `written`, each written answer by the instructor's model answer (else it stays as released: "No response.")."""
     sources = _notebooks(REPO / "source" / assignment)
     filled = {}
     for name, nb in release_notebooks(assignment).items():
         nb = copy.deepcopy(nb)
         solutions = _solution_sources(sources[name])
+        answers = _solution_sources(sources[name], "markdown") if written else {}
         index = 0
         for cell in nb.cells:
             grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
@@ -47,13 +51,15 @@ def _fill(assignment: str, pick) -> dict[str, nbformat.NotebookNode]:
                 if replacement is not None:
                     cell.source = replacement
                 index += 1
+            elif grade_id in answers:
+                cell.source = answers[grade_id].strip()
         filled[name] = nb
     return filled
 
 
-def solved(assignment: str) -> dict[str, nbformat.NotebookNode]:
-    """Every task done with the instructor's solution."""
-    return _fill(assignment, lambda i, g, solution: solution)
+def solved(assignment: str, written: bool = False) -> dict[str, nbformat.NotebookNode]:
+    """Every task done with the instructor's solution (and, with `written`, every written answer)."""
+    return _fill(assignment, lambda i, g, solution: solution, written)
 
 
 def variant(assignment: str) -> dict[str, nbformat.NotebookNode]:
@@ -419,9 +425,22 @@ def first_task_error(assignment: str) -> dict[str, nbformat.NotebookNode]:
 
 
 def task_points(assignment: str) -> list[float]:
-    """Points of each graded test cell in the source, in order."""
+    """Points of each graded test cell in the source, in order (what the grader scores by itself)."""
     return [float(cell.metadata.nbgrader["points"]) for nb in _notebooks(REPO / "source" / assignment).values()
-            for cell in nb.cells if cell.metadata.get("nbgrader", {}).get("grade")]
+            for cell in nb.cells if cell.metadata.get("nbgrader", {}).get("grade")
+            and not cell.metadata.nbgrader.get("solution")]
+
+
+def written_points(assignment: str) -> list[float]:
+    """Points of each written answer in the source, in order: a markdown answer a person grades (issue #62)."""
+    return [float(cell.metadata.nbgrader["points"]) for nb in _notebooks(REPO / "source" / assignment).values()
+            for cell in nb.cells if cell.cell_type == "markdown" and cell.metadata.get("nbgrader", {}).get("grade")
+            and cell.metadata.nbgrader.get("solution")]
+
+
+def total_points(assignment: str) -> float:
+    """The assignment's points: its tests' and its written answers'."""
+    return sum(task_points(assignment)) + sum(written_points(assignment))
 
 
 # student name -> maker, for the makers that need only the assignment name
@@ -829,6 +848,7 @@ STAFF_PAGE_MARKDOWN = [
     f'<object data="data:text/html,<script>{_pwn("md-object")}</script>"></object>',
     f"<style>@import url('/canary/md-css');</style><math><mi xlink:href=\"javascript:{_pwn('md-math')}\">x</mi></math>",
     "![evil](attachment:evil.svg)",
+    '<meta http-equiv="refresh" content="0; url=/canary/md-meta-refresh">',   # no script: only sanitising stops it
 ]
 _SVG = '<svg xmlns="http://www.w3.org/2000/svg" onload="{}"/>'
 STAFF_PAGE_OUTPUTS = "\n".join([
@@ -844,6 +864,30 @@ STAFF_PAGE_OUTPUTS = "\n".join([
 ])
 
 
+# Files a student hands in beside her notebook for staff to open (issue #58): active content of every kind a browser
+# renders, a misleading extension, no extension, MIME sniffing bait. Each, if it ran on a staff origin, would set
+# window.__pwned and fetch /canary/<what>. STAFF_PAGE_LINKS links them from a markdown cell of her notebook.
+_PDF_JS = (b"%PDF-1.4\n1 0 obj<</Type/Catalog/Pages 2 0 R/OpenAction 3 0 R>>endobj\n"
+           b"2 0 obj<</Type/Pages/Kids[]/Count 0>>endobj\n3 0 obj<</S/JavaScript/JS(app.launchURL('/canary/file-pdf'))>>"
+           b"endobj\ntrailer<</Root 1 0 R>>\n%%EOF\n")
+STAFF_PAGE_FILES: dict[str, bytes] = {
+    "evil.html": (f'<!doctype html><script src="evil.js"></script><script>{_pwn("file-html")}</script>'
+                  f'<img src=x onerror="{_pwn("file-html-img")}"><a href="evil.svg">more</a>').encode(),
+    "evil.js": _pwn("file-js").encode(),
+    "evil.svg": (f'<svg xmlns="http://www.w3.org/2000/svg" onload="{_pwn("file-svg")}">'
+                 f'<script>{_pwn("file-svg-script")}</script></svg>').encode(),
+    "evil.xml": (f'<html xmlns="http://www.w3.org/1999/xhtml"><script>{_pwn("file-xml")}</script></html>').encode(),
+    "evil.xhtml": (f'<html xmlns="http://www.w3.org/1999/xhtml"><body><script src="evil.js"/>'
+                   f'<script>{_pwn("file-xhtml")}</script></body></html>').encode(),
+    "evil.htm": f'<script>{_pwn("file-htm")}</script>'.encode(),
+    "evil.pdf": _PDF_JS,
+    "figure.png": f'<html><script>{_pwn("file-png-sniff")}</script></html>'.encode(),   # HTML named as an image
+    "README": f'<html><script>{_pwn("file-no-extension")}</script></html>'.encode(),
+    "notes.txt": f'<html><script>{_pwn("file-txt-sniff")}</script></html>'.encode(),
+}
+STAFF_PAGE_LINKS = " ".join(f"[{name}]({name})" for name in STAFF_PAGE_FILES if name != "evil.js")
+
+
 def staff_page_payloads(assignment: str) -> dict[str, nbformat.NotebookNode]:
     """The release with every payload class of issue #46 added: markdown cells (script, event handlers, SVG, iframes,
     javascript: links, objects, an SVG attachment), a code cell whose outputs carry HTML, JavaScript, SVG, markdown,
@@ -851,7 +895,7 @@ def staff_page_payloads(assignment: str) -> dict[str, nbformat.NotebookNode]:
     notebooks = release_notebooks(assignment)
     svg = _SVG.format(_pwn("attachment"))
     for nb in notebooks.values():
-        for text in STAFF_PAGE_MARKDOWN:
+        for text in [*STAFF_PAGE_MARKDOWN, STAFF_PAGE_LINKS]:
             cell = nbformat.v4.new_markdown_cell(text)
             if "attachment:" in text:
                 cell.attachments = {"evil.svg": {"image/svg+xml": base64.b64encode(svg.encode()).decode()}}

@@ -9,7 +9,7 @@
   nothing before it in its cell can fail;
 - generated corpora (tests/rule_corpus.py, a sample here): every route zeroed or flagged, no honest program charged,
   at most 2% flagged.
-About 25 s.
+About 20 s.
 """
 from __future__ import annotations
 
@@ -173,7 +173,7 @@ def test_every_forbidden_name_breaks_its_rule(key):
     name in the message."""
     assignment, task = key
     for token in RULED_OUT[key].split():
-        found = verdict(task, _breaking(task, token), setup=SETUP + "\n".join(rule_corpus.setup_code(assignment)))
+        found = verdict(task, _breaking(task, token))
         assert found.broken, (task, token, found)
 
 
@@ -368,12 +368,12 @@ def test_a_stand_in_is_what_the_other_task_held_at_its_own_test():
 
 def test_generated_corpora_zero_or_flag_every_route_and_never_charge_honest_code():
     """A sample of tests/rule_corpus.py (the whole, measured for docs/security.md, with `python -m tests.rule_corpus`):
-    25 generated routes per rule and two honest notebooks per assignment."""
-    table = rule_corpus.measure(25, 2, seed=59, every_atom=False)
+    15 generated routes per rule and two honest notebooks per assignment (its solution and its variant)."""
+    table = rule_corpus.measure(15, 2, seed=59, every_atom=False)
     missed = [(test, how) for test, row in table.items() for how, _ in row["missed"]]
     charged = [(test, how, broken) for test, row in table.items() for how, broken in row["charged"]]
     flagged = sum(len(row["honest_flagged"]) for row in table.values())
     honest = sum(row["honest"] for row in table.values())
-    assert sum(row["routes"] for row in table.values()) >= 1000 and honest >= 80
+    assert sum(row["routes"] for row in table.values()) >= 600 and honest >= 80
     assert missed == [] and charged == [], (missed[:5], charged[:5])
     assert flagged <= 0.02 * honest, [row["honest_flagged"][:2] for row in table.values() if row["honest_flagged"]]

@@ -296,6 +296,12 @@ HONEST = {   # issue #59's honest shapes, each of which was charged or flagged
                                                 "    def view(self):\n        return self.s\n"
                                                 "def storage_index(index, strides, offset):\n"
                                                 "    return offset + sum(i * s for i, s in zip(Shape(index).view(), strides))"),
+    "a lambda in a class body": ("MomentumSGD", "class MomentumSGD(torch.optim.Optimizer):\n"
+                                 "    scale = lambda self, g: self.param_groups[0]['lr'] * g\n"
+                                 "    def __init__(self, params, lr=0.1):\n        super().__init__(params, dict(lr=lr))\n"
+                                 "    @torch.no_grad()\n"
+                             "    def step(self, closure=None):\n        for p in self.param_groups[0]['params']:\n"
+                             "            p.sub_(self.scale(p.grad))"),
 }
 
 

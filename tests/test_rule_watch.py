@@ -83,6 +83,9 @@ SEEN = {   # task, its answer, the test that calls it, what the watch must repor
                  "        torch._foreach_add_(ps, [p.grad for p in ps], alpha=-0.1)",
         "p = torch.nn.Parameter(torch.randn(3))\nopt = AdamW([p])\np.grad = torch.ones(3)\nopt.step()",
         "torch._foreach_add_ (private), called by the task's code"),
+    "torch.einsum where einops is asked for": (
+        "attention_scores", "def attention_scores(q, k):\n    return torch.einsum('bqd,bkd->bqk', q, k) / q.shape[-1] ** 0.5",
+        "attention_scores(torch.randn(2, 3, 4), torch.randn(2, 5, 4))", "torch.functional.einsum, called by the task's code"),
     "settrace": ("w2_grad", "import sys\ndef w2_grad(h1, g):\n    sys.settrace(None)\n    return h1.T @ g",
                  "w2_grad(torch.randn(3, 2), torch.randn(3, 4))", "tampering: the task's code ran sys.settrace"),
     "exec": ("w2_grad", "def w2_grad(h1, g):\n    return eval('h1.T @ g')",
@@ -137,6 +140,13 @@ HONEST = {   # what the watch must not report: honest code, the tests' own use o
         "two_layer_grads", "def two_layer_grads(x, w1, w2):\n    return w2_grad(x @ w1, x)",
         "w2_grad = utils.gradients.autograd_linear_grads\n"
         "two_layer_grads(torch.randn(3, 2), torch.randn(2, 2), torch.randn(2, 2))"),
+    "the course's own function bound as the earlier task's": (   # earlier_tasks_done_right, as 08's test_train does
+        "train", "def train(data):\n    return get_batch(data, 2, 4, 'cpu', torch.Generator().manual_seed(0))",
+        "import numpy as np, utils.training\nget_batch = utils.training.get_batch\ntrain(np.arange(100))"),
+    "einops.einsum, which runs torch.einsum": (
+        "attention_scores", "def attention_scores(q, k):\n"
+                            "    return einops.einsum(q, k, '... q d, ... k d -> ... q k') / math.sqrt(q.shape[-1])",
+        "attention_scores(torch.randn(2, 3, 4), torch.randn(2, 5, 4))"),
 }
 
 

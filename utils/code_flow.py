@@ -595,7 +595,7 @@ class Flow:
         anything); Python calls special methods of the student's classes itself, with anything too."""
         self.entry_names = tuple(entries)
         for fn in self.p.fns:
-            if fn.cid is not None and fn.node.name.startswith("__"):
+            if fn.cid is not None and getattr(fn.node, "name", "").startswith("__"):   # a lambda has no name
                 self._enter(fn, OPAQUE_ONLY, ("i", fn.cid))
         end = Env(None, len(self.p.statements) + 0.5, True)
         for _ in range(MAX_ROUNDS):

@@ -162,7 +162,8 @@ _TABLE: list[tuple[str, str, str, bool, Decision, Decision]] = [
      "starts and talks to a language server (reads the files it is shown, hers included)", True, SERVE, OFF),
     # --- JupyterLab
     (r"/lab/api/build$", "jupyterlab.handlers.build_handler.BuildHandler",
-     "rebuilds JupyterLab (runs node): the course never needs it from a page", False, OFF, OFF),
+     "whether JupyterLab needs a build (GET, which every page asks); a POST rebuilds it (runs node), which the course "
+     "never needs from a page", False, READ_ONLY, READ_ONLY),
     (r"/lab/api/extensions$", "jupyterlab.handlers.extension_manager_handler.ExtensionHandler",
      "installs JupyterLab extensions from the package index", False, SERVE, OFF),
     (r"/lab/api/plugins$", "jupyterlab.handlers.plugin_manager_handler.PluginHandler",

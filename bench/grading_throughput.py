@@ -1,6 +1,6 @@
 """Plain `nbgrader autograde` against our grader, on the same generated class, side by side in one run.
 
-    .venv/bin/python -m bench.grading_throughput [STUDENTS] [--assignment NAME ...] [--complete]
+    .venv/bin/python -m bench.grading_throughput [STUDENTS] [--assignment NAME ...] [--complete] [--ours-only]
 
 The class: STUDENTS students (default 40) x the assignments in source/, each student's notebook solved, half
 done or blank in turn (a mixed class), or with --complete every notebook solved (the hardest case for our grader:
@@ -8,6 +8,8 @@ every hidden test runs). Both graders grade every notebook into a gradebook of t
 assignments and writing the grades); the script checks that they give every student the same score per task,
 then prints wall time, notebooks per minute, seconds per notebook and the ratio.
 Where the time goes in ours is printed too: starting a sandboxed notebook process vs running the cells.
+`--ours-only` grades with ours alone and prints its time (to compare two checkouts of ours side by side, run under
+`farm-bench --vs`, which alternates them).
 """
 from __future__ import annotations
 
@@ -86,6 +88,7 @@ def main() -> None:
     parser.add_argument("--assignment", action="append", help="only these assignments (default: all)")
     parser.add_argument("--complete", action="store_true", help="every notebook solved (default: solved, half done "
                         "and blank in turn)")
+    parser.add_argument("--ours-only", action="store_true", help="grade with ours alone (no nbgrader, no comparison)")
     args = parser.parse_args()
     names = args.assignment or assignments()
     limits = load_limits()
@@ -98,7 +101,7 @@ def main() -> None:
               f"sandbox: {', '.join(probe(limits))}")
 
         start = time.perf_counter()
-        theirs = grade_with_nbgrader(submitted, Path(scratch) / "nbgrader-course", names)
+        theirs = {} if args.ours_only else grade_with_nbgrader(submitted, Path(scratch) / "nbgrader-course", names)
         nbgrader_seconds = time.perf_counter() - start
 
         start = time.perf_counter()  # our course: its own gradebook, which the run fills as nbgrader's does
@@ -108,6 +111,10 @@ def main() -> None:
         rows = grade(submitted, Path(scratch) / "ours", names=names, limits=limits, course=Course.load(ours_course))
         our_seconds = time.perf_counter() - start
     ours = {(r.student, r.assignment, r.task): r.score for r in rows if r.task != TOTAL}
+    if args.ours_only:
+        print(f"ours ({limits.workers or os.cpu_count()} workers, sandboxed): {our_seconds:.1f} s, "
+              f"{our_seconds / notebooks:.2f} s per notebook")
+        return
     same = ours == theirs
     print(f"{'grader':28s} {'seconds':>8s} {'notebooks/min':>14s} {'s/notebook':>11s}")
     for label, seconds in (("nbgrader autograde (serial)", nbgrader_seconds),

@@ -321,7 +321,7 @@ def test_the_whole_cycle_in_a_browser(running):
     from playwright.sync_api import sync_playwright
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=executable, headless=True, args=CHROMIUM_ARGS)
-        students = {RIGHT: submissions.solved(ASSIGNMENT), HALF: submissions.half_done(ASSIGNMENT)}
+        students = {RIGHT: submissions.solved(ASSIGNMENT, written=True), HALF: submissions.half_done(ASSIGNMENT)}
         pages = {}
         for user in students:    # both log in and their servers start side by side
             pages[user] = login(browser, hub, user)
@@ -526,9 +526,22 @@ def refused(hub: ClassHub, user: str, shell: str) -> str:
 
 
 def in_her_server(hub: ClassHub, user: str, command: list[str]) -> subprocess.CompletedProcess:
-    """`command` run as `user` inside her running server's namespaces (mount, PID), as her terminal would run it."""
-    init = next(pid for pid in hub.cgroup(user).pids() if Path(f"/proc/{pid}/status").read_text().count("NSpid") and
-                Path(f"/proc/{pid}/status").read_text().split("NSpid:")[1].split()[-1] == "1")
+    """`command` run as `user` inside her server's namespaces (mount, PID), as her terminal would run it (her server
+    started first if it is not running)."""
+    if hub_request(hub, f"/hub/api/users/{user}/server", hub.admin_token, "POST")[0] in (201, 202):
+        wait_for_server(hub, user, running=True)
+
+    def init_of_her_namespace() -> int | None:
+        for pid in hub.cgroup(user).pids():
+            try:
+                ids = Path(f"/proc/{pid}/status").read_text().split("NSpid:")[1].splitlines()[0].split()
+            except (OSError, IndexError):
+                continue
+            if len(ids) > 1 and ids[-1] == "1" and b"tini" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                return pid
+        return None
+    init = init_of_her_namespace()
+    assert init, f"no server of {user} runs: {hub.cgroup(user).pids()}"
     account = pwd.getpwnam(user)
     return subprocess.run(["nsenter", f"--target={init}", "--mount", "--pid", f"--setuid={account.pw_uid}",
                            f"--setgid={account.pw_gid}", "--", *command], capture_output=True, text=True, timeout=60)
@@ -537,7 +550,7 @@ def in_her_server(hub: ClassHub, user: str, command: list[str]) -> subprocess.Co
 def test_nobody_gets_in_where_they_do_not_belong(running):
     hub, server = running
     # her own processes, and only those, in ps and top (her server's /proc is her PID namespace's, issue #58)
-    listed = in_her_server(hub, RIGHT, ["ps", "-eo", "pid,user,args"])
+    listed = in_her_server(hub, RIGHT, ["ps", "-eww", "-o", "pid,user,args"])
     assert listed.returncode == 0, listed.stderr
     assert "jupyterhub-singleuser" in listed.stdout and "configurable-http-proxy" not in listed.stdout and \
         HALF not in listed.stdout, listed.stdout
@@ -1118,7 +1131,7 @@ def test_the_culler_keeps_a_busy_kernel_and_caps_a_servers_life(running):
     """Issue #58: with the idle timeout of 20 s, a server whose kernel computes silently (busy, no tab, no output) is
     not stopped as idle; a server whose student reports activity herself, with her server's own token, stops all the
     same once it is MAX_AGE old (the culler's --max-age)."""
-    hub, server = running
+    hub = ClassHub.load(PREFIX)   # as the dropped student's test set it up again: idle timeout 20 s, MAX_AGE
     assert hub.idle_timeout == 20 and hub.max_age == MAX_AGE, "the dropped student's test set them"
     busy, chatty, idle = "hubt-008", "hubt-009", "hubt-010"
     for user in (busy, chatty, idle):

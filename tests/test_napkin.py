@@ -150,6 +150,8 @@ def test_off_by_says_a_band_whose_edges_do_not_pass():
     assert off_by(1024.0, within_percent(5)) == "between 500x and 1,500x too large"
     assert off_by(1.52, within_percent(2)) == "less than 2x too large" and off_by(1000.0) == "between 1,000x and 1,500x too large"
     assert off_by(1000.0, within_percent(2)) == "between 500x and 1,500x too large"
+    assert off_by(math.inf, within_percent(2), 320.0) == "between 5 x 10^319x and 1.5 x 10^320x too large"
+    assert off_by(0.0, within_percent(2), -16.1) == "between 10^16x and 1.5 x 10^16x too small"
 
 
 GRID = [10 ** (k / 200) for k in range(-1400, 1401)]  # answers from 10^-7 to 10^7 times the expected value
@@ -235,3 +237,31 @@ def test_numpy_and_torch_numbers_are_refused():
     for value in (numpy.float64(13.0), torch.tensor(13.0), numpy.int64(13)):
         with pytest.raises(AssertionError, match="plain number"):
             check_napkin_answer(value, "x", "GiB")
+
+
+EXTREMES = [1e308, 5e-324, 1.7976931348623157e308, 2.2250738585072014e-308, 1e-300, 1.0, 3, 10**300, 2**1023]
+
+
+def test_any_finite_positive_answer_is_graded_never_the_graders_fault():
+    """Issue #59: an answer of 1e308 or 5e-324 made every napkin check raise OverflowError or ZeroDivisionError, and
+    the notebook was NOT GRADED as the grader's fault. Every question, through the trusted checker's own verdict:
+    right or wrong with a hint, never a fault; generated answers too (any finite positive float)."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from autograder.trusted.checker import verdict
+    from utils.handin import encode
+    keys = sorted({key for *_, key, _ in QUESTIONS})
+    assert len(keys) >= 10
+    for key in keys:
+        for value in EXTREMES:
+            found = verdict(hidden, key, encode(value))
+            assert not found.fault and (found.ok or found.error.startswith("AssertionError:")), (key, value, found)
+            assert found.ok or re.search(r"Hint: .*too (large|small)", found.error), (key, value, found.error)
+
+    @settings(max_examples=150, deadline=None, derandomize=True, database=None)
+    @given(st.sampled_from(keys), st.floats(min_value=5e-324, allow_nan=False, allow_infinity=False))
+    def graded(key, value):
+        found = verdict(hidden, key, encode(value))
+        assert not found.fault and (found.ok or "\nHint: " in found.error), (key, value, found)
+    graded()

@@ -19,7 +19,9 @@ from autograder import routes
 # start a process: none may be on for a student's file on any staff server, and none at all on Formgrader.
 RUNS_CODE = {"MainKernelHandler", "KernelWebsocketHandler", "KernelActionHandler", "SessionRootHandler",
              "TermSocket", "TerminalRootHandler", "LanguageServerWebSocketHandler", "ValidateAssignmentHandler",
-             "BuildHandler", "ExtensionHandler", "TrustNotebooksHandler", "ConsoleHandler"}
+             "ExtensionHandler", "TrustNotebooksHandler", "ConsoleHandler"}
+# Handlers whose reads report and whose writes run something: read-only at most, everywhere
+WRITES_RUN = {"BuildHandler"}
 
 
 def test_the_table_is_one_row_per_route_and_every_decision_is_safe():
@@ -31,6 +33,8 @@ def test_the_table_is_one_row_per_route_and_every_decision_is_safe():
             decision = route.decision(server)
             # code comes only from the servers' own installed files; a student's file is never code
             assert not (route.student_bytes and decision is routes.CODE), route
+            if route.handler.rsplit(".", 1)[1] in WRITES_RUN:
+                assert decision in (routes.READ_ONLY, routes.OFF), (server, route)
             if route.handler.rsplit(".", 1)[1] in RUNS_CODE:
                 assert decision is routes.OFF if server is routes.Server.FORMGRADER else \
                     decision in (routes.SERVE, routes.OWN_WORK, routes.OFF), (server, route)

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import cast
 
 from utils.grading import _fail
 
@@ -96,6 +97,7 @@ def check_napkin_answer(value: object, what: str, unit: str) -> None:
 
 NEAR = 2.5          # an answer off by at most NEAR x the tolerance is a near miss: a rounding, most often
 GRID = (1, 1.5, 2, 3, 5)   # the bands a factor without a named slip is told in, per power of ten
+PLAIN = 15          # factors up to 10^PLAIN are written out (1,500x); larger ones as 1.5 x 10^20x
 
 
 def factor_as_it_is(factor: float) -> str:
@@ -107,37 +109,50 @@ def factor_as_it_is(factor: float) -> str:
     return f"{factor:.3g}x"
 
 
-def _edges(factor: float) -> list[float]:
-    """The edges of the 1-1.5-2-3-5 grid from the decade below `factor`'s to the decade above it, in order."""
-    power = 10.0 ** (math.floor(math.log10(factor)) - 1)
-    return [edge * power * 10**decade for decade in range(3) for edge in GRID] + [1000 * power]
+def _allows(tolerance: Tolerance | None, log_ratio: float) -> bool:
+    """Whether `tolerance` passes an answer 10^log_ratio times the expected value (no overflow for any log_ratio)."""
+    return tolerance is not None and abs(log_ratio) < 1 and tolerance.allows(10**log_ratio)
 
 
-def band(factor: float, tolerance: Tolerance | None = None) -> tuple[float, float]:
-    """The band of the 1-1.5-2-3-5 grid that a factor (at least 1) lies in: (1.5, 2) for 1.7, (1000, 1500) for 1200;
-    an edge that `tolerance` would let the factor pass as (1.5 for 1.52 at 2%) is moved to the next edge out, so that
-    multiplying by an edge never passes: (1, 2) for 1.52, (500, 1500) for 1024 at 5%."""
-    edges = [edge for edge in _edges(factor) if edge >= 1]
-    at = next(i for i, edge in enumerate(edges) if factor < edge)
-    low, high = at - 1, at
-    while low > 0 and tolerance is not None and tolerance.allows(factor / edges[low]):
+def band(log_factor: float, tolerance: Tolerance | None = None) -> tuple[tuple[float, int], tuple[float, int]]:
+    """The band of the 1-1.5-2-3-5 grid that a factor of 10^log_factor (at least 1) lies in, each edge as (mantissa,
+    power of ten): ((1.5, 0), (2, 0)) for 1.7, ((1, 3), (1.5, 3)) for 1200. An edge that `tolerance` would let the
+    factor pass as (1.5 for 1.52 at 2%) is moved to the next edge out, so that multiplying by an edge never passes:
+    ((1, 0), (2, 0)) for 1.52, ((5, 2), (1.5, 3)) for 1024 at 5%. In logarithms, so that any factor has a band."""
+    decade = math.floor(log_factor)
+    edges = [(edge, power) for power in (decade - 1, decade, decade + 1) for edge in GRID] + [(1.0, decade + 2)]
+    edges = [edge for edge in edges if edge[1] >= 0]
+
+    def log(edge: tuple[float, int]) -> float:
+        return math.log10(edge[0]) + edge[1]
+    high = next(i for i, edge in enumerate(edges) if log_factor < log(edge))
+    low = high - 1
+    while low > 0 and _allows(tolerance, log_factor - log(edges[low])):
         low -= 1
-    while high < len(edges) - 1 and tolerance is not None and tolerance.allows(factor / edges[high]):
+    while high < len(edges) - 1 and _allows(tolerance, log_factor - log(edges[high])):
         high += 1
     return edges[low], edges[high]
 
 
-def _grid_number(x: float) -> str:
-    return f"{x:,.0f}" if x >= 10 else f"{x:g}"
+def _grid_number(edge: tuple[float, int]) -> str:
+    mantissa, power = edge
+    if power > PLAIN:
+        return f"{mantissa:g} x 10^{power}" if mantissa != 1 else f"10^{power}"
+    value = mantissa * 10**power
+    return f"{value:,.0f}" if value >= 10 else f"{value:g}"
 
 
-def off_by(ratio: float, tolerance: Tolerance | None = None) -> str:
+def off_by(ratio: float, tolerance: Tolerance | None = None, log_ratio: float | None = None) -> str:
     """Which way and how far an answer `ratio` times the expected value is, in a band that no tolerance fits in:
     "between 1.5x and 2x too small", "between 1,000x and 1,500x too large", "less than 1.5x too large"; with the
-    question's `tolerance`, neither edge is a factor that would make the answer pass (`band`)."""
-    way = "too large" if ratio > 1 else "too small"
-    low, high = band(max(ratio, 1 / ratio), tolerance)
-    if low == 1:
+    question's `tolerance`, neither edge is a factor that would make the answer pass (`band`). `log_ratio` (log10 of
+    the ratio) stands for a ratio too large or too small for a float (an answer of 1e308 for a few GiB: the ratio is
+    inf; 5e-324: it is 0), so that any answer gets words."""
+    if log_ratio is None:
+        log_ratio = math.log10(ratio)
+    way = "too large" if log_ratio > 0 else "too small"
+    low, high = band(abs(log_ratio), tolerance)
+    if low == (1, 0):
         return f"less than {_grid_number(high)}x {way}"
     return f"between {_grid_number(low)}x and {_grid_number(high)}x {way}"
 
@@ -145,29 +160,33 @@ def off_by(ratio: float, tolerance: Tolerance | None = None) -> str:
 Slips = dict[float, str] | list[tuple[float, str]]
 
 
-def slips_named(ratio: float, tolerance: Tolerance, slips: Slips | None) -> list[str]:
-    """Every slip in `slips` (factor -> what it is) whose factor the answer's `ratio` matches, to `tolerance`: two slips
-    with the same factor are both named."""
+def slips_named(log_ratio: float, tolerance: Tolerance, slips: Slips | None) -> list[str]:
+    """Every slip in `slips` (factor -> what it is) whose factor the answer's ratio (10^log_ratio) matches, to
+    `tolerance`: two slips with the same factor are both named."""
     pairs = slips.items() if isinstance(slips, dict) else (slips or [])
-    return list(dict.fromkeys(slip for factor, slip in pairs if tolerance.allows(ratio / factor)))
+    return list(dict.fromkeys(slip for factor, slip in pairs if _allows(tolerance, log_ratio - math.log10(factor))))
 
 
-def is_near_miss(ratio: float, tolerance: Tolerance) -> bool:
+def is_near_miss(log_ratio: float, tolerance: Tolerance) -> bool:
     """Off by at most NEAR times the tolerance (a relative tolerance only)."""
-    return tolerance.factor is None and abs(ratio - 1) <= NEAR * tolerance.relative
+    return tolerance.factor is None and abs(log_ratio) < 1 and abs(10**log_ratio - 1) <= NEAR * tolerance.relative
 
 
-def napkin_feedback(ratio: float, unit: str, tolerance: Tolerance, slips: Slips | None = None) -> str:
-    """What a wrong answer `ratio` times the expected value is told: the slips it matches with its factor as it is, or
-    a near miss, or a band (utils/napkin.py's docstring says why no more)."""
-    way = "too large" if ratio > 1 else "too small"
-    named = slips_named(ratio, tolerance, slips)
+def napkin_feedback(ratio: float, unit: str, tolerance: Tolerance, slips: Slips | None = None,
+                    log_ratio: float | None = None) -> str:
+    """What a wrong answer `ratio` times the expected value (10^log_ratio, for a ratio beyond a float) is told: the
+    slips it matches with its factor as it is, or a near miss, or a band (utils/napkin.py's docstring says why no
+    more)."""
+    if log_ratio is None:
+        log_ratio = math.log10(ratio)
+    way = "too large" if log_ratio > 0 else "too small"
+    named = slips_named(log_ratio, tolerance, slips)
     if named:
-        return f"{factor_as_it_is(max(ratio, 1 / ratio))} {way}: " + " Or ".join(named)
-    if is_near_miss(ratio, tolerance):
+        return f"{factor_as_it_is(10 ** abs(log_ratio))} {way}: " + " Or ".join(named)
+    if is_near_miss(log_ratio, tolerance):
         return (f"a near miss, a little {way} (graded {tolerance}): a rounding that went too far? Keep three "
                 "significant digits as you go.")
-    return f"{off_by(ratio, tolerance)}: recheck each factor of your product, and the unit ({unit})."
+    return f"{off_by(ratio, tolerance, log_ratio)}: recheck each factor of your product, and the unit ({unit})."
 
 
 def check_napkin(value: object, expected: float, what: str, unit: str, tolerance: Tolerance,
@@ -175,7 +194,11 @@ def check_napkin(value: object, expected: float, what: str, unit: str, tolerance
     """The hidden check of a napkin answer: `value` must be a plain positive number within `tolerance` of `expected`.
     A wrong one fails with napkin_feedback (never the expected value)."""
     check_napkin_answer(value, what, unit)
-    ratio = float(value) / expected
+    value = cast(float, value)                             # a plain int or float, checked just above
+    log_ratio = math.log10(value) - math.log10(expected)   # defined for any positive int, and any float down to 5e-324
+    ratio = float(value) / expected                        # inf or 0.0 where the true ratio is beyond a float
     if tolerance.allows(ratio):
         return
-    _fail(what, f"{value!r} {unit} is not {tolerance} of the answer", napkin_feedback(ratio, unit, tolerance, slips))
+    shown = repr(value) if len(repr(value)) <= 24 else f"{float(value):.6g}"
+    _fail(what, f"{shown} {unit} is not {tolerance} of the answer",
+          napkin_feedback(ratio, unit, tolerance, slips, log_ratio))

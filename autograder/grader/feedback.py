@@ -12,7 +12,7 @@ from pathlib import Path
 
 from autograder.atomic import write_atomically
 from autograder.grader.autograded import error_parts, strip_ansi
-from autograder.grader.plan import Cell, CellRun
+from autograder.grader.plan import HIDDEN, Cell, CellRun
 from autograder.outcome import CellKind, CellOutcome, Failure
 
 STYLE = """body{font-family:system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;color:#222}
@@ -39,6 +39,31 @@ def for_students(cell: Cell, result: CellRun, detail: str) -> CellRun:
     shown = ("a hidden test failed; its inputs and expected values stay with the instructor" if ename == "AssertionError"
              else f"your code raised {ename} in a hidden test (a case the visible tests do not try)")
     return replace(result, error=f"{ename}: {shown}\n{hint}", error_full=error)
+
+
+HIDDEN_LINE = "[a line of the hidden tests]"
+
+
+def hidden_code(cells: list[Cell]) -> list[str]:
+    """The lines of the hidden tests of `cells` that a student's output could only hold by copying them (stripped,
+    12 characters or more, the markers left out), longest first."""
+    lines = set()
+    for cell in cells:
+        for match in HIDDEN.finditer(cell.code) if cell.kind is CellKind.TEST else ():
+            lines |= {line.strip() for line in match.group(0).splitlines()
+                      if len(line.strip()) >= 12 and "HIDDEN TESTS" not in line}
+    return sorted(lines, key=len, reverse=True)
+
+
+def without_hidden_code(result: CellRun, lines: list[str]) -> CellRun:
+    """`result` with every copy of a hidden test's line cut from what a student reads (its output and error): however
+    a notebook came by the code (its frames' constants, a traceback it formatted, memory), it never reaches the
+    feedback (issue #59)."""
+    output, error = result.output, result.error
+    for line in lines:
+        if line in output or line in error:
+            output, error = output.replace(line, HIDDEN_LINE), error.replace(line, HIDDEN_LINE)
+    return result if (output, error) == (result.output, result.error) else replace(result, output=output, error=error)
 
 
 def _block(text: str, css: str = "") -> str:

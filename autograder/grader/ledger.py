@@ -156,25 +156,28 @@ def check(course: Course, out: Path, start_over: bool = False, re_record: tuple[
     # after its commit, so whatever the listing finds, the gradebook read after it holds.
     shown_by = recorded_elsewhere(course, out)
     held = _held(course, any(ledger.submissions or ledger.due for ledger in ledgers))
+    excused: set[tuple[str, str]] = set()  # lost, and named by --re-record: recorded again
     for ledger in ledgers:
         if held is None:  # no gradebook at all where the ledger knew one
-            raise LostRecords(_lost(shown, _why_empty(course, ledger), ledger, accepted))
+            raise LostRecords(_lost(shown, _why_empty(course, ledger), ledger))
         _same_gradebook(course, ledger, held)
         if ledger.gradebook and ledger.gradebook != shown:
             accepted.notes.append(f"the gradebook's address changed since the last run: the ledger named "
                                   f"{ledger.gradebook}, the course now names {shown} (the same gradebook: its "
                                   f"assignments have the ids the ledger lists, fingerprint {ledger.fingerprint})")
-        lost = {pair for pair in ledger.submissions - held.submissions if not accepted.covers(pair)}
+        gone = ledger.submissions - held.submissions
+        lost = {pair for pair in gone if not accepted.covers(pair)}
+        excused |= gone - lost
         lost_due = ledger.due - held.due
         if lost or lost_due:
-            raise LostRecords(_lost(shown, _what_is_gone(lost, lost_due, len(ledger.submissions)), ledger, accepted,
-                                    lost))
+            raise LostRecords(_lost(shown, _what_is_gone(lost, lost_due, len(ledger.submissions)), ledger, lost))
     dropped = frozenset().union(*(ledger.dropped for ledger in ledgers)) if ledgers else frozenset()
     missing = {pair for pair in shown_by if pair not in dropped and not accepted.covers(pair)} - \
         (held.submissions if held is not None else frozenset())
     if missing:
         raise LostRecords(_unrecorded(course, shown, out, missing, shown_by, held is None or not held.submissions))
-    matched = sorted(f"{s}/{a}" for s, a in shown_by - (held.submissions if held else frozenset()) if accepted.covers((s, a)))
+    excused |= {pair for pair in shown_by - (held.submissions if held else frozenset()) if accepted.covers(pair)}
+    matched = sorted(f"{s}/{a}" for s, a in excused)
     if matched:
         accepted.notes.append(f"recorded again, as --re-record asked: {_some(matched)}")
     return accepted
@@ -279,7 +282,7 @@ def _ways_back(lost: set) -> str:
             "extensions, due dates, and so late penalties) is dropped for good")
 
 
-def _lost(shown: str, what: str, ledger: Ledger, accepted: Accepted, lost: set | None = None) -> str:
+def _lost(shown: str, what: str, ledger: Ledger, lost: set | None = None) -> str:
     elsewhere = f" (the ledger was written for {ledger.gradebook})" if ledger.gradebook and ledger.gradebook != shown else ""
     return (f"the gradebook ({shown}) has lost what earlier runs recorded{elsewhere}: {what}. Nothing was written. "
             f"{_ways_back(lost if lost is not None else set(ledger.submissions))}. (What earlier runs recorded: "

@@ -209,7 +209,7 @@ class NotebookProcess:
         if not isinstance(reply, CellResult) or reply.id != request.id or self.buffer:
             raise Died("the notebook wrote to the grader's channel (its result was not trusted)", Failure.CRASH)
         return CellRun(reply.ok, reply.output, reply.error, tuple(reply.restored), tuple(reply.tampered), reply.line,
-                       reply.handed, cell_failure(reply))
+                       reply.handed, cell_failure(reply), ran=tuple(reply.ran[:20]))
 
     def _read_reply(self, seconds: float) -> Message:
         """The reply within `seconds` of the notebook process's own time: the time its threads waited for a CPU (the
@@ -259,10 +259,11 @@ class NotebookProcess:
             if not result.ok:
                 raise GraderFault(f"the assignment's files could not be given to the notebook: {result.error}")
 
-    def run(self, kind: CellKind, code: str, seconds: float, cases: dict[str, str] | None = None) -> CellRun:
-        """Run one cell (a test cell with the encoded cases of its hidden tests); its result, or Died if the process
-        dies, times out or answers out of turn."""
-        return self._request(CellRequest(secrets.token_hex(8), kind, code, cases or {}), seconds)
+    def run(self, kind: CellKind, code: str, seconds: float, cases: dict[str, str] | None = None,
+            watch: list[str] | None = None) -> CellRun:
+        """Run one cell (a test cell with the encoded cases of its hidden tests, and its task rule's watch); its
+        result, or Died if the process dies, times out or answers out of turn."""
+        return self._request(CellRequest(secrets.token_hex(8), kind, code, cases or {}, watch or []), seconds)
 
     def _exit_reason(self) -> str:
         """How the notebook process ended, from its builder's Exited."""
@@ -341,11 +342,12 @@ def within_budget(results: list[CellRun], budget: int) -> list[CellRun]:
 
 
 def run_plan(plan: Plan, limits: Limits, zygote: Zygote, slot: int, files: dict[str, bytes] | None = None,
-             cases: dict[str, str] | None = None, budgets: dict[str, list[CostBudget]] | None = None) -> list[CellRun]:
+             cases: dict[str, str] | None = None, budgets: dict[str, list[CostBudget]] | None = None,
+             watches: dict[str, list[str]] | None = None) -> list[CellRun]:
     """Every cell's run, in order. `files`: the assignment's files for the working folder; `cases`: the encoded cases
     of the hidden tests (key -> JSON text); `budgets`: the cost budgets by hidden test key (from the trusted checker;
-    each measured after its test cell passes, autograder/grader/cost.py). GraderFault when a notebook process cannot
-    be started."""
+    each measured after its test cell passes, autograder/grader/cost.py); `watches`: a rule-bound test cell's watch,
+    by its grade_id (grader/rules.py). GraderFault when a notebook process cannot be started."""
     cases = cases or {}
     results: list[CellRun | None] = [None] * len(plan.cells)
     crashed: set[int] = set()
@@ -364,8 +366,10 @@ def run_plan(plan: Plan, limits: Limits, zygote: Zygote, slot: int, files: dict[
                     raise Died(f"the notebook ran past its {limits.notebook_seconds:g} s limit", Failure.TIMEOUT)
                 started = time.monotonic()
                 try:
-                    results[index] = result = process.run(cell.kind, cell.code, min(limits.cell_seconds, left),
-                                                          {key: cases[key] for key in cell.hidden_keys if key in cases})
+                    results[index] = result = process.run(
+                        cell.kind, cell.code, min(limits.cell_seconds, left),
+                        {key: cases[key] for key in cell.hidden_keys if key in cases},
+                        (watches or {}).get(cell.grade_id) if cell.kind is CellKind.TEST else None)
                 except Died as died:
                     results[index] = replace(failed(str(died), died.failure), seconds=round(time.monotonic() - started, 3))
                     crashed.add(index)

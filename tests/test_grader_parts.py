@@ -342,3 +342,33 @@ def test_a_notebook_has_one_output_budget():
     assert sum(len(r.output) for r in kept) < 200_000 + 4_000 * 120   # the notes: one line a cell
     assert [r.ok for r in kept] == [r.ok for r in results] and kept[-1].error == results[-1].error
     assert within_budget(results[:3], 200_000) == results[:3]   # within it: nothing changes
+
+
+def test_the_graded_page_reads_exception_then_hint_in_plain_text_and_one_points_count():
+    """Issue #61's minor items: a test's error whose last line is its hint reads "AssertionError: ... Hint: ..." (not
+    "Error: Hint: ... AssertionError: ..."); a task's heading says its points once, in the right number; a type check
+    says "an int"; no ANSI colour code reaches the results file."""
+    from autograder.grader import feedback
+    from autograder.grader.autograded import error_parts
+    from autograder.grader.plan import Cell, CellRun
+    from autograder.grader.workers import cell_outcome
+    from autograder.outcome import CellKind
+    from utils.grading import check_type
+
+    error = "AssertionError: weights_gib: 1 GiB is not within 2% of the answer\nHint: between 10x and 15x too small"
+    assert error_parts(error, None) == ("AssertionError", "weights_gib: 1 GiB is not within 2% of the answer\n"
+                                                          "Hint: between 10x and 15x too small")
+    assert error_parts("  (line 3: y = f(x))\nValueError: bad", None) == ("ValueError", "bad (line 3: y = f(x))")
+    cell = Cell(CellKind.TEST, "test_weights_gib", "check(weights_gib)", 1.0)
+    colour = "\x1b[0;31mAssertionError\x1b[0m: weights_gib: 1 GiB\nHint: \x1b[1mbetween\x1b[0m"
+    outcome = cell_outcome(cell, CellRun(False, "\x1b[32mprinted\x1b[0m", colour, error_full=colour))
+    assert "\x1b" not in outcome.output + outcome.error + (outcome.error_full or "")
+    assert outcome.error == "AssertionError: weights_gib: 1 GiB\nHint: between"
+    page = feedback.render("s1", "01_floats", "01_floats", (outcome,), [],
+                           titles={"test_weights_gib": "Task 5: napkin math: the weights of a 7B model (1 point)"})
+    assert "tests of Task 5: napkin math: the weights of a 7B model (1 point)</h3>" in page and "points)" not in page
+    assert page.index("AssertionError: weights_gib") < page.index("Hint: between")
+    with pytest.raises(AssertionError, match="expected an int, got float"):
+        check_type(1.0, int, "n")
+    with pytest.raises(AssertionError, match="expected a float, got int"):
+        check_type(1, float, "x")

@@ -42,7 +42,7 @@ def test_wrong_values_and_signed_zero_fail_with_hint():
         check_float(2.0, 1.0, "x", hint="look")
     with pytest.raises(AssertionError):
         check_float(0.0, -0.0, "x")
-    with pytest.raises(AssertionError, match="expected a int, got bool"):
+    with pytest.raises(AssertionError, match="expected an int, got bool"):
         check_int(True, 1, "x")
 
 

@@ -61,3 +61,12 @@ def test_every_lecture_cites_its_sources(path):
     text = markdown(path)
     assert re.search(r"^#+ .*Sources", text, re.MULTILINE), "a 'Sources' section"
     assert "cs336" in text.lower() and len(re.findall(r"\]\(https?://", text)) >= 2
+
+
+def test_every_task_title_fits_the_progress_table():
+    """The TA's U5: a title longer than the progress table's column is cut ("how long one pass over the data ..."), on
+    the landing page a student opens first. Every task's title fits."""
+    from utils.progress_check import TASK_HEADING, TITLE_WIDTH
+    titles = [(path.parent.name, match.group(2)) for path in sorted(REPO.glob("source/*/*.ipynb"))
+              for match in TASK_HEADING.finditer(markdown(path))]
+    assert len(titles) >= 60 and [t for t in titles if len(t[1]) > TITLE_WIDTH] == []

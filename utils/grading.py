@@ -49,7 +49,8 @@ def _found(explain: Callable[[object], str | None] | None, value: object) -> str
 def check_type(value: object, expected_type: type, what: str, hint: str | None = None) -> None:
     """`value` must be exactly of `expected_type` (a subclass does not count; bool is not an int)."""
     if type(value) is not expected_type:
-        _fail(what, f"expected a {expected_type.__name__}, got {type(value).__name__}", hint)
+        name = expected_type.__name__
+        _fail(what, f"expected {'an' if name[0] in 'aeiou' else 'a'} {name}, got {type(value).__name__}", hint)
 
 
 def _named(value: object, mistakes: dict | None, hint: str | None, same=lambda a, b: a == b) -> str | None:

@@ -36,6 +36,7 @@ DEFAULT_ROOT = COURSE_ROOT / "release"
 KERNEL = "cs336-primitives"
 STUB = re.compile(r"^[ \t]*raise[ \t]+NotImplementedError\b", re.MULTILINE)
 TASK_HEADING = re.compile(r"^#+\s*Task\s+(\d+)\s*[:.]\s*(.*?)\s*(\(\s*[\d.]+\s+points?\s*\))?\s*$", re.MULTILINE)
+TITLE_WIDTH = 68  # the progress table's task column (written answers' titles are long): a longer title is cut, "..."
 
 PASSED, FAILED, NOT_ATTEMPTED, NOT_RUN = "passed", "FAILED", "not attempted", "not run"
 WRITTEN, NOT_WRITTEN = "written: a person grades it", "not written yet: a person grades it"
@@ -320,7 +321,8 @@ def render(reports: list[NotebookReport], root: Path) -> str:
         lines += ["", header]
         if report.error:
             lines.append(f"  could not check this notebook: {report.error}")
-        width = min(max([len(t.title) for t in report.tasks] + [len(w.title) for w in report.written] + [4]), 48)
+        width = min(max([len(t.title) for t in report.tasks] + [len(w.title) for w in report.written] + [4]),
+                    TITLE_WIDTH)
         if report.tasks or report.written:
             lines.append(f"  {'task':<4}  {'what':<{width}}  {'points':>6}  result")
         for task in report.tasks:

@@ -44,11 +44,18 @@ def error_parts(error: str, failure: Failure | None) -> tuple[str, str]:
     error = strip_ansi(error).strip()
     if failure is not None and failure in _GRADER_ENAMES:
         return _GRADER_ENAMES[failure], error
-    last = error.splitlines()[-1] if error else ""
-    match = EXCEPTION_LINE.match(last)
-    ename = match.group(1) if match else "Error"
-    evalue = (match.group(3) or "") if match else last
-    where = "\n".join(error.splitlines()[:-1]).strip()
+    lines = error.splitlines()
+    # The exception's line is the last one naming an exception; the lines after it are its message's own (a test's
+    # "Hint: ..." line), so they stay after it, in order, never before it.
+    at = next((i for i in range(len(lines) - 1, -1, -1) if EXCEPTION_LINE.match(lines[i])), None)
+    if at is None:
+        ename, evalue, where = "Error", lines[-1] if lines else "", "\n".join(lines[:-1]).strip()
+    else:
+        match = EXCEPTION_LINE.match(lines[at])
+        assert match is not None
+        ename = match.group(1)
+        evalue = "\n".join([match.group(3) or "", *lines[at + 1:]]).strip()
+        where = "\n".join(lines[:at]).strip()
     if failure is Failure.SYNTAX:  # IPython's text points at the line with a caret; one line is enough here
         line = re.findall(r"line (\d+)", where)
         where = f"(line {line[-1]})" if line else ""

@@ -71,6 +71,19 @@ def _block(text: str, css: str = "") -> str:
     return f'<pre class="{css}">{html.escape(text)}</pre>' if text else ""
 
 
+HEADING_POINTS = re.compile(r"\s*\(\s*[\d.]+\s+points?\s*\)\s*$")  # a task heading's "(1 point)"
+
+
+def _points(points: float) -> str:
+    """"1 point", "2 points", "0.5 points"."""
+    return f"{points:g} point{'' if points == 1 else 's'}"
+
+
+def _task_title(titles: dict[str, str], grade_id: str) -> str:
+    """A task's heading without the points it states, which the page gives beside it."""
+    return HEADING_POINTS.sub("", titles.get(grade_id, grade_id)) or grade_id
+
+
 def _error(cell: CellOutcome) -> str:
     """A failed cell's error as a student reads it: 'ename: evalue', with timeouts and crashes said in words."""
     if not cell.error:
@@ -89,7 +102,7 @@ def render(student: str, assignment: str, notebook: str, cells: tuple[CellOutcom
     tests = [c for c in cells if c.kind is CellKind.TEST]
     earned = sum(c.points for c in tests if c.ok)
     total = sum(c.points for c in tests)
-    rows = "".join(f"<tr><td>{html.escape(titles.get(c.grade_id, c.grade_id))}</td>"
+    rows = "".join(f"<tr><td>{html.escape(_task_title(titles, c.grade_id))}</td>"
                    f"<td>{c.points if c.ok else 0:g} / {c.points:g}</td>"
                    f"<td>{'passed' if c.ok else 'failed'}</td>"
                    f"<td>{html.escape(task_notes.get(c.grade_id, ''))}</td></tr>" for c in tests)
@@ -108,9 +121,9 @@ def render(student: str, assignment: str, notebook: str, cells: tuple[CellOutcom
     parts += [f"<p class='note'>{html.escape(n)}</p>" for n in notes]
     for cell in cells:
         css = "" if cell.kind is not CellKind.TEST else ("pass" if cell.ok else "fail")
-        task = titles.get(cell.grade_id, cell.grade_id)
+        task = _task_title(titles, cell.grade_id)
         title = {CellKind.SETUP: "set-up (locked)", CellKind.ANSWER: f"your answer: {cell.grade_id}",
-                 CellKind.ADDED: "a cell you added", CellKind.TEST: f"tests of {task} ({cell.points:g} points)"}[cell.kind]
+                 CellKind.ADDED: "a cell you added", CellKind.TEST: f"tests of {task} ({_points(cell.points)})"}[cell.kind]
         parts.append(f"<div class='cell {css}'><h3>{html.escape(title)}</h3>{_block(cell.visible_code)}"
                      f"{_block(cell.output)}{_block(_error(cell), 'err')}")
         if cell.tampered:

@@ -110,9 +110,12 @@ def cell_outcome(cell: Cell, result: CellRun) -> CellOutcome:
     """One cell of the plan and its run, as the results file records it. Every step that fails a cell names its
     Failure; a failed run without one (a step added later that forgot to) counts as an ERROR rather than as passed."""
     failure = result.failure or (None if result.ok else Failure.ERROR)
-    return CellOutcome(cell.kind, cell.grade_id, float(cell.points), cell.visible_code, result.ok, result.output,
-                       result.error, result.restored, result.tampered, result.line, seconds=result.seconds,
-                       error_full=result.error_full, costs=result.costs, failure=failure)
+    # ANSI colour codes (an IPython or library error's colours) never reach the results file: every reader of it,
+    # people included, gets plain text.
+    return CellOutcome(cell.kind, cell.grade_id, float(cell.points), cell.visible_code, result.ok,
+                       autograded.strip_ansi(result.output), autograded.strip_ansi(result.error), result.restored, result.tampered,
+                       result.line, seconds=result.seconds, error_full=autograded.strip_ansi(result.error_full or "") or None,
+                       costs=result.costs, failure=failure)
 
 
 def grade_submission(job: Job, setting: Setting, slot: int) -> SubmissionOutcome:

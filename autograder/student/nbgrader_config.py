@@ -3,4 +3,3 @@ the folder JupyterLab or the command starts in; without one, nbgrader warns "No 
 nothing: an exchange's settings (fetching, submitting) come from the file your instructor hands out,
 ~/.jupyter/nbgrader_config.py, which nbgrader reads as well.
 """
-c = get_config()  # noqa: F821 (provided by traitlets when it loads this file)

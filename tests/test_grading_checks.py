@@ -56,7 +56,7 @@ def test_tensor_check_is_strict_about_type_dtype_shape():
 
 
 def test_small_tensors_that_differ_are_shown_whole_and_large_ones_summarised():
-    with pytest.raises(AssertionError, match=r"values differ: expected \[\[1, 2\]\], got \[\[2, 1\]\]\nHint: look"):
+    with pytest.raises(AssertionError, match=r"values differ: expected \[\[1, 2\]\], got \[\[2, 1\]\]\nFound: the right values, in the wrong places[^\n]*\nHint: look"):
         check_tensor(torch.tensor([[2.0, 1.0]]), torch.tensor([[1.0, 2.0]]), "x", hint="look")
     with pytest.raises(AssertionError, match="Mismatched elements: 1 / 20"):
         check_tensor(torch.arange(20.0) + (torch.arange(20) == 3), torch.arange(20.0), "x")

@@ -118,6 +118,11 @@ TEXT_EDITS: list[tuple[str, str, str, str]] = [
      'seconds = {}\n'
      'from utils.units import significant              # 3 significant digits: the rest is noise\n'
      'for dtype in (torch.float32, torch.bfloat16):'),
+    # #61 U6 (the TA review of 2026-11-29): lecture 9's figure title names every format its left panel draws (fp8 too,
+    # where the GPU has it), not two of three.
+    ('09_mixed_precision', 'code',
+     'fig.suptitle("Measured: fp32 against bf16")',
+     'fig.suptitle(f"Measured: {\', \'.join(seconds)} matmuls; fp32 and bf16 activations")'),
     # #50 T11: lecture 7's eight-card column assumes the 16 bytes sharded; its header says so.
     ('07_models_optimizers', 'code',
      '{\'params on 1 H100\':>17} {\'on 8 H100s\':>11}")',

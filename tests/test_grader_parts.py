@@ -372,3 +372,21 @@ def test_the_graded_page_reads_exception_then_hint_in_plain_text_and_one_points_
         check_type(1.0, int, "n")
     with pytest.raises(AssertionError, match="expected a float, got int"):
         check_type(1, float, "x")
+
+
+def test_a_failed_hidden_check_shows_what_its_diagnosis_found_but_not_the_case():
+    """Issue #61: the diagnosis of a wrong value ("Found: ...", utils/diagnosis.py) reaches the student's page with the
+    hint; the first line, with the hidden case's inputs and expected value, goes to error_full only."""
+    from autograder.grader import feedback
+    from autograder.grader.plan import Cell, CellRun
+    from autograder.outcome import CellKind
+    code = "check(f)\n### BEGIN HIDDEN TESTS\nhand_in('x.f', f)\n### END HIDDEN TESTS\n"
+    cell = Cell(CellKind.TEST, "test_f", code, 2.0)
+    error = ("AssertionError: largest_model(8, 80000000000, 'adamw'): expected 40,000,000,000, got 5,000,000,000\n"
+             "Found: it counts one GPU's memory: sharding spreads the state over all of them\nHint: a hint")
+    shown = feedback.for_students(cell, CellRun(False, "", error, line=3), "hints")
+    assert shown.error == ("AssertionError: a hidden test failed; its inputs and expected values stay with the "
+                           "instructor\nFound: it counts one GPU's memory: sharding spreads the state over all of them"
+                           "\nHint: a hint") and shown.error_full == error
+    alone = feedback.for_students(cell, CellRun(False, "", error.rpartition("\n")[0], line=3), "hints").error
+    assert alone.endswith("over all of them\n" + feedback.DEFAULT_HINT) and "40,000" not in alone

@@ -9,7 +9,16 @@ import pytest
 
 from autograder.course import assignments
 from tests.exercise_cells import cells
-from tests.wrong_answers import Wrong, blind, corpus, feedback, graded, names_mistake, visible_feedback
+from tests.wrong_answers import (
+    Wrong,
+    blind,
+    corpus,
+    feedback,
+    graded,
+    names_mistake,
+    student_view,
+    visible_feedback,
+)
 
 ASSIGNMENTS = assignments()
 
@@ -42,7 +51,7 @@ def test_each_wrong_answer_fails_visibly_with_its_mistake_named(assignment):
     for wrong in corpus(assignment):
         message = visible_feedback(assignment, wrong)
         if wrong.task in napkin and message is None:
-            message = feedback(assignment, wrong)[1]
+            message = student_view(feedback(assignment, wrong)[1])
         if not names_mistake(message, wrong):
             misses.append(f"{wrong.task}: {wrong.mistake}\n    wants /{wrong.names}/, got: "
                           f"{'the visible test passes' if message is None else message[:400]}")
@@ -55,17 +64,23 @@ def test_naming_takes_a_check_and_the_mistake():
     assert not names_mistake("storage_index((3,), (4,), 1): expected 13, got 12", wrong)           # says nothing
     assert not names_mistake("RuntimeError: storage offset out of bounds", wrong)                    # a raw error
     assert not names_mistake(None, wrong)                                                            # passes
-    assert graded(None, "hidden: offset") == "hidden: offset" and graded("visible", "hidden") == "visible"
+    assert graded("visible", "hidden") == "visible" and graded(None, None) is None
+    # a hidden failure reads as the student's page shows it: the diagnosis and the hint, not the hidden case
+    hidden = "storage_index((9,), (4,), 7): expected 43, got 36\nFound: the offset (7) left out\nHint: add it."
+    assert graded(None, hidden) == "Found: the offset (7) left out\nHint: add it."
+    assert names_mistake(graded(None, hidden), wrong) and not names_mistake(graded(None, "RuntimeError: offset"), wrong)
 
 
 BLIND_SHARE = 0.85   # issue #61: on wrong answers written without reading the hints, at least this share named
 
 
 def graded_feedback(assignment: str, wrong: Wrong) -> str | None:
-    """What grading reports for `wrong`: the visible test's message, or (when the visible part passes) the hidden
-    check's; the hidden check runs only then, which keeps this test cheap."""
+    """What a student's graded page says to `wrong`: the visible test's message, or (when the visible part passes) the
+    hidden check's as the grader shows it to students (autograder/grader/feedback.py hidden_failure_lines: what the
+    diagnosis found and the hint, not the hidden case's inputs or expected value); the hidden check runs only then,
+    which keeps this test cheap."""
     visible = visible_feedback(assignment, wrong)
-    return visible if visible is not None else feedback(assignment, wrong)[1]
+    return visible if visible is not None else student_view(feedback(assignment, wrong)[1])
 
 
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)

@@ -25,20 +25,29 @@ DEFAULT_HINT = ("Hint: your code passes the visible tests but not every case; tr
                 "edge cases.")
 
 
+def hidden_failure_lines(error: str) -> str:
+    """What a student reads of a failed hidden check's message: what its diagnosis found in the wrong value (its
+    "Found: ..." lines, utils/diagnosis.py: the case's own quantities, never an expected value) and its hint (the
+    last "Hint: ..." line, or DEFAULT_HINT); the first line, with the hidden case's inputs and expected value, stays
+    with the instructor."""
+    lines = [line for line in error.strip().splitlines()]
+    found = [line for line in lines if line.startswith("Found: ")]
+    hint = lines[-1] if lines and lines[-1].startswith("Hint:") else DEFAULT_HINT
+    return "\n".join(found + [hint])
+
+
 def for_students(cell: Cell, result: CellRun, detail: str) -> CellRun:
     """`result` (one cell's) as a student may see it. With detail "hints", a test cell that failed in its hidden
-    part keeps only the kind of failure and the check's hint; the whole message moves to `error_full` (instructors
-    only). A visible check, a time-out or a crash is shown as it is."""
+    part keeps only the kind of failure, what the check's diagnosis found and its hint (hidden_failure_lines); the
+    whole message moves to `error_full` (instructors only). A visible check, a time-out or a crash is shown as it is."""
     if detail == "full" or not cell.failed_in_hidden_tests(result):
         return result
     error = result.error
-    last = error.strip().splitlines()[-1] if error.strip() else ""
-    hint = last if last.startswith("Hint:") else DEFAULT_HINT
     ename = next((line.split(":")[0] for line in error.splitlines() if re.match(r"^[A-Za-z_][\w.]*(Error|Exception)", line)),
                  "AssertionError")
     shown = ("a hidden test failed; its inputs and expected values stay with the instructor" if ename == "AssertionError"
              else f"your code raised {ename} in a hidden test (a case the visible tests do not try)")
-    return replace(result, error=f"{ename}: {shown}\n{hint}", error_full=error)
+    return replace(result, error=f"{ename}: {shown}\n{hidden_failure_lines(error)}", error_full=error)
 
 
 HIDDEN_LINE = "[a line of the hidden tests]"

@@ -145,9 +145,20 @@ def names_mistake(message: str | None, wrong: Wrong) -> bool:
     return re.search(wrong.names, message, re.IGNORECASE) is not None
 
 
+def student_view(hidden: str | None) -> str | None:
+    """A failed hidden check's message as a student's graded page shows it (autograder/grader/feedback.py
+    hidden_failure_lines: what the diagnosis found and the hint; the hidden case's inputs and expected value stay
+    with the instructor). A raw error stays as it is: it never counts as named."""
+    from autograder.grader.feedback import hidden_failure_lines
+    if hidden is None or re.match(r"^[A-Z]\w*(Error|Exception|Interrupt): ", hidden):
+        return hidden
+    return hidden_failure_lines(hidden)
+
+
 def graded(visible: str | None, hidden: str | None) -> str | None:
-    """What the grader reports: a failing visible part stops the cell before its hidden part."""
-    return visible if visible is not None else hidden
+    """What the grader reports to the student: a failing visible part stops the cell before its hidden part; a
+    failing hidden part shows its student_view."""
+    return visible if visible is not None else student_view(hidden)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -137,7 +137,12 @@ def largest_model_slips(num_gpus: int, bytes_per_gpu: int, optimizer: str, param
                 max(0, num_gpus * bytes_per_gpu - reserved) // per_param,
             "it counts one GPU's memory: sharding spreads the state over all of them": free // per_param}
 
-    def explain(got: object) -> str | None:
+    reserve = ("no reserve" if reserved == 0 else "a reserve that takes the whole card" if reserved >= bytes_per_gpu
+               else "a reserve on each GPU")
+    case = (f"the case that failed: {'one GPU' if num_gpus == 1 else f'{num_gpus} GPUs'}, {reserve}, {optimizer}, "
+            f"{str(param_dtype).removeprefix('torch.')} parameters, {'with' if master_weights else 'no'} master weights")
+
+    def slip(got: object) -> str | None:
         for words, value in ways.items():
             if got == value:
                 return words
@@ -150,6 +155,10 @@ def largest_model_slips(num_gpus: int, bytes_per_gpu: int, optimizer: str, param
                 return said or (f"your answer fits {bpp} bytes per parameter (the memory over your count is "
                                 f"{implied:.4g}); this case holds {per_param}")
         return None
+
+    def explain(got: object) -> str:
+        found = slip(got)
+        return f"{found} ({case})" if found else case
     return explain
 
 

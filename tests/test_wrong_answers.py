@@ -93,3 +93,15 @@ def test_wrong_answers_written_without_the_hints_are_named(assignment):
               if not names_mistake(graded_feedback(assignment, wrong), wrong)]
     named = 1 - len(misses) / len(entries)
     assert named >= BLIND_SHARE, f"{assignment}: {named:.0%} named, under {BLIND_SHARE:.0%}; not named:\n" + "\n".join(misses)
+
+
+def test_largest_models_diagnosis_says_which_case_failed():
+    """Issue #61: 07 `largest_model`'s hidden feedback names the kind of case that failed (GPUs, reserve, optimizer,
+    dtype, master weights) beside the slip it found, or alone when it finds none."""
+    import torch
+
+    from reference.models_optimizers import largest_model_slips
+    explain = largest_model_slips(8, 80 * 10**9, "adamw", torch.bfloat16, True, 10**10)
+    case = "the case that failed: 8 GPUs, a reserve on each GPU, adamw, bfloat16 parameters, with master weights"
+    assert explain(70 * 10**9 // 16) == f"it counts one GPU's memory: sharding spreads the state over all of them ({case})"
+    assert explain(123) == case

@@ -339,26 +339,6 @@ def _save_expected(cases: list[dict]) -> list[dict]:
     return expected
 
 
-def _byte_states_in(value):
-    """Every tensor or list of ints inside `value` (plain data), as a flat int64 tensor."""
-    if type(value) is torch.Tensor:
-        yield value.detach().flatten().to(torch.int64)
-    elif type(value) is dict:
-        for item in value.values():
-            yield from _byte_states_in(item)
-    elif type(value) in (list, tuple):
-        if value and all(type(item) is int and -2**63 <= item < 2**63 for item in value):
-            yield torch.tensor(value, dtype=torch.int64)
-        for item in value:
-            yield from _byte_states_in(item)
-
-
-def _holds(value, wanted: torch.Tensor) -> bool:
-    """Does `value` contain the state `wanted`, in any of the layouts weights_only accepts?"""
-    wanted = wanted.flatten().to(torch.int64)
-    return any(c.shape == wanted.shape and torch.equal(c, wanted) for c in _byte_states_in(value))
-
-
 def _save_check(cases, expected, results) -> None:
     _check_list(results, len(cases), "save_checkpoint")
     for case, want, result in zip(cases, expected, results):
@@ -391,18 +371,18 @@ def _save_check(cases, expected, results) -> None:
         check_float(_check_dict(groups[0] if groups else None, f"param group 0 in {what}").get("lr"), want["lr"],
                     f"lr in {what}")
         rng = checkpoint.get("rng")
-        if not _holds(rng, want["torch"]):
+        if not lecture.holds_state(rng, want["torch"]):
             raise AssertionError(f"'rng' of {what} does not hold torch.get_rng_state().")
-        if not _holds(rng, want["generator"]):
+        if not lecture.holds_state(rng, want["generator"]):
             raise AssertionError(f"'rng' of {what} does not hold generator.get_state().")
-        if not (_holds(rng, want["numpy_words"]) or _holds(rng, want["numpy_bytes"])):
+        if not (lecture.holds_state(rng, want["numpy_words"]) or lecture.holds_state(rng, want["numpy_bytes"])):
             raise AssertionError(f"'rng' of {what} does not hold the 624 key words of np.random.get_state().")
-        if not _holds(rng, want["python_words"]):
+        if not lecture.holds_state(rng, want["python_words"]):
             raise AssertionError(f"'rng' of {what} does not hold random.getstate().")
         if case["cuda"]:
             cuda_states = result.get("cuda_states")
             check_type(cuda_states, list, "CUDA's random states before saving")
-            if not all(type(s) is torch.Tensor and _holds(rng, s) for s in cuda_states):
+            if not all(type(s) is torch.Tensor and lecture.holds_state(rng, s) for s in cuda_states):
                 raise AssertionError(f"'rng' of {what} does not hold torch.cuda.get_rng_state_all().")
         after = result.get("after")
         check_type(after, list, f"the draws after saving {what}")

@@ -116,8 +116,8 @@ def test_the_measured_calls_are_the_checked_calls(graded):
     passes the bytes budget, since it reads nothing there; but that call is a hidden case, so its result is checked."""
     cell = graded[("none-for-large-data", "08_training_loop")]
     assert cost(cell)["ok"] and cost(cell)["file_bytes"] < MiB, cost(cell)
-    assert not cell["ok"] and cell["score"] == 0, cell
-    assert "the grader's file of 16,777,216 tokens" in cell["error_full"], cell["error_full"]
+    assert not cell["ok"], cell
+    assert "the grader's file of 16,777,216 tokens" in (cell.get("error_full") or cell["error"]), cell
 
 
 @pytest.mark.parametrize("student", ["copy", "signal", "balloon"])

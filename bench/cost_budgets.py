@@ -6,7 +6,7 @@ For each budgeted task (reference/*.py, COST_BUDGETS) and each answer (the instr
 independently written solution of tests/variants/, the honest variants and the tricks of tests/submissions.py,
 COST_HONEST and COST_TRICKS), one sandboxed notebook process (the grader's own, autograder/grader/notebooks.py) runs
 the set-up cell and the answer, then the budgeted test cell `--runs` times as the grader runs it (its hidden tests'
-measured part measured from outside, autograder/grader/cost.py). Prints, per answer, min / median / max of new memory
+measured part measured from outside, autograder/grader/cost.py; a trick that counts its calls, measured once). Prints, per answer, min / median / max of new memory
 (MiB), bytes read from storage (MiB), page faults and CPU seconds of the measured part, and whether the verdict passed;
 the machine and the date come first. `--load N` keeps N busy processes running meanwhile; ATEN_CPU_CAPABILITY=default
 in the environment picks torch's generic CPU kernels.
@@ -30,8 +30,8 @@ from autograder.limits import load_limits
 from autograder.outcome import CellKind
 from autograder.source import read_notebook
 from reference import hidden
-from utils.handin import encode
 from tests import submissions
+from utils.handin import encode
 
 TASKS = submissions.COST_TASKS
 
@@ -51,10 +51,12 @@ def measure(assignment: str, notebooks: dict, runs: int, zygote: Zygote) -> list
         budgets = cost.budgets_of(test, {key: hidden.budgets(key) for key in test.hidden_keys})
         cases = {key: encode(hidden.cases(key)) for key in test.hidden_keys}
         found: list[list] = [[] for _ in budgets]
-        for _ in range(runs):
+        for run in range(runs):
             result = cost.run_measured(process, test, budgets, 120, cases)
             measured = [c for c in result.costs or () if "peak_bytes" in c]
-            if len(measured) != len(budgets):
+            if len(measured) != len(budgets):  # a trick that counts its calls fails its visible test from the second
+                if run:
+                    break
                 raise RuntimeError(f"{assignment}: not measured: {result.costs} {result.error[-300:]}")
             for i, entry in enumerate(measured):
                 found[i].append(entry)
@@ -102,7 +104,7 @@ def report(runs: int, load: int) -> None:
                 for budget, found in measured:
                     verdicts = {"pass" if entry["ok"] else "FAIL" for entry in found}
                     predicted = found[0].get("predicted_bytes")
-                    print(f"{budget.key:37s} {name[:18]:18s} {'/'.join(sorted(verdicts)):9s} "
+                    print(f"{budget.key:37s} {name[:18]:18s} {'/'.join(sorted(verdicts)):9s} {len(found):2d} runs "
                           + (f"predicted MiB {predicted / 2**20:.2f} | " if predicted is not None else "") +
                           f"new MiB {spread([e['peak_bytes'] / 2**20 for e in found])} | "
                           f"high-water MiB {spread([e['high_water_bytes'] / 2**20 for e in found])} | "

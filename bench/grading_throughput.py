@@ -1,6 +1,6 @@
 """Plain `nbgrader autograde` against our grader, on the same generated class, side by side in one run.
 
-    .venv/bin/python -m bench.grading_throughput [STUDENTS] [--assignment NAME ...] [--complete]
+    .venv/bin/python -m bench.grading_throughput [STUDENTS] [--assignment NAME ...] [--complete] [--ours-only]
 
 The class: STUDENTS students (default 40) x the assignments in source/, each student's notebook solved, half
 done or blank in turn (a mixed class), or with --complete every notebook solved (the hardest case for our grader:
@@ -80,12 +80,26 @@ def process_start_seconds(limits: Limits, repeats: int = 10) -> tuple[float, flo
     return first, sorted(times)[len(times) // 2]
 
 
+def ours_only(submitted: Path, scratch: Path, names: list[str], limits: Limits, notebooks: int) -> None:
+    """Grade the class with ours alone into a course of its own; print the time and every task's score summed."""
+    start = time.perf_counter()
+    course = scratch / "our-course"
+    for a in names:
+        shutil.copytree(SOURCE_DIR / a, course / "source" / a)
+    rows = grade(submitted, scratch / "ours", names=names, limits=limits, course=Course.load(course))
+    seconds = time.perf_counter() - start
+    print(f"ours: {seconds:.1f} s, {seconds / notebooks:.2f} s per notebook, "
+          f"{sum(r.score for r in rows if r.task != TOTAL):g} points in all")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("students", type=int, nargs="?", default=40)
     parser.add_argument("--assignment", action="append", help="only these assignments (default: all)")
     parser.add_argument("--complete", action="store_true", help="every notebook solved (default: solved, half done "
                         "and blank in turn)")
+    parser.add_argument("--ours-only", action="store_true", help="grade with ours alone (no nbgrader, no comparison): "
+                        "to time two trees of ours side by side, e.g. with farm-bench --vs")
     args = parser.parse_args()
     names = args.assignment or assignments()
     limits = load_limits()
@@ -97,6 +111,9 @@ def main() -> None:
               f"{len(names)} assignment(s) = {notebooks} notebooks; {os.cpu_count()} CPU cores; "
               f"sandbox: {', '.join(probe(limits))}")
 
+        if args.ours_only:
+            ours_only(submitted, Path(scratch), names, limits, notebooks)
+            return
         start = time.perf_counter()
         theirs = grade_with_nbgrader(submitted, Path(scratch) / "nbgrader-course", names)
         nbgrader_seconds = time.perf_counter() - start

@@ -100,9 +100,9 @@ import contextlib
 
 import utils.training as lecture
 from reference.hidden import HiddenTest
+from utils import cost as _cost
 from utils.grading import check_as_accurate_as_torch, check_float, check_int, check_str, check_tensor, check_type
 from utils.models import TinyLM
-from utils import cost as _cost
 from utils.training import NoisyTinyLM, exercise_tokens, make_optimizer, run_to_checkpoint
 
 

@@ -176,7 +176,7 @@ def test_a_prediction_10_to_20_percent_off_fails_exercise_9s_budget(graded):
 
 
 # ---- every read path, counted: one notebook process, one measured part per path ----------------------------------
-READ = f"""
+READ = """
 data = utils.cost.grader_tokens(utils.cost.BATCH_FILE, utils.cost.BATCH_FILE_TOKENS)
 SIZE, CHUNK = 2 * len(data), 1 << 16
 """

@@ -191,7 +191,7 @@ class CostBudget(Message):
     pages newly faulted in), bytes. file, file_tokens, file_bytes: the grader lends the notebook a file named `file`
     of `file_tokens` uint16 tokens (utils.cost.token_bytes) on a disk, its pages dropped from the page cache, for the
     measured part only; the bytes the process then reads from storage may be at most `file_bytes`. cpu_seconds: CPU
-    time of the measured part. predicted_case, tolerance: peak memory must match, within `tolerance` of it either
+    time of the measured part. predicted_case, tolerance: new memory must match, within `tolerance` of it either
     way, the int the student's function returned for hidden case number `predicted_case` (one of the results the
     hidden test hands in)."""
     tag: ClassVar[str] = "cost-budget"

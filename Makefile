@@ -62,6 +62,8 @@ ABS_BIN := $(abspath $(BIN))
 lab: $(STAMP)
 	cd "$(LAB_ROOT)" && PATH="$(ABS_BIN):$$PATH" "$(ABS_BIN)/jupyter" lab --ServerApp.root_dir=. \
 		--LabApp.default_url=/lab/tree/index.ipynb --ServerApp.jpserver_extensions=autograder.staff_pages=True \
+		--ServerApp.jpserver_extensions=autograder.formgrader_autograde=True \
+		--ServerApp.kernel_manager_class=autograder.no_kernels.OwnWorkKernels \
 		$(ROOT_FLAG) $(LAB_ARGS)
 
 # Two parts side by side, each printed whole when it ends: the notebooks (nbval of the lectures, then the checks as on

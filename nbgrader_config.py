@@ -24,6 +24,27 @@ c.CourseDirectory.course_id = "cs336-primitives"
 COURSE_ROOT = os.path.dirname(os.path.abspath(__file__))
 c.CourseDirectory.root = COURSE_ROOT
 
+
+def planted(root: str) -> list[str]:
+    """Python modules, packages and configuration files in the course folder that an account other than this file's
+    owner put there. On the class hub this file and the course's code are root's and the grader account may add files
+    here (its gradebook, locks, results); nbgrader puts the current folder first on Python's path, and reads
+    nbgrader_config.json beside this file, so what it added would run in every nbgrader command, Formgrader included."""
+    owner = os.stat(__file__).st_uid
+    found = []
+    for entry in os.scandir(root):
+        package = entry.is_dir(follow_symlinks=False) and os.path.lexists(os.path.join(entry.path, "__init__.py"))
+        if (entry.name.endswith((".py", ".pyc", ".so", ".pth", ".json")) or package) and \
+                entry.stat(follow_symlinks=False).st_uid != owner and not entry.name.startswith("."):
+            found.append(entry.name)
+    return sorted(found)
+
+
+if planted(COURSE_ROOT):
+    raise SystemExit(f"error: {', '.join(planted(COURSE_ROOT))} in {COURSE_ROOT}: Python or configuration that "
+                     "another account than this file's owner put in the course folder, where nbgrader would import or "
+                     "read it. Nothing was run. Look at who made it (ls -l), remove it, and run the command again.")
+
 # The gradebook. On one machine: gradebook.db in this folder (nbgrader's default). On a database server, for grading
 # on many machines (docs/clusters.md, Slurm and Kubernetes): create the empty file `gradebook-on-server` in this
 # folder once (`touch gradebook-on-server`: git-ignored, so the switch is never a change for git to take), or set

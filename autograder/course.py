@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,9 +28,24 @@ SOURCE_DIR = REPO_ROOT / "source"
 RELEASE_DIR = REPO_ROOT / "release"
 CONFIG_NAME = "nbgrader_config.py"
 CONFIG_FILE = REPO_ROOT / CONFIG_NAME
+# On the class hub the grader account may add files to the course folder (its gradebook, locks, results), so a module
+# it put there would shadow what the grader imports. `make hub` makes CODE_VIEW: a folder of root's holding only links
+# to the course's packages (scripts/class_hub.py, lock_grader_code), which the grader's processes import from instead.
+CODE_VIEW = REPO_ROOT / ".code"
+CODE_PACKAGES = ("autograder", "utils", "reference")
 
 # nbgrader runs the `alembic` command of its own environment; make sure it is found when the venv is not activated.
 os.environ["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+
+
+def import_root() -> Path:
+    """The folder the grader's processes put on their Python path: CODE_VIEW where `make hub` made it (a folder of
+    root's that no other account may write in), else the course folder."""
+    try:
+        view = CODE_VIEW.lstat()
+    except OSError:
+        return REPO_ROOT
+    return CODE_VIEW if stat.S_ISDIR(view.st_mode) and view.st_uid == 0 and not view.st_mode & 0o022 else REPO_ROOT
 
 
 def default_course() -> Path:

@@ -9,9 +9,9 @@ with it). Everything class-specific comes from class.json beside it, which `make
   namespace where only their own disk is writable, the exchange's inbound folder being theirs.
 - Formgrader: a JupyterHub service run as the grader account in its course folder (nbgrader's "one class,
   multiple graders"); the instructor and the TAs, in the group formgrade-<course>, may open it.
-- Every listener is where no student can bind: ports below 1024, which only root may bind; Formgrader, run as
-  the grader account, gets that one right (CAP_NET_BIND_SERVICE, through util-linux's setpriv): JupyterHub's
-  services must be http(s), so a unix socket is not an option for it.
+- Every listener is where no student can bind: ports below 1024, which only root may bind; Formgrader's is bound by
+  root and handed to it (formgrader_launch.py, autograder/handed_socket.py), so Formgrader, run as the grader
+  account, holds no capability at all (JupyterHub's services must be http(s) on TCP: no unix socket).
 - The hub's database, cookie secret and the proxy's token live in this folder, so a restart keeps every user,
   group and running server.
 """
@@ -30,6 +30,7 @@ COURSE = "cs336-primitives"
 PREFIX = CLASS["prefix"]
 ENV_BIN = os.path.join(PREFIX, "env", "bin")
 GRADER = f"grader-{COURSE}"[:32]
+CGROUP = f"{COURSE}-{os.path.basename(PREFIX.rstrip('/'))}"   # the class's cgroup: each student's and Formgrader's
 STAFF = CLASS["staff"] + [CLASS["instructor"]]
 PATH = f"{ENV_BIN}:/usr/local/bin:/usr/bin:/bin"
 sys.path.insert(0, HERE)
@@ -107,15 +108,19 @@ class ClassSpawner(LocalProcessSpawner):
     def _parts(self):
         name = self.user.name
         disk = student_jail.Disk(Path(PREFIX) / "disks", name, Path(CLASS["homes"]) / name)
-        group = f"{COURSE}-{os.path.basename(PREFIX.rstrip('/'))}"
-        return student_jail.Cgroup(group, name), disk, student_jail.Limits(**CLASS["limits"])
+        return student_jail.Cgroup(CGROUP, name), disk, student_jail.Limits(**CLASS["limits"])
 
     async def start(self):
         # fail closed: a name on neither the roster nor the staff (a dropped student JupyterHub still knows) gets no
         # server at all, confined or not
         if self.user.name not in CLASS["students"] and self.user.name not in STAFF:
             raise web.HTTPError(403, f"{self.user.name} is not in this class's roster: no server")
-        return await super().start()
+        started = await super().start()
+        if self.user.name in CLASS["students"]:   # her own /proc, for ps and top (student_jail.mount_own_proc)
+            loop = asyncio.get_running_loop()
+            init = await loop.run_in_executor(None, student_jail.namespace_init, self.pid)
+            await loop.run_in_executor(None, student_jail.mount_own_proc, init)
+        return started
 
     def make_preexec_fn(self, name):
         become = super().make_preexec_fn(name)
@@ -145,10 +150,13 @@ TINI = ["tini", "-s", "-g", "--"]
 c.Spawner.cmd = TINI + TINI + ["bash", os.path.join(PREFIX, "course-start.sh"), os.path.join(ENV_BIN, "jupyterhub-singleuser")]
 c.Spawner.notebook_dir = "~"
 c.Spawner.default_url = "/lab/tree/index.ipynb"
+IDLE = CLASS.get("idle_timeout", 3600)
 c.Spawner.environment = {
     "PATH": PATH, "COURSE": os.path.join(PREFIX, "course"), "COURSE_EXCHANGE": CLASS["exchange"],
     "JUPYTER_CONFIG_PATH": os.path.join(PREFIX, "student-config"), "VENV": os.path.join(PREFIX, "env"),
     "TORCH": "system", "LANG": "C.UTF-8",
+    # busy_kernels (a busy kernel is activity), and how often a server tells the hub: often enough for the culler
+    "PYTHONPATH": os.path.join(PREFIX, "user-extensions"), "JUPYTERHUB_ACTIVITY_INTERVAL": str(max(5, min(300, IDLE // 4))),
 }
 c.Spawner.start_timeout = 120
 c.Spawner.http_timeout = 120
@@ -171,9 +179,10 @@ c.JupyterHub.services = [
     {
         "name": COURSE,   # nbgrader finds Formgrader at /services/<course id>/
         "url": f"http://127.0.0.1:{CLASS['service_port']}",
-        # started by root (the hub), which becomes the grader keeping only the right to bind a port below 1024
-        "command": ["setpriv", "--reuid", GRADER, "--regid", GRADER, "--init-groups", "--inh-caps", "+net_bind_service",
-                    "--ambient-caps", "+net_bind_service", "--",
+        # started by root (the hub): formgrader_launch.py (beside this file) puts it in a cgroup of its own, binds its
+        # port below 1024 and hands the socket down, then becomes the grader with no capability at all
+        "command": [sys.executable, os.path.join(HERE, "formgrader_launch.py"), CGROUP, str(CLASS["service_port"]),
+                    GRADER, "--",
                     # the spawner set root's HOME and USER: the grader's instead
                     "env", f"HOME={CLASS['homes']}/{GRADER}", f"USER={GRADER}", f"LOGNAME={GRADER}",
                     os.path.join(ENV_BIN, "jupyterhub-singleuser"), f"--ServerApp.root_dir={CLASS['homes']}/{GRADER}/course",
@@ -186,9 +195,14 @@ c.JupyterHub.services = [
         "environment": {
             "PATH": PATH, "COURSE_EXCHANGE": CLASS["exchange"], "VENV": os.path.join(PREFIX, "env"),
             "TORCH": "system", "LANG": "C.UTF-8", "JUPYTERHUB_DEFAULT_URL": "/lab",
+            # Jupyter's configuration and data from root's folders only: nothing the grader account (or anything
+            # running as it) writes in its home is read as configuration, an extension or a module
             "JUPYTER_CONFIG_PATH": os.path.join(PREFIX, "grader-config"),
+            "JUPYTER_CONFIG_DIR": os.path.join(PREFIX, "grader-config"), "JUPYTERHUB_DISABLE_USER_CONFIG": "1",
             "CLASS_INBOXES": os.path.join(PREFIX, "disks", "*", "inbound"),
-            "PYTHONPATH": f"{CLASS['homes']}/{GRADER}/course",   # the Autograde extension: autograder/
+            # the course's code from its root-owned view (the Autograde extension: autograder/), never the course
+            # folder itself, where the grader may add files; no current folder, no user site
+            "PYTHONPATH": f"{CLASS['homes']}/{GRADER}/course/.code", "PYTHONSAFEPATH": "1", "PYTHONNOUSERSITE": "1",
             "JUPYTERHUB_COOKIE_HOST_PREFIX_ENABLED": str(int(SCHEME == "https")),   # as the spawner tells users' servers
         },
         "oauth_no_confirm": True,
@@ -196,8 +210,10 @@ c.JupyterHub.services = [
     {"name": "class-admin", "api_token": CLASS["admin_token"]},
     # servers idle for idle_timeout seconds stop (JupyterHub's own culler); with shutdown_on_logout below, nothing of
     # a student runs on unattended
+    # --max-age: a server stops this long after it started, whatever activity it reports (its student can report
+    # some herself, with her server's own token)
     {"name": "idle-culler", "command": [os.path.join(ENV_BIN, "python"), "-m", "jupyterhub_idle_culler",
-                                        f"--timeout={CLASS.get('idle_timeout', 3600)}",
-                                        f"--cull-every={max(10, min(300, CLASS.get('idle_timeout', 3600) // 4))}"]},
+                                        f"--timeout={IDLE}", f"--max-age={CLASS.get('max_age', 12 * 3600)}",
+                                        f"--cull-every={max(10, min(300, IDLE // 4))}"]},
 ]
 c.JupyterHub.shutdown_on_logout = True

@@ -43,6 +43,7 @@ on a machine without systemd or disk quotas. That is all this file (and student_
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import json
 import os
@@ -64,6 +65,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))  # autograder.student_edition, run as a script from any folder
+from autograder.course import CODE_PACKAGES  # noqa: E402
 from autograder.student_edition import build as build_student_edition  # noqa: E402
 from scripts import process_group  # noqa: E402
 from scripts import student_jail as jail  # noqa: E402
@@ -71,6 +73,7 @@ from scripts import student_jail as jail  # noqa: E402
 COURSE_ID = "cs336-primitives"
 PROXY_PACKAGE = "configurable-http-proxy@5.3.0"   # JupyterHub's standard proxy, pinned (npm)
 ACCOUNT_MARK = f"{COURSE_ID} class account"       # the comment (GECOS) of accounts this script created
+FORMGRADER_CGROUP = "staff.formgrader"            # jupyterhub/formgrader_launch.py's CGROUP (no roster id has a dot)
 USERNAME = re.compile(r"^[a-z_][a-z0-9_-]{0,31}$")  # what useradd accepts everywhere (Debian's default rule)
 DISABLED_FOR_USERS = {  # nbgrader's instructor parts, off in every user's server (students and TAs alike)
     "server": ["nbgrader.server_extensions.formgrader", "nbgrader.server_extensions.course_list"],
@@ -103,6 +106,9 @@ class ClassHub:
     # A server idle this long (no kernel busy, no browser tab talking to it) is stopped by jupyterhub-idle-culler, and
     # every server stops when its user logs out: nothing of a student runs on unattended.
     idle_timeout: int = 3600         # seconds
+    # However much activity a server reports (its student can report some with her server's own token), it stops
+    # this long after it started: her work is saved on her disk, her kernels end.
+    max_age: int = 12 * 3600         # seconds
     # Every listener is on a port below 1024, which only root can bind (Formgrader, run by the grader account, is
     # given that one right, CAP_NET_BIND_SERVICE), so nobody stands in for the hub while it is stopped, and `start`
     # refuses to run when one of them is taken or failed. (JupyterHub's services must be http(s): no unix socket.)
@@ -170,6 +176,11 @@ class ClassHub:
 
     def cgroup(self, student: str) -> jail.Cgroup:
         return jail.Cgroup(f"{COURSE_ID}-{Path(self.prefix).name}", student)
+
+    @property
+    def formgrader_cgroup(self) -> jail.Cgroup:
+        """Formgrader's cgroup and everything it starts (jupyterhub/formgrader_launch.py puts it there)."""
+        return jail.Cgroup(f"{COURSE_ID}-{Path(self.prefix).name}", FORMGRADER_CGROUP)
 
     def jail_for(self, student: str):
         """The function that confines a student's process (root, between fork and exec): student_jail.enter."""
@@ -377,7 +388,11 @@ def write_configs(hub: ClassHub) -> None:
     (users / "labconfig").mkdir(parents=True, exist_ok=True)
     shutil.copy2(here / "nbgrader_config_student.py", users / "nbgrader_config.py")
     (users / "jupyter_server_config.json").write_text(json.dumps(
-        {"ServerApp": {"jpserver_extensions": {name: False for name in DISABLED_FOR_USERS["server"]}}}, indent=1))
+        {"ServerApp": {"jpserver_extensions": {**{name: False for name in DISABLED_FOR_USERS["server"]},
+                                               "busy_kernels": True}}}, indent=1))
+    extensions = Path(hub.prefix) / "user-extensions"   # the users' servers' PYTHONPATH: a busy kernel is activity
+    extensions.mkdir(exist_ok=True)
+    shutil.copy2(here / "busy_kernels.py", extensions / "busy_kernels.py")
     (users / "labconfig" / "page_config.json").write_text(json.dumps(
         {"disabledExtensions": {name: True for name in DISABLED_FOR_USERS["lab"]}}, indent=1))
     grader = Path(hub.prefix) / "grader-config"
@@ -387,18 +402,27 @@ def write_configs(hub: ClassHub) -> None:
     # same server, show: JupyterHub 4.1+ sends 'none', jupyter/nbgrader#1870; students' servers keep that). Its
     # Autograde button runs the course's sandboxed grader (autograder/formgrader_autograde.py), never a student's
     # code in Formgrader's own process; its file API is read-only (autograder.staff_pages.ReadOnlyContents).
+    # Every route it serves is classified for Formgrader in autograder/routes.py (StaffPages.server): Validate,
+    # kernels, terminals, nbconvert off; settings, workspaces and configuration read-only. It listens on the socket
+    # root binds for it (autograder.handed_socket, jupyterhub/formgrader_launch.py).
     (grader / "jupyter_server_config.json").write_text(json.dumps(
-        {"ServerApp": {"jpserver_extensions": {"autograder.formgrader_autograde": True, "autograder.staff_pages": True},
-                       "contents_manager_class": "autograder.staff_pages.ReadOnlyContents"}}, indent=1))
+        {"ServerApp": {"jpserver_extensions": {"autograder.formgrader_autograde": True, "autograder.staff_pages": True,
+                                               "autograder.handed_socket": True},
+                       "contents_manager_class": "autograder.staff_pages.ReadOnlyContents"},
+         "StaffPages": {"server": "formgrader"}}, indent=1))
     # the grader's nbgrader (its shell and Formgrader): collect takes a submission from the account that made it
     shutil.copy2(here / "nbgrader_config_grader.py", grader / "nbgrader_config.py")
-    for folder in (users, grader):
+    # It is also the grader's JUPYTER_CONFIG_DIR, root's: Jupyter's one-time migration from IPython 3 looks for this
+    # marker there and writes it if missing, which would fail; nothing else of Jupyter writes here unasked
+    (grader / "migrated").write_text("")
+    for folder in (users, grader, extensions):
         for path in [folder, *folder.rglob("*")]:
             path.chmod(0o755 if path.is_dir() else 0o644)
     shutil.copy2(here / "start-course.sh", Path(hub.prefix) / "course-start.sh")
     (Path(hub.prefix) / "course-start.sh").chmod(0o755)
     shutil.copy2(here / "jupyterhub_config.py", hub.state / "jupyterhub_config.py")
     shutil.copy2(REPO / "scripts" / "student_jail.py", hub.state / "student_jail.py")  # the spawner's jail
+    shutil.copy2(here / "formgrader_launch.py", hub.state / "formgrader_launch.py")   # Formgrader's start, as root
 
 
 def install_grader_course(hub: ClassHub, roster: Path) -> None:
@@ -461,6 +485,51 @@ def lock_grader_code(hub: ClassHub) -> None:
             run(["chmod", "-R", "u+rwX,go+rX,go-w", str(entry)])
     os.chown(course, 0, grader.pw_gid)
     course.chmod(0o1770)
+    make_code_view(course)
+    lock_grader_home(hub)
+
+
+def make_code_view(course: Path) -> None:
+    """<course>/.code: root's, holding only links to the course's packages (autograder.course.CODE_PACKAGES). The
+    grader's processes import the course's code from there (PYTHONPATH, course.import_root), never from the course
+    folder, where the grader account may add files; nbgrader_config.py refuses to run beside a module another account
+    put there."""
+    view = course / ".code"
+    if view.is_symlink() or view.exists():
+        shutil.rmtree(view) if view.is_dir() and not view.is_symlink() else view.unlink()
+    view.mkdir(mode=0o755)
+    os.chown(view, 0, 0)
+    view.chmod(0o755)
+    for package in CODE_PACKAGES:
+        (view / package).symlink_to(Path("..") / package)
+
+
+GRADER_WRITES = (".cache", ".local/share/jupyter/runtime")   # in its home: caches and Jupyter's runtime files
+
+
+def lock_grader_home(hub: ClassHub) -> None:
+    """The grader's home becomes root's (0750, the grader's group), so the grader account cannot rename the course
+    away and put its own in its place, nor write configuration, extensions or modules into its home that Jupyter,
+    nbgrader or Python would read (~/.jupyter, ~/.local, ~/.ipython, ~/.config, ~/.profile). It writes only its caches
+    and Jupyter's runtime files (GRADER_WRITES)."""
+    grader = pwd.getpwnam(hub.grader)
+    home = Path(hub.homes) / hub.grader
+    for entry in home.iterdir():
+        if entry.name != "course":
+            run(["chown", "-R", "root:root", str(entry)])
+            run(["chmod", "-R", "go-w", str(entry)])
+    for folder in (".jupyter", ".ipython", ".config", ".local"):
+        (home / folder).mkdir(exist_ok=True)
+    for writable in GRADER_WRITES:
+        path = home / writable
+        path.mkdir(parents=True, exist_ok=True)
+        for parent in [p for p in path.relative_to(home).parents if str(p) != "."]:
+            os.chown(home / parent, 0, 0)
+            (home / parent).chmod(0o755)
+        run(["chown", "-R", f"{hub.grader}:{hub.grader}", str(path)])
+        path.chmod(0o700)
+    os.chown(home, 0, grader.pw_gid)
+    home.chmod(0o750)
 
 
 def grader_env(hub: ClassHub) -> dict[str, str]:
@@ -468,7 +537,10 @@ def grader_env(hub: ClassHub) -> dict[str, str]:
     nbgrader configuration (collect by owner, from the students' own inbound folders)."""
     return {"PATH": f"{hub.env / 'bin'}:/usr/local/bin:/usr/bin:/bin", "COURSE_EXCHANGE": hub.exchange,
             "VENV": str(hub.env), "TORCH": "system", "LANG": "C.UTF-8", "CLASS_INBOXES": hub.inboxes,
-            "JUPYTER_CONFIG_PATH": str(Path(hub.prefix) / "grader-config")}
+            "JUPYTER_CONFIG_PATH": str(Path(hub.prefix) / "grader-config"),
+            "JUPYTER_CONFIG_DIR": str(Path(hub.prefix) / "grader-config"),
+            # the course's code from its root-owned view, no current folder, no user site (make_code_view)
+            "PYTHONPATH": str(hub.course / ".code"), "PYTHONSAFEPATH": "1", "PYTHONNOUSERSITE": "1"}
 
 
 def student_env(hub: ClassHub) -> dict[str, str]:
@@ -663,13 +735,13 @@ def preflight(hub: ClassHub) -> None:
                          "other ports below 1024 (docs/hub.md, 'Ports')")
 
 
-def listening_failures(hub: ClassHub, grader_uid: int) -> list[str]:
-    """What is not listening as it must, once the hub answers: each TCP port held by root (the hub, the proxy),
-    Formgrader's by the grader account."""
+def listening_failures(hub: ClassHub) -> list[str]:
+    """What is not listening as it must, once the hub answers: each TCP port bound by root (the hub, the proxy, and
+    Formgrader's, which root binds for it: jupyterhub/formgrader_launch.py)."""
     failures = []
     held = tcp_listeners()
     for what, _, port in listeners(hub):
-        owner = grader_uid if port == hub.service_port else 0
+        owner = 0
         if held.get(port) != owner:
             failures.append(f"{what} {port}: " + ("nothing listens (its log is above)" if port not in held
                                                   else f"held by uid {held[port]}, not {owner}"))
@@ -695,6 +767,7 @@ def start(hub: ClassHub, timeout: float = 120) -> int:
     """Run JupyterHub (which starts the proxy, and Formgrader as the grader account) until it stops; its exit
     status. Refused, with the reason, when a listener's place is taken before it starts, or when, once it answers,
     one of them is not listening as it must: then the hub is stopped and the status is 3."""
+    hub.formgrader_cgroup.kill()   # what a Formgrader of an earlier run left (a hub that was killed): nothing
     preflight(hub)
     for student in hub.students:   # after a reboot the students' disks are not mounted
         hub.disk(student).attach()
@@ -709,18 +782,21 @@ def start(hub: ClassHub, timeout: float = 120) -> int:
         print("class hub: refusing to run, stopping JupyterHub:\n  " + "\n  ".join(failures), file=sys.stderr, flush=True)
         hub_process.terminate()
         hub_process.wait()
+        hub.formgrader_cgroup.kill()
         # JupyterHub leaves its proxy running when it exits on a failed service: nothing of a refused hub listens
         process_group.stop_pid_file(hub.state / "jupyterhub-proxy.pid", "configurable-http-proxy")
         return 3
     print(f"class hub: listening as it must (ports {', '.join(str(p) for _, _, p in listeners(hub))}): running",
           flush=True)
-    return hub_process.wait()
+    try:
+        return hub_process.wait()
+    finally:   # JupyterHub stops Formgrader's process; whatever that started goes with its cgroup
+        hub.formgrader_cgroup.kill()
 
 
 def wait_until_listening(hub: ClassHub, hub_process: subprocess.Popen, timeout: float) -> list[str]:
     """Wait until the hub answers and every listener is as it must be; what is still wrong after `timeout` s."""
     deadline = time.monotonic() + timeout
-    grader_uid = pwd.getpwnam(hub.grader).pw_uid
     failures = ["the hub did not answer"]
     while time.monotonic() < deadline:
         if hub_process.poll() is not None:
@@ -731,7 +807,7 @@ def wait_until_listening(hub: ClassHub, hub_process: subprocess.Popen, timeout: 
         except OSError as error:
             failures = [f"the hub did not answer at {hub.url} ({error})"]
         if not failures:
-            failures = listening_failures(hub, grader_uid)
+            failures = listening_failures(hub)
             if not failures:
                 return []
         time.sleep(0.5)
@@ -833,6 +909,37 @@ def archive(hub: ClassHub, folder: Path) -> tuple[Path, int]:
     return path, len(files)
 
 
+SHARED_TEMPORARY = ("/tmp", "/var/tmp", "/dev/shm")
+
+
+def remove_owned_by(uids: set[int], roots: tuple[str, ...]) -> list[str]:
+    """Remove every file and folder under `roots` owned by one of `uids` (links not followed, other file systems
+    not entered); what was removed."""
+    removed: list[str] = []
+    for root in roots:
+        if not os.path.isdir(root):
+            continue
+        device = os.lstat(root).st_dev
+        for folder, folders, files in os.walk(root):
+            for name in list(folders) + files:
+                path = os.path.join(folder, name)
+                try:
+                    info = os.lstat(path)
+                except OSError:
+                    continue
+                if info.st_dev != device:
+                    folders[:] = [f for f in folders if f != name]
+                elif info.st_uid in uids:
+                    if name in folders:
+                        shutil.rmtree(path, ignore_errors=True)
+                        folders.remove(name)
+                    else:
+                        with contextlib.suppress(OSError):
+                            os.unlink(path)
+                    removed.append(path)
+    return removed
+
+
 def hub_running(hub: ClassHub) -> bool:
     return hub.port in tcp_listeners() and (hub.state / "jupyterhub-proxy.pid").exists()
 
@@ -851,11 +958,19 @@ def end_term(hub: ClassHub, folder: Path) -> tuple[Path, int, list[str]]:
         path, files = folder, 0
         print(f"no course left to archive (the grader account {hub.grader} or its gradebook is gone): an earlier "
               f"end of term archived it into {folder}", flush=True)
+    uids = {pwd.getpwnam(name).pw_uid for name in hub.created if account_exists(name)}
     removed = remove_accounts(hub)
+    # what the class's accounts left in the machine's shared temporary folders (staff and the grader work outside
+    # any jail, and a student's own /tmp is on her disk): owned by numeric ids that the next accounts may get
+    left = remove_owned_by(uids, SHARED_TEMPORARY)
+    if left:
+        print(f"end of term: removed {len(left)} files the class's accounts left in {', '.join(SHARED_TEMPORARY)}",
+              flush=True)
     # every student's disk and cgroup, dropped ones included, and those whose account was removed by hand
     for student in sorted(set(hub.students) | {p.stem for p in (Path(hub.prefix) / "disks").glob("*.img")}):
         hub.cgroup(student).remove()
         hub.disk(student).remove()
+    hub.formgrader_cgroup.remove()
     shutil.rmtree(Path(hub.exchange) / COURSE_ID, ignore_errors=True)
     for leftover in (hub.state, Path(hub.prefix) / "disks"):
         shutil.rmtree(leftover, ignore_errors=True)
@@ -874,6 +989,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ip", help="the address the hub listens on (default: all, 0.0.0.0)")
     parser.add_argument("--port", type=int, help="the hub's public port, below 1024 (default 80)")
     parser.add_argument("--idle-timeout", type=int, help="seconds after which an idle server is stopped (default 3600)")
+    parser.add_argument("--max-age", type=int, help="seconds after which a server is stopped, however active "
+                                                    "(default 43200: 12 hours)")
     parser.add_argument("--domain", help="the hub's name; each user's server is on <name>.<domain>, Formgrader on "
                                          "cs336-primitives--service.<domain> (default localhost: this machine only; "
                                          "a real class needs wildcard DNS and TLS, docs/hub.md)")
@@ -923,9 +1040,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def apply_listening_options(hub: ClassHub, args: argparse.Namespace) -> None:
-    """--ip, --port, --domain, --idle-timeout and --internal-ports, when given, replace the saved ones (with a line saying so); when not,
+    """--ip, --port, --domain, --idle-timeout, --max-age and --internal-ports, when given, replace the saved ones (with a line saying so); when not,
     a class set up before keeps its own."""
-    given = {"ip": args.ip, "port": args.port, "domain": args.domain, "idle_timeout": args.idle_timeout}
+    given = {"ip": args.ip, "port": args.port, "domain": args.domain, "idle_timeout": args.idle_timeout,
+             "max_age": args.max_age}
     if args.internal_ports:
         given["hub_port"], given["proxy_api_port"], given["service_port"] = map(int, args.internal_ports.split(","))
     for name, value in given.items():

@@ -337,3 +337,27 @@ def enter(cgroup: Cgroup, disk: Disk, inbound: str, limits: Limits) -> None:
     # it reaps what the student orphans, and when it ends the kernel ends and reaps everything left under it, so no
     # zombie is left counting against their tasks, whatever the machine's own init does
     _check(libc.unshare(CLONE_NEWPID), "unshare(CLONE_NEWPID)")
+
+
+def namespace_init(top: int, timeout: float = 10) -> int:
+    """The init of a server's PID namespace: the child of `top`, the outer tini the spawner started (its inner tini,
+    started right after `enter`)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            children = Path(f"/proc/{top}/task/{top}/children").read_text().split()
+        except OSError:   # a kernel without CONFIG_PROC_CHILDREN: look for it
+            children = [p.name for p in Path("/proc").iterdir() if p.name.isdigit() and _parent(int(p.name)) == top]
+        if children:
+            return int(children[0])
+        time.sleep(0.05)
+    raise JailError(f"process {top} started no init of a PID namespace within {timeout:.0f} s")
+
+
+def mount_own_proc(init: int) -> None:
+    """A /proc of the student's own PID namespace, mounted inside her mount namespace (as root, from outside: nsenter
+    forks into her PID namespace, which `enter` could not yet do). `enter` mounted the host's procfs with hidepid,
+    where her tools found no /proc/self ("fatal library error, lookup self" from ps and top); this one shows exactly
+    her processes."""
+    run(["nsenter", f"--target={init}", "--mount", "--pid", "--", "mount", "-t", "proc", "-o", "nosuid,nodev,noexec",
+         "proc", "/proc"])

@@ -662,6 +662,7 @@ STAFF_PAGE_MARKDOWN = [
     f'<object data="data:text/html,<script>{_pwn("md-object")}</script>"></object>',
     f"<style>@import url('/canary/md-css');</style><math><mi xlink:href=\"javascript:{_pwn('md-math')}\">x</mi></math>",
     "![evil](attachment:evil.svg)",
+    '<meta http-equiv="refresh" content="0; url=/canary/md-meta-refresh">',   # no script: only sanitising stops it
 ]
 _SVG = '<svg xmlns="http://www.w3.org/2000/svg" onload="{}"/>'
 STAFF_PAGE_OUTPUTS = "\n".join([
@@ -677,6 +678,30 @@ STAFF_PAGE_OUTPUTS = "\n".join([
 ])
 
 
+# Files a student hands in beside her notebook for staff to open (issue #58): active content of every kind a browser
+# renders, a misleading extension, no extension, MIME sniffing bait. Each, if it ran on a staff origin, would set
+# window.__pwned and fetch /canary/<what>. STAFF_PAGE_LINKS links them from a markdown cell of her notebook.
+_PDF_JS = (b"%PDF-1.4\n1 0 obj<</Type/Catalog/Pages 2 0 R/OpenAction 3 0 R>>endobj\n"
+           b"2 0 obj<</Type/Pages/Kids[]/Count 0>>endobj\n3 0 obj<</S/JavaScript/JS(app.launchURL('/canary/file-pdf'))>>"
+           b"endobj\ntrailer<</Root 1 0 R>>\n%%EOF\n")
+STAFF_PAGE_FILES: dict[str, bytes] = {
+    "evil.html": (f'<!doctype html><script src="evil.js"></script><script>{_pwn("file-html")}</script>'
+                  f'<img src=x onerror="{_pwn("file-html-img")}"><a href="evil.svg">more</a>').encode(),
+    "evil.js": _pwn("file-js").encode(),
+    "evil.svg": (f'<svg xmlns="http://www.w3.org/2000/svg" onload="{_pwn("file-svg")}">'
+                 f'<script>{_pwn("file-svg-script")}</script></svg>').encode(),
+    "evil.xml": (f'<html xmlns="http://www.w3.org/1999/xhtml"><script>{_pwn("file-xml")}</script></html>').encode(),
+    "evil.xhtml": (f'<html xmlns="http://www.w3.org/1999/xhtml"><body><script src="evil.js"/>'
+                   f'<script>{_pwn("file-xhtml")}</script></body></html>').encode(),
+    "evil.htm": f'<script>{_pwn("file-htm")}</script>'.encode(),
+    "evil.pdf": _PDF_JS,
+    "figure.png": f'<html><script>{_pwn("file-png-sniff")}</script></html>'.encode(),   # HTML named as an image
+    "README": f'<html><script>{_pwn("file-no-extension")}</script></html>'.encode(),
+    "notes.txt": f'<html><script>{_pwn("file-txt-sniff")}</script></html>'.encode(),
+}
+STAFF_PAGE_LINKS = " ".join(f"[{name}]({name})" for name in STAFF_PAGE_FILES if name != "evil.js")
+
+
 def staff_page_payloads(assignment: str) -> dict[str, nbformat.NotebookNode]:
     """The release with every payload class of issue #46 added: markdown cells (script, event handlers, SVG, iframes,
     javascript: links, objects, an SVG attachment), a code cell whose outputs carry HTML, JavaScript, SVG, markdown,
@@ -684,7 +709,7 @@ def staff_page_payloads(assignment: str) -> dict[str, nbformat.NotebookNode]:
     notebooks = release_notebooks(assignment)
     svg = _SVG.format(_pwn("attachment"))
     for nb in notebooks.values():
-        for text in STAFF_PAGE_MARKDOWN:
+        for text in [*STAFF_PAGE_MARKDOWN, STAFF_PAGE_LINKS]:
             cell = nbformat.v4.new_markdown_cell(text)
             if "attachment:" in text:
                 cell.attachments = {"evil.svg": {"image/svg+xml": base64.b64encode(svg.encode()).decode()}}

@@ -469,6 +469,9 @@ def submit_hostile(hub: ClassHub, student: str) -> None:
     folder = f"release/{ASSIGNMENT}"
     as_user(student, ["sh", "-c", f"mkdir -p {folder} && cat > {folder}/{ASSIGNMENT}.ipynb"], student_env(hub),
             input=nbformat.writes(notebook), hub=hub)
+    for name, content in submissions.STAFF_PAGE_FILES.items():   # her files beside it, for staff to open (#58)
+        as_user(student, ["sh", "-c", f"cat > {folder}/{name}"], student_env(hub), input=content.decode("latin-1"),
+                hub=hub)
     as_user(student, ["nbgrader", "submit", ASSIGNMENT], student_env(hub), hub=hub)
 
 
@@ -522,8 +525,23 @@ def refused(hub: ClassHub, user: str, shell: str) -> str:
     return done.stderr + done.stdout
 
 
+def in_her_server(hub: ClassHub, user: str, command: list[str]) -> subprocess.CompletedProcess:
+    """`command` run as `user` inside her running server's namespaces (mount, PID), as her terminal would run it."""
+    init = next(pid for pid in hub.cgroup(user).pids() if Path(f"/proc/{pid}/status").read_text().count("NSpid") and
+                Path(f"/proc/{pid}/status").read_text().split("NSpid:")[1].split()[-1] == "1")
+    account = pwd.getpwnam(user)
+    return subprocess.run(["nsenter", f"--target={init}", "--mount", "--pid", f"--setuid={account.pw_uid}",
+                           f"--setgid={account.pw_gid}", "--", *command], capture_output=True, text=True, timeout=60)
+
+
 def test_nobody_gets_in_where_they_do_not_belong(running):
     hub, server = running
+    # her own processes, and only those, in ps and top (her server's /proc is her PID namespace's, issue #58)
+    listed = in_her_server(hub, RIGHT, ["ps", "-eww", "-o", "pid,user,args"])
+    assert listed.returncode == 0, listed.stderr
+    assert "jupyterhub-singleuser" in listed.stdout and "configurable-http-proxy" not in listed.stdout and \
+        HALF not in listed.stdout, listed.stdout
+    assert in_her_server(hub, RIGHT, ["top", "-b", "-n", "1"]).returncode == 0
     other = Path(hub.homes) / HALF
     exchange = Path(hub.exchange) / "cs336-primitives"
     # somebody else's work: their home, their notebook
@@ -595,7 +613,7 @@ def test_staff_sessions_cannot_rewrite_what_grades(running):
                                                                   "Host": hub.origin(page).split("://")[1]})
         with urllib.request.urlopen(request, timeout=60) as answer:
             policy = answer.headers["Content-Security-Policy"]
-        assert "script-src 'self' 'nonce-" in policy and "'unsafe-inline'" not in policy.split("style-src")[0], policy
+        assert "script-src 'nonce-" in policy and "'unsafe-inline'" not in policy.split("style-src")[0], policy
     q = shlex.quote
     for shell in (f"echo 'import os' >> {q(str(hub.course / 'nbgrader_config.py'))}",
                   f"echo 'import os' > {q(str(hub.course / 'autograder' / '__init__.py'))}",
@@ -605,6 +623,112 @@ def test_staff_sessions_cannot_rewrite_what_grades(running):
         assert done.returncode != 0, f"the grader account could: {shell}"
     assert {name: (hub.course / name).read_bytes() for name in guarded} == guarded
     assert not (hub.course / "json.py").exists() and not Path("/tmp/pwned").exists()
+
+
+FORMGRADER = "/services/cs336-primitives"
+# What no staff session may do on Formgrader, each tried with a TA's token (issue #58): run code, change the grader's
+# settings or configuration, open her files as active content
+OFF_ON_FORMGRADER = [
+    ("POST", "/assignments/validate", {"path": f"submitted/{HOSTILE}/{ASSIGNMENT}/{ASSIGNMENT}.ipynb"}),
+    ("POST", "/api/kernels", {"name": "cs336-primitives"}), ("POST", "/api/sessions", {
+        "path": f"submitted/{HOSTILE}/{ASSIGNMENT}/{ASSIGNMENT}.ipynb", "type": "notebook", "name": "",
+        "kernel": {"name": "cs336-primitives"}}),
+    ("POST", "/api/terminals", None), ("GET", f"/nbconvert/html/submitted/{HOSTILE}/{ASSIGNMENT}/{ASSIGNMENT}.ipynb", None),
+    ("POST", f"/api/contents/submitted/{HOSTILE}/{ASSIGNMENT}/{ASSIGNMENT}.ipynb/trust", None),
+    ("PUT", "/lab/api/settings/@jupyterlab/apputils-extension:themes", {"raw": "{}"}),
+    ("PUT", "/lab/api/workspaces/pwned", {"data": {}, "metadata": {"id": "pwned"}}),
+    ("PUT", "/api/config/notebook", {"load_extensions": {"pwned": True}}),
+    ("POST", "/lab/api/extensions", {"cmd": "install", "extension_name": "pwned"}),
+    ("POST", "/api/shutdown", None), ("GET", "/lsp/ws/pylsp", None),
+]
+
+
+def capabilities(pid: int) -> dict[str, str]:
+    status = Path(f"/proc/{pid}/status").read_text()
+    return {key: value.strip() for key, value in (line.split(":", 1) for line in status.splitlines())
+            if key in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb", "NoNewPrivs", "Uid")}
+
+
+def test_formgrader_runs_and_serves_nothing_a_student_wrote(running):
+    """Issue #58, on the hub: Formgrader's live route table is classified whole; every route that would run code or
+    change the grader's settings is refused to a TA; her files come as inert downloads; Formgrader and everything in
+    its cgroup hold no capability; the grader account can neither move the course away nor plant code that the course
+    would run, and a process it starts does not outlive the hub."""
+    hub, server = running
+    runtime = Path(hub.homes) / hub.grader / ".local" / "share" / "jupyter" / "runtime"
+    inventory = json.loads(max(runtime.glob("staff-routes-*.json"), key=lambda p: p.stat().st_mtime).read_text())
+    (ARTIFACTS / "formgrader-routes.json").write_text(json.dumps(inventory, indent=1))
+    assert inventory["server"] == "formgrader" and len(inventory["routes"]) > 100
+    assert [route for route in inventory["routes"] if not route["classified"]] == []
+    token = token_of(hub, TA)
+    for method, path, body in OFF_ON_FORMGRADER:
+        status, text = hub_request(hub, FORMGRADER + path, token, method, body)
+        assert status in (403, 404), (method, path, status, text[:300])
+    written = Path(hub.homes) / hub.grader / ".jupyter"
+    assert not any(written.rglob("*")) and not (Path(hub.prefix) / "grader-config" / "lab").exists()
+    # her files, collected beside her notebook: downloads, sandboxed, never a script source
+    for name in ("evil.html", "evil.svg", "evil.xml", "figure.png", "README"):
+        path = f"{FORMGRADER}/files/submitted/{HOSTILE}/{ASSIGNMENT}/{name}"
+        request = urllib.request.Request(hub.url + path, headers={"Authorization": f"token {token}",
+                                                                  "Host": hub.origin(path).split("://")[1]})
+        with urllib.request.urlopen(request, timeout=60) as answer:
+            headers = answer.headers
+        policy = headers["Content-Security-Policy"].split(",")[0]
+        assert "; sandbox" in policy and "'self'" not in policy.split("script-src")[1].split(";")[0], (name, policy)
+        assert headers["X-Content-Type-Options"] == "nosniff", name
+        assert headers.get("Content-Disposition", "").startswith("attachment") or \
+            headers["Content-Type"].split(";")[0] in ("text/plain", "image/png"), (name, dict(headers))
+    # Formgrader and all it started: in its own cgroup, no capability, no way to gain one
+    inside = hub.formgrader_cgroup.pids()
+    assert inside, "Formgrader runs in its own cgroup"
+    for pid in inside:
+        held = capabilities(pid)
+        assert all(int(held[key], 16) == 0 for key in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb")), held
+        assert held["NoNewPrivs"] == "1", held
+    q = shlex.quote
+    grader = pwd.getpwnam(hub.grader)
+    bind_80 = "import socket; socket.socket().bind(('127.0.0.1', 80))"
+    for shell in (f"mv {q(str(hub.course))} {q(str(hub.course))}.old", f"mkdir {q(str(hub.course))}.new",
+                  f"echo x > {q(str(written / 'jupyter_server_config.py'))}",
+                  f"mkdir -p {q(str(Path(hub.homes) / hub.grader / '.local' / 'lib' / 'python3.11'))}",
+                  f"echo x >> {q(str(Path(hub.homes) / hub.grader / '.profile'))}",
+                  f"ln -sf /tmp {q(str(hub.course / '.code' / 'json'))}",
+                  f"{q(str(hub.env / 'bin' / 'python'))} -c {q(bind_80)}"):
+        done = as_user(hub.grader, ["sh", "-c", shell], grader_env(hub), check=False)
+        assert done.returncode != 0, f"the grader account could: {shell}"
+    # a module it plants in the course folder (1770: its gradebook and results go there) is never imported: the
+    # course's code comes from the root-owned .code, and nbgrader_config.py refuses to run beside it
+    planted = hub.course / "csv.py"
+    marker = Path(hub.homes) / hub.grader / ".cache" / "planted-module-ran"
+    as_user(hub.grader, ["sh", "-c", f"cat > {q(str(planted))}"], grader_env(hub),
+            input=f"open({str(marker)!r}, 'w').write('ran')\n")
+    try:
+        refused = as_user(hub.grader, ["nbgrader", "db", "student", "list"], grader_env(hub), cwd=hub.course,
+                          check=False)
+        assert refused.returncode != 0 and "csv.py" in refused.stdout + refused.stderr, refused
+        imported = as_user(hub.grader, ["python", "-c", "import csv, autograder.course; print(csv.__file__)"],
+                           grader_env(hub), cwd=hub.course)
+        assert "/course/" not in imported.stdout and ".code/autograder" in as_user(
+            hub.grader, ["python", "-c", "import autograder; print(autograder.__file__)"], grader_env(hub),
+            cwd=hub.course).stdout
+        assert not marker.exists()
+    finally:
+        planted.unlink(missing_ok=True)
+    # a process the grader account started under Formgrader (in its cgroup) ends with the hub
+    sleeper = subprocess.Popen(["setpriv", "--reuid", str(grader.pw_uid), "--regid", str(grader.pw_gid),
+                                "--init-groups", "sleep", "600"],
+                               preexec_fn=lambda: hub.formgrader_cgroup.join(os.getpid()), start_new_session=True)
+    try:
+        server.restart()
+        assert sleeper.wait(timeout=60) is not None
+        for _ in range(120):   # Formgrader is back, in its cgroup
+            if hub_request(hub, f"{FORMGRADER}/api/status", token)[0] == 200:
+                break
+            time.sleep(1)
+        assert hub_request(hub, f"{FORMGRADER}/api/status", token)[0] == 200 and hub.formgrader_cgroup.pids()
+    finally:
+        if sleeper.poll() is None:
+            sleeper.kill()
 
 
 STUDENT_PAGE = """<!doctype html><title>homework help</title><script>
@@ -942,10 +1066,10 @@ def test_a_dropped_student_loses_her_login_and_keeps_her_work(running):
     server.stop()
     roster = (REPO / "students.csv").read_text().splitlines()
     (REPO / "students.csv").write_text("\n".join(line for line in roster if not line.startswith(f"{dropped},")) + "\n")
-    os.environ["HUB_ARGS"] += " --idle-timeout 20"
+    os.environ["HUB_ARGS"] += f" --idle-timeout 20 --max-age {MAX_AGE}"
     server.start(command=["bash", "-e", "-c", HUB_COMMAND], cwd=REPO, timeout=600)
     hub = server.hub = ClassHub.load(PREFIX)
-    assert dropped not in hub.students and hub.idle_timeout == 20
+    assert dropped not in hub.students and hub.idle_timeout == 20 and hub.max_age == MAX_AGE
     assert hub_request(hub, "/hub/api/user", token)[0] in (401, 403), "her token is gone"
     assert hub_request(hub, f"/hub/api/users/{dropped}", hub.admin_token)[0] == 404, "JupyterHub forgot her"
     assert not hub.cgroup(dropped).pids(), "nothing of hers runs"
@@ -975,6 +1099,72 @@ def test_a_dropped_student_loses_her_login_and_keeps_her_work(running):
     wait_for_server(hub, idle, running=False, timeout=120)
 
 
+MAX_AGE = 75   # seconds: the dropped student's restart sets it, with an idle timeout of 20 s
+
+
+def server_environment(hub: ClassHub, user: str) -> dict[str, str]:
+    """The environment of `user`'s running server (its jupyterhub-singleuser process), as root reads it."""
+    for pid in hub.cgroup(user).pids():
+        try:
+            if b"jupyterhub-singleuser" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                pairs = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+                return dict(pair.decode().split("=", 1) for pair in pairs if b"=" in pair)
+        except OSError:
+            continue
+    raise AssertionError(f"no server of {user} runs")
+
+
+def test_the_culler_keeps_a_busy_kernel_and_caps_a_servers_life(running):
+    """Issue #58: with the idle timeout of 20 s, a server whose kernel computes silently (busy, no tab, no output) is
+    not stopped as idle; a server whose student reports activity herself, with her server's own token, stops all the
+    same once it is MAX_AGE old (the culler's --max-age)."""
+    hub = ClassHub.load(PREFIX)   # as the dropped student's test set it up again: idle timeout 20 s, MAX_AGE
+    assert hub.idle_timeout == 20 and hub.max_age == MAX_AGE, "the dropped student's test set them"
+    busy, chatty, idle = "hubt-008", "hubt-009", "hubt-010"
+    for user in (busy, chatty, idle):
+        assert hub_request(hub, f"/hub/api/users/{user}/server", hub.admin_token, "POST")[0] in (201, 202)
+    for user in (busy, chatty, idle):
+        wait_for_server(hub, user, running=True)
+    started = time.monotonic()
+    # her kernel, started through her server's API and told to compute for ten minutes without a word
+    token = token_of(hub, busy)
+    status, body = hub_request(hub, f"/user/{busy}/api/kernels", token, "POST", {"name": "cs336-primitives"})
+    assert status == 201, body
+    from jupyter_client import BlockingKernelClient
+    connection = Path(hub.homes) / busy / ".local" / "share" / "jupyter" / "runtime" / f"kernel-{json.loads(body)['id']}.json"
+    for _ in range(60):
+        if connection.exists():
+            break
+        time.sleep(1)
+    client = BlockingKernelClient(connection_file=str(connection))
+    client.load_connection_file()
+    client.start_channels()
+    client.execute("import time\ntime.sleep(600)")
+    # her own reports of activity, every 5 s, with the token her server holds
+    own_token = server_environment(hub, chatty)["JUPYTERHUB_API_TOKEN"]
+    stop, answers = threading.Event(), []
+
+    def report() -> None:
+        while not stop.is_set():
+            now = time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime())
+            answers.append(hub_request(hub, f"/hub/api/users/{chatty}/activity", own_token, "POST",
+                                       {"last_activity": now, "servers": {"": {"last_activity": now}}})[0])
+            stop.wait(5)
+    reporter = threading.Thread(target=report, daemon=True)
+    reporter.start()
+    try:
+        wait_for_server(hub, idle, running=False, timeout=MAX_AGE - 5)   # idle: stopped after 20-30 s
+        assert time.monotonic() - started < MAX_AGE - 5
+        wait_for_server(hub, busy, running=True, timeout=5)              # busy, silent: kept
+        wait_for_server(hub, chatty, running=True, timeout=5)            # her reports count as activity ...
+        assert 200 in answers, answers
+        wait_for_server(hub, chatty, running=False, timeout=MAX_AGE + 60)  # ... until its age stops it
+        assert time.monotonic() - started >= MAX_AGE - 15
+    finally:
+        stop.set()
+        client.stop_channels()
+
+
 def wait_for_server(hub: ClassHub, user: str, running: bool, timeout: float = 120) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -1002,6 +1192,11 @@ def sysv_ipc_of(uids: set[int]) -> list[str]:
 def test_the_end_of_term_archives_then_removes_everything(running):
     hub, server = running
     class_uids = {pwd.getpwnam(n).pw_uid for n in hub.students + STAFF + [PROF] if account_exists(n)}
+    # staff and the grader work outside any jail: what they leave in the machine's shared /tmp and /dev/shm (#58)
+    for name in (TA, PROF, hub.grader):
+        as_user(name, ["sh", "-c", "mkdir -p /tmp/left-$USER/deep && touch /tmp/left-$USER/deep/x /dev/shm/left-$USER "
+                                   "/var/tmp/left-$USER"], {"PATH": "/usr/bin:/bin"})
+    staff_uids = {pwd.getpwnam(n).pw_uid for n in (TA, PROF, hub.grader)}
     server.stop()
     archives = Path(PREFIX) / "archive"
     done = subprocess.run([sys.executable, str(REPO / "scripts" / "class_hub.py"), "end-term", "--prefix", hub.prefix,
@@ -1023,6 +1218,8 @@ def test_the_end_of_term_archives_then_removes_everything(running):
     assert not hub.cgroup(RIGHT).pids()
     assert not hub.cgroup("hubt-005").pids() and not hub.cgroup("hubt-005").folders[0].exists(), "the dropped one's too"
     assert not sysv_ipc_of(class_uids), "no shared memory, semaphore or queue of the class is left"
+    assert not [p for root in ("/tmp", "/dev/shm", "/var/tmp") for p in Path(root).glob("left-*")
+                if p.lstat().st_uid in staff_uids], "nothing of the class's accounts left in the shared /tmp"
     again = subprocess.run([sys.executable, str(REPO / "scripts" / "class_hub.py"), "end-term", "--prefix", hub.prefix,
                             "--archive", str(archives)], capture_output=True, text=True, timeout=300)
     assert again.returncode == 0 and "nothing to do" in again.stdout, again.stdout + again.stderr

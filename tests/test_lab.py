@@ -61,6 +61,16 @@ def test_make_lab_serves_lab_the_course_kernel_and_formgrader(tmp_path, monkeypa
                 result = json.loads(response.read())
             assert result["success"], (button, result)
         assert (course / "exchange" / "cs336-primitives" / "outbound" / "01_floats" / "01_floats.ipynb").is_file()
+        # issue #58: the route table of `make lab` as users get it, every route classified (autograder/routes.py)
+        inventory = json.loads(next((tmp_path / "lab" / "runtime").glob("staff-routes-*.json")).read_text())
+        assert inventory["server"] == "lab" and len(inventory["routes"]) > 100
+        assert [route for route in inventory["routes"] if not route["classified"]] == []
+        decided = {(route["pattern"], route["handler"].rsplit(".", 1)[1]): route["decision"]
+                   for route in inventory["routes"]}
+        assert decided[("/files/(.*)$", "AuthenticatedFileHandler")] == "inert"
+        assert decided[("/assignments/validate$", "ValidateAssignmentHandler")] == "own work only"
+        # Formgrader's Autograde on make lab is the sandboxed grader's too (autograder/formgrader_autograde.py)
+        assert "Formgrader's Autograde runs `python -m autograder.grade`" in lab.log.read_text()
     finally:
         stop(lab.process)
     assert b"No nbgrader_config.py file found" not in lab.log.read_bytes()

@@ -15,9 +15,12 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
+import re
 import shutil
 import subprocess
 import sys
+import urllib.parse
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -75,6 +78,10 @@ def hostile_class(tmp_path_factory):
         "state": {}, "version_major": 2, "version_minor": 0,
         "x": f"</script><script>{submissions._pwn('nb-widgets')}</script>"}}
     nbformat.write(nb, autograded)
+    for folder in FILE_FOLDERS:   # her files beside her notebook, wherever staff may open them (issue #58)
+        (course / folder / "mallory" / "01_floats").mkdir(parents=True, exist_ok=True)
+        for name, content in submissions.STAFF_PAGE_FILES.items():
+            (course / folder / "mallory" / "01_floats" / name).write_bytes(content)
     from nbgrader.api import Gradebook
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
         gradebook.update_or_create_student("mallory", first_name="Mal", last_name=PWNED_NAME)
@@ -83,48 +90,56 @@ def hostile_class(tmp_path_factory):
     return course, ids
 
 
+@pytest.fixture(scope="module")
+def served(hostile_class, tmp_path_factory):
+    """`make lab` on the hostile class, for the module's browser tests; the course's files as they were before it."""
+    course, ids = hostile_class
+    before = digest(course)
+    lab = start_lab(tmp_path_factory.mktemp("lab"), root=course)
+    try:
+        yield course, ids, lab, before
+    finally:
+        stop(lab.process)
+
+
 def digest(root: Path) -> dict[str, str]:
     return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
             for p in sorted(root.rglob("*")) if p.is_file() and ".nbgrader.log" not in p.name}
 
 
-def test_no_student_markup_runs_in_formgrader(hostile_class, tmp_path):
-    course, ids = hostile_class
+def test_no_student_markup_runs_in_formgrader(served):
+    course, ids, lab, before = served
     executable = chromium_for_playwright()
     from playwright.sync_api import sync_playwright
 
-    before = digest(course)
-    lab = start_lab(tmp_path, root=course)
     pages = [f"/formgrader/submissions/{ids['mallory']}/", f"/formgrader/submissions/{ids['eve']}/",
              "/formgrader/manage_students", "/formgrader/manage_students/mallory",
              "/formgrader/gradebook/01_floats/01_floats", "/formgrader/manage_submissions/01_floats"]
     requests: list[str] = []
     failed: dict[str, str] = {}
-    try:
-        with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path=executable, headless=True, args=CHROMIUM_ARGS)
-            page = browser.new_page()
-            page.on("request", lambda request: requests.append(request.url))
-            page.on("requestfailed", lambda request: failed.setdefault(request.url, request.failure or ""))
-            for path in pages:
-                response = page.goto(lab.url(path))
-                page.wait_for_load_state("networkidle")
-                page.wait_for_timeout(300)
-                assert response.status == 200, path
-                policy = response.headers.get("content-security-policy", "")
-                assert "script-src 'self' 'nonce-" in policy and "unsafe-inline" not in policy.split("style-src")[0], \
-                    (path, policy)
-                assert page.evaluate("typeof window.__pwned") == "undefined", (path, page.evaluate("window.__pwned"))
-                assert page.locator("a[href^='javascript:' i], iframe[src^='javascript:' i], [onerror], [onload]"
-                                    ).count() == 0, path
-                if "submissions/" in path:   # the page really shows the student's work, as text
-                    assert ("window.__pwned='md-script'" in page.inner_text("body")
-                            if path.endswith(f"{ids['mallory']}/") else "onerror" in page.inner_text("body")), path
-                if path.endswith("manage_students"):
-                    page.wait_for_selector("text=onerror", timeout=30_000)   # her name, shown as text
-            browser.close()
-    finally:
-        stop(lab.process)
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=executable, headless=True, args=CHROMIUM_ARGS)
+        page = browser.new_page()
+        page.on("request", lambda request: requests.append(request.url))
+        page.on("requestfailed", lambda request: failed.setdefault(request.url, request.failure or ""))
+        for path in pages:
+            response = page.goto(lab.url(path))
+            page.wait_for_load_state("networkidle")
+            page.wait_for_timeout(300)
+            assert response.status == 200, path
+            policy = response.headers.get("content-security-policy", "")
+            assert "script-src 'nonce-" in policy and "unsafe-inline" not in policy.split("style-src")[0], \
+                (path, policy)
+            assert "'self'" not in script_src(policy), (path, policy)   # no script of hers from this origin
+            assert page.evaluate("typeof window.__pwned") == "undefined", (path, page.evaluate("window.__pwned"))
+            assert page.locator("a[href^='javascript:' i], iframe[src^='javascript:' i], [onerror], [onload]"
+                                ).count() == 0, path
+            if "submissions/" in path:   # the page really shows the student's work, as text
+                assert ("window.__pwned='md-script'" in page.inner_text("body")
+                        if path.endswith(f"{ids['mallory']}/") else "onerror" in page.inner_text("body")), path
+            if path.endswith("manage_students"):
+                page.wait_for_selector("text=onerror", timeout=30_000)   # her name, shown as text
+        browser.close()
     origin = lab.url("/").split("/", 3)[:3]
     assert [url for url in requests if "/canary/" in url] == []
     # nothing leaves the page: a request to another origin (nbconvert's MathJax from a CDN) is refused by the policy
@@ -138,6 +153,136 @@ def test_no_student_markup_runs_in_formgrader(hostile_class, tmp_path):
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
         scores = [g.score for g in gradebook.find_submission_notebook("01_floats", "01_floats", "mallory").grades]
     assert sum(scores) == 0   # what the grader gave her: nothing on the page changed it
+
+
+FILE_FOLDERS = ("submitted", "autograded", "feedback")
+ACTIVE_TYPES = ("text/html", "image/svg+xml", "application/xml", "text/xml", "application/xhtml+xml",
+                "application/pdf", "text/javascript", "application/javascript", "application/octet-stream")
+
+
+def script_src(policy: str) -> str:
+    """The script-src directive of the first policy of a Content-Security-Policy header."""
+    return next((d.strip() for d in policy.split(",")[0].split(";") if d.strip().startswith("script-src")), "")
+
+
+class Watched:
+    """A Chromium page whose every request (and why it failed) is kept, that opens a URL whether it renders or
+    downloads."""
+
+    def __init__(self, browser):
+        self.context = browser.new_context(accept_downloads=True)
+        self.page = self.context.new_page()
+        self.requests: list[str] = []
+        self.failed: dict[str, str] = {}
+        self.context.on("request", lambda request: self.requests.append(request.url))
+        self.context.on("requestfailed", lambda request: self.failed.setdefault(request.url, request.failure or ""))
+
+    def open(self, url: str):
+        """The response, or None when the browser saved it as a download instead of rendering it."""
+        try:
+            response = self.page.goto(url)
+        except Exception as error:   # Playwright: "Download is starting"
+            assert "Download is starting" in str(error), (url, error)
+            return None
+        self.page.wait_for_load_state("networkidle")
+        self.page.wait_for_timeout(200)
+        return response
+
+    def ran(self) -> list[str]:
+        """Canaries a payload fetched, and a payload's mark on the page now open."""
+        marked = self.page.evaluate("typeof window.__pwned === 'undefined' ? null : String(window.__pwned)")
+        return canaries(self.requests) + ([f"__pwned={marked}"] if marked else [])
+
+
+def canaries(requests: list[str]) -> list[str]:
+    """The requests a payload made: to /canary/<what> (a page's own API call may carry the words in its query)."""
+    return [url for url in requests if urllib.parse.urlsplit(url).path.startswith("/canary/")]
+
+
+def test_her_files_stay_inert_on_the_staff_origin(served):
+    """Issue #58: the files mallory handed in beside her notebook (HTML loading her .js, SVG, XML, XHTML, PDF, HTML
+    named .png, .txt or without an extension), wherever staff may meet them: opened straight from /files/ in
+    submitted/, autograded/ and feedback/, from Formgrader's grading page (its links to them, and the files it serves
+    beside the notebook), from nbconvert's export, from Jupyter's /view/, and in JupyterLab's HTML viewer with its
+    "Trust HTML" pressed. None runs: an active type is sandboxed without scripts and saved as a download, never
+    rendered; a harmless type is shown as what its name says (nosniff); her .js is no script source."""
+    course, ids, lab, before = served
+    executable = chromium_for_playwright()
+    from playwright.sync_api import sync_playwright
+
+    folder = "mallory/01_floats"
+    urls = [f"/files/{where}/{folder}/{name}" for where in FILE_FOLDERS for name in submissions.STAFF_PAGE_FILES]
+    urls += [f"/formgrader/submissions/{ids['mallory']}/{name}" for name in submissions.STAFF_PAGE_FILES]
+    urls += [f"/nbconvert/html/submitted/{folder}/01_floats.ipynb", f"/view/submitted/{folder}/evil.html",
+             f"/view/submitted/{folder}/evil.svg"]
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=executable, headless=True, args=CHROMIUM_ARGS)
+        staff = Watched(browser)
+        for url in urls:
+            response = staff.open(lab.url(url))
+            assert staff.ran() == [], url
+            if response is None:
+                continue
+            kind = response.headers.get("content-type", "").split(";")[0]
+            policy = response.headers["content-security-policy"]
+            assert "'self'" not in script_src(policy) and response.headers["x-content-type-options"] == "nosniff", url
+            if url.startswith(("/files/", "/nbconvert/")) or "/formgrader/submissions/" in url:
+                assert kind not in ACTIVE_TYPES and "; sandbox" in policy.split(",")[0], (url, kind, policy)
+        # her links, clicked on Formgrader's grading page of her notebook
+        staff.open(lab.url(f"/formgrader/submissions/{ids['mallory']}/"))
+        links = [name for name in submissions.STAFF_PAGE_FILES if name != "evil.js"]
+        for name in links:
+            link = staff.page.locator(f"a[href$='{name}']").first
+            with staff.page.context.expect_page(timeout=5000) if link.get_attribute("target") else _nothing():
+                try:
+                    link.click(timeout=5000)
+                except Exception:
+                    pass
+            staff.page.wait_for_timeout(300)
+            assert staff.ran() == [], name
+            staff.open(lab.url(f"/formgrader/submissions/{ids['mallory']}/"))
+        # JupyterLab's HTML viewer, trusted: her page runs in the lab's own policy, where her script has no source
+        staff.open(lab.url(f"/lab/tree/submitted/{folder}/evil.html"))
+        staff.page.get_by_text("Trust HTML").first.click(timeout=120_000)
+        staff.page.wait_for_timeout(1500)
+        assert staff.ran() == []
+        browser.close()
+    assert canaries(staff.requests) == []
+    assert not [url for url, why in staff.failed.items() if url.endswith("/evil.js") and why != "csp"]
+
+
+class _nothing:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+# a value nbgrader's templates put into their own <script> from the URL: ends the string, runs, fetches a canary
+REFLECTED = "x\";window.__pwned='url';fetch('/canary/url');//"
+
+
+def test_a_crafted_formgrader_link_adds_no_code(served):
+    """Issue #58: nbgrader's page templates write names from the URL into their own nonced <script>
+    (`var notebook_id = "{{ notebook_id }}";`); a link crafted to end that string and add code runs nothing."""
+    course, ids, lab, before = served
+    executable = chromium_for_playwright()
+    from urllib.parse import quote
+
+    from playwright.sync_api import sync_playwright
+
+    crafted = quote(REFLECTED, safe="")
+    pages = [f"/formgrader/gradebook/01_floats/{crafted}", f"/formgrader/gradebook/{crafted}",
+             f"/formgrader/manage_submissions/{crafted}", f"/formgrader/manage_students/{crafted}",
+             f"/formgrader/manage_students/{crafted}/{crafted}"]
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=executable, headless=True, args=CHROMIUM_ARGS)
+        staff = Watched(browser)
+        for path in pages:
+            staff.open(lab.url(path))
+            assert staff.ran() == [], path
+        browser.close()
 
 
 def test_feedback_carries_none_of_the_markup(hostile_class):
@@ -169,7 +314,8 @@ class Markup(HTMLParser):
         if self._in_script:
             self.scripts.append("")
         self.live += [(tag, name, value or "") for name, value in attrs
-                      if name.startswith("on") or (value or "").strip().lower().startswith("javascript:")]
+                      if name.startswith("on") or (value or "").strip().lower().startswith("javascript:")
+                      or (tag == "meta" and name == "http-equiv")]   # a refresh navigates: no policy stops it
 
     def handle_data(self, data):
         if self._in_script:
@@ -220,3 +366,58 @@ def test_the_hubs_formgrader_files_are_read_only(tmp_path):
         contents.trust_notebook("nbgrader_config.py")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["nbgrader_config.py"]
     assert (tmp_path / "nbgrader_config.py").read_text() == "c = get_config()\n"
+
+
+def test_names_from_the_url_stay_text_in_formgrader_templates(monkeypatch):
+    """Layer 2 on its own (issue #58): nbgrader's page templates, hardened as on a staff server, write a name from the
+    URL into their own nonced <script> as a JSON string that reads back exactly, and into the page as text. (The
+    policy cannot help here: the script is the template's own and carries the nonce.)"""
+    from nbgrader.server_extensions.formgrader import handlers
+    monkeypatch.setitem(staff_pages._state, "hardened", False)
+    environment = jinja2.Environment(loader=jinja2.FileSystemLoader(handlers.template_path))
+    staff_pages.harden({"nbgrader_jinja2_env": environment})
+    names = {"assignment_id": REFLECTED, "notebook_id": REFLECTED, "student_id": REFLECTED}
+    pages = ["gradebook_notebook_submissions.tpl", "manage_students_notebook_submissions.tpl",
+             "manage_students_assignments.tpl", "manage_submissions.tpl", "gradebook_notebooks.tpl"]
+    for template in pages:
+        page = environment.get_template(template).render(base_url="/", **names)
+        written = re.findall(r"var (assignment_id|notebook_id|student_id) = (.*);\n", page)
+        assert written, template
+        for name, value in written:
+            assert json.loads(value) == REFLECTED, (template, name, value)
+        assert "<i>mallory</i>" not in environment.get_template(template).render(
+            base_url="/", student_id="<i>mallory</i>", assignment_id="<i>mallory</i>")
+
+
+def test_a_student_file_is_sent_inert_and_no_script_of_hers_has_a_source():
+    """Layer 3 on its own (issue #58): the response of a route that serves a student's file is sandboxed without
+    scripts (Jupyter Server's own `sandbox allow-scripts` made stricter, never dropped) and, unless its type cannot be
+    active, an attachment; every response's scripts come only from the nonce and the server's own code paths, on the
+    origin the browser asked for; a forged Host header gets no script source at all."""
+    from tornado.httputil import HTTPHeaders, HTTPServerRequest
+
+    from autograder import routes
+    staff_pages._state["script_prefixes"] = ("/static/", "/lab/extensions/")
+    inert = routes.Found("/files/(.*)$", "jupyter_server.base.handlers.AuthenticatedFileHandler", routes.INERT, True)
+    page = routes.Found("/lab$", "x.LabHandler", routes.SERVE, True)
+
+    def respond(route, kind, host="127.0.0.1:8888", theirs=""):
+        request = HTTPServerRequest(method="GET", uri="/x", headers=HTTPHeaders({"Host": "127.0.0.1"}))
+        request.host, request.staff_route = host, route   # tornado refuses some bad Hosts itself; not every one
+        headers = HTTPHeaders({"Content-Type": kind, **({"Content-Security-Policy": theirs} if theirs else {})})
+        return staff_pages.StrictPolicy(request).transform_first_chunk(200, headers, b"x", True)[1]
+
+    for kind in ("text/html", "image/svg+xml", "application/pdf", "text/xml", "application/octet-stream"):
+        headers = respond(inert, kind, theirs="frame-ancestors 'self'; sandbox allow-scripts")
+        assert headers["Content-Disposition"] == "attachment", kind
+        policy = headers["Content-Security-Policy"]
+        assert policy.endswith("; sandbox") and "allow-scripts" not in policy, policy
+    assert "Content-Disposition" not in respond(inert, "image/png") and "sandbox" in \
+        respond(inert, "image/png")["Content-Security-Policy"]
+    lab = respond(page, "text/html; charset=UTF-8")
+    assert "Content-Disposition" not in lab and "sandbox" not in lab["Content-Security-Policy"]
+    sources = script_src(lab["Content-Security-Policy"]).split()
+    assert "'self'" not in sources and {"127.0.0.1:8888/static/", "127.0.0.1:8888/lab/extensions/"} <= set(sources)
+    forged = script_src(respond(page, "text/html", host="x; script-src *")["Content-Security-Policy"])
+    assert "*" not in forged and "/static/" not in forged
+    assert "sandbox" in respond(page, "text/html", theirs="sandbox allow-scripts")["Content-Security-Policy"]

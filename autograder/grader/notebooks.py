@@ -23,7 +23,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from autograder import cgroups
-from autograder.course import REPO_ROOT
+from autograder.course import import_root
 from autograder.errors import GraderError
 from autograder.grader import cost
 from autograder.grader.budget_files import BudgetFiles, Lent
@@ -94,10 +94,11 @@ class Zygote:
     def __init__(self, walled: list[Path]):
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         environment = {name: os.environ[name] for name in KEPT_ENVIRONMENT if name in os.environ}
-        # -I: no PYTHONPATH, no user site, no current folder; the course's own checkout first, as in the grader
+        # -I: no PYTHONPATH, no user site, no current folder; the course's own code first, as in the grader (from the
+        # hub's root-owned view of it where there is one: course.import_root)
         start = "import sys; sys.path.insert(0, sys.argv[1]); from autograder.sandboxed.zygote import main; main()"
         self.process = subprocess.Popen(
-            [sys.executable, "-I", "-c", start, str(REPO_ROOT), str(theirs.fileno()), str(os.getpid())],
+            [sys.executable, "-I", "-c", start, str(import_root()), str(theirs.fileno()), str(os.getpid())],
             env=environment, pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, cwd="/",
             process_group=0)  # out of the terminal's group: a Ctrl-C is the grader's to handle, not the zygote's
         self.owner = os.getpid()

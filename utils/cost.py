@@ -48,9 +48,10 @@ BATCH_FILE_TOKENS = 2**24                              # get_batch on a memmap o
 BATCH_SIZE, BATCH_CONTEXT = 8, 64                      # get_batch(data, 8, 64, "cpu", generator)
 BATCH_FILE_BYTES = 2 * MiB                             # 8 windows of 65 tokens: a few pages each; a full read: 32 MiB
 BATCH_FILE = "cost-tokens.bin"                         # the name of the file the grader lends the hidden test
-MLP_SHAPE = (8, 256, 64, 4096)     # (batch, seq, dim, hidden) of exercise 9's measured MLP forward: its two hidden
+MLP_SHAPE = (8, 256, 16, 4096)     # (batch, seq, dim, hidden) of exercise 9's measured MLP forward: its two hidden
                                    # activations are 32 MiB each, which malloc always maps afresh (its largest
                                    # threshold), so the kernel sees each one whole; a small dim keeps the matmuls quick
+                                   # (a forward pass: 66 ms on one core, against 112 ms at dim 64)
 MLP_TOLERANCE = 0.10                                   # its new memory must match mlp_activation_bytes within 10%
 
 _MAPPING = re.compile(r"^[0-9a-f]+-[0-9a-f]+ \S+ \S+ \S+ \d+\s*(.*)$")

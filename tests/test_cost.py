@@ -38,6 +38,26 @@ TASKS = {"03_strides_views": "test_sliding_windows", "08_training_loop": "test_g
 MiB = 2**20
 
 
+def reads_not_counted() -> str:
+    """'' where the grader can count reads of the files it lends (a disk under its cache folder), else why not: a
+    machine whose cache folder is a tmpfs cannot show a bytes budget (the grader leaves it to a person there)."""
+    from autograder.grader.budget_files import BudgetFiles
+    files = BudgetFiles()
+    try:
+        if files.root is None:
+            return files.broken
+        return files.lend(0, "probe.bin", 4096)[1]
+    finally:
+        files.close()
+
+
+def counted_here() -> None:
+    """Skip, with the reason, where reads of a lent file cannot be counted."""
+    why = reads_not_counted()
+    if why:
+        pytest.skip(f"reads of the grader's lent file are not counted on this machine: {why}")
+
+
 def grade(root: Path, makers: dict, environment: dict | None = None, while_notebooks_run=None) -> dict:
     """Grade {(student, assignment): notebooks}; {(student, assignment): the budgeted test cell's result}.
     `while_notebooks_run()`, a context manager, is entered when the grader says that it starts the notebooks (its
@@ -97,6 +117,7 @@ def cost(cell: dict) -> dict:
 
 
 def test_correct_work_passes_its_budgets_and_sees_them(graded):
+    counted_here()
     windows, batch = graded[("solved", "03_strides_views")], graded[("solved", "08_training_loop")]
     assert windows["ok"] and batch["ok"], (windows["error"], batch["error"])
     assert cost(windows)["peak_bytes"] < cost(windows)["budget"]["peak_bytes"] // 4
@@ -114,6 +135,7 @@ def test_correct_work_passes_its_budgets_and_sees_them(graded):
 def test_the_measured_calls_are_the_checked_calls(graded):
     """A get_batch that reads all of `data` for every small case and gives up (None) on data of 2**20 tokens or more
     passes the bytes budget, since it reads nothing there; but that call is a hidden case, so its result is checked."""
+    counted_here()
     cell = graded[("none-for-large-data", "08_training_loop")]
     assert cost(cell)["ok"] and cost(cell)["file_bytes"] < MiB, cost(cell)
     assert not cell["ok"], cell
@@ -142,6 +164,7 @@ def test_a_full_read_fails_the_bytes_budget_however_it_reads(graded, student):
     if student == "full-read":
         assert "read 32.00 MiB of the file; the budget is 2.0 MiB" in cell["error"], cell["error"]
         return
+    counted_here()
     measured = cost(cell)
     assert measured["file_bytes"] >= 32 * MiB, measured
     assert "over the budget of 2.0 MiB" in cell["error"], cell["error"]
@@ -307,7 +330,10 @@ def test_every_read_path_is_counted(read_paths, path):
     """Each way to read the lent file, the whole of it inside the measured part, lands in the one figure the budget
     checks (read_bytes: what the kernel read from the disk for the process) and fails the 2 MiB budget; io_uring and
     O_DIRECT where this machine has them."""
+    counted_here()
     measured, said = read_paths[path]
+    if path == "O_DIRECT" and "Invalid argument" in said:
+        pytest.skip(f"this file system has no O_DIRECT: {said[-200:]}")
     if path == "copy_file_range" and "Invalid cross-device link" in said:
         return  # refused: the kernel copies between files of one file system only, and the notebook writes its tmpfs
     if path == "io_uring" and "io_uring_setup" in said:
@@ -317,10 +343,11 @@ def test_every_read_path_is_counted(read_paths, path):
 
 
 def test_a_correct_batch_reads_a_few_pages_and_the_measured_part_ends_with_its_reply(read_paths):
-    measured, said = read_paths["windows only"]
-    assert measured["ok"] and measured["file_bytes"] <= 16 * 4096 and said == "", (measured, said)  # a page or two each
     busy, settled = read_paths["waiting"]
     assert (busy, settled) == (False, True)
+    counted_here()
+    measured, said = read_paths["windows only"]
+    assert measured["ok"] and measured["file_bytes"] <= 16 * 4096 and said == "", (measured, said)  # a page or two each
 
 
 def test_correct_work_passes_under_generic_cpu_kernels_and_under_load(tmp_path):
@@ -347,6 +374,7 @@ def test_correct_work_passes_under_generic_cpu_kernels_and_under_load(tmp_path):
     found = grade(tmp_path, makers, {"ATEN_CPU_CAPABILITY": "default"}, while_notebooks_run=load)
     assert len(burners) == 2, "the grader never said that it started the notebooks: nothing ran under load"
     assert min(burned) > 0.2, burned
+    counted = not reads_not_counted()
     for who, cell in found.items():
         assert cell["ok"], (who, cell["error"])
-        assert cost(cell)["ok"] and not cell["flags"], (who, cost(cell), cell["flags"])
+        assert cost(cell)["ok"] and (not cell["flags"] or not counted), (who, cost(cell), cell["flags"])

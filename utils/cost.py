@@ -175,7 +175,7 @@ def token_bytes(tokens: int) -> bytes:
 
 @contextlib.contextmanager
 def token_memmap(tokens: int, folder: str | Path | None = None) -> Iterator[np.memmap]:
-    """A read-only np.memmap of `tokens` uint16 token ids (token_bytes) in a file named `cost-tokens.bin`, deleted
+    """A read-only np.memmap of `tokens` uint16 token ids (the bytes of token_bytes) in a file named `cost-tokens.bin`, deleted
     afterwards. The file goes to /dev/shm where this process may write there (a tmpfs, mapped in 4 KiB pages), else to
     `folder` (or the temporary folder)."""
     import numpy as np
@@ -187,7 +187,7 @@ def token_memmap(tokens: int, folder: str | Path | None = None) -> Iterator[np.m
         where = Path(tempfile.mkdtemp(dir=folder))
     path = where / BATCH_FILE
     try:
-        path.write_bytes(token_bytes(tokens))
+        np.arange(tokens, dtype=np.uint16).tofile(path)  # token_bytes(tokens), without a copy of them in a bytes object
         data = np.memmap(path, dtype=np.uint16, mode="r")
         yield data
         del data

@@ -49,7 +49,7 @@ PAGE = os.sysconf("SC_PAGE_SIZE")
 TICKS = os.sysconf("SC_CLK_TCK")
 SIGCHLD_BIT = 1 << (17 - 1)  # SIGCHLD is 17 on x86-64 and arm64
 READ_SYSCALL = {"x86_64": 0, "aarch64": 63}.get(platform.machine())  # read(2)'s number, for /proc/<pid>/syscall
-SETTLE_SECONDS = 5.0  # how long the notebook may take from writing its reply to waiting for the next request
+SETTLE_SECONDS = 10.0  # how long the notebook may take from writing its reply to waiting for the next request
 
 
 @dataclass(frozen=True)

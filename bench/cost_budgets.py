@@ -1,6 +1,6 @@
 """What each cost budget measures for a correct answer and for typical wrong ones, over repeated runs (issues #52, #60).
 
-    .venv/bin/python -m bench.cost_budgets [--runs 10] [--load N]
+    .venv/bin/python -m bench.cost_budgets [--runs 10] [--load N] [--assignment NAME ...]
 
 For each budgeted task (reference/*.py, COST_BUDGETS) and each answer (the instructor's solution, the second,
 independently written solution of tests/variants/, the honest variants and the tricks of tests/submissions.py,
@@ -73,23 +73,24 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--load", type=int, default=0, help="busy processes to run meanwhile")
+    parser.add_argument("--assignment", action="append", choices=list(TASKS), help="only these (default: all three)")
     args = parser.parse_args()
     burners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(args.load)]
     try:
-        report(args.runs, args.load)
+        report(args.runs, args.load, args.assignment or list(TASKS))
     finally:
         for burner in burners:
             burner.kill()
             burner.wait()
 
 
-def report(runs: int, load: int) -> None:
+def report(runs: int, load: int, assignments: list[str]) -> None:
     print(f"{datetime.date.today()}  {platform.node()}  {platform.machine()}  {os.cpu_count()} CPUs  Linux "
           f"{platform.release()}  ATEN_CPU_CAPABILITY={os.environ.get('ATEN_CPU_CAPABILITY', '(auto)')}  "
           f"{load} busy processes  {runs} runs each")
     zygote = Zygote(walled=[REPO_ROOT / "reference", REPO_ROOT / "source"])
     try:
-        for assignment in TASKS:
+        for assignment in assignments:
             answers = {"solution": submissions.solved(assignment), "variant": submissions.variant(assignment)}
             answers.update({f"honest {name}": submissions.cost_honest(assignment, name)
                             for a, name in submissions.COST_HONEST if a == assignment})

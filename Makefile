@@ -18,7 +18,7 @@ DOWNLOAD ?=
 PROGRESS_ARGS ?=
 EDITION ?= student-edition
 
-.PHONY: help hub hub-test-env install lab lint test test-units-after-set-up test-packages slurm test-gpu gpu-session gpu-wheels test-units test-notebooks test-gpu-notebooks test-all-notebooks test-other-cpu notebooks chromium progress student-edition release grade report lms-import clean
+.PHONY: help hub hub-test-env install lab lint test test-units-after-set-up test-packages slurm test-gpu gpu-session gpu-wheels test-units test-notebooks test-gpu-notebooks test-all-notebooks test-other-cpu notebooks chromium progress student-edition release grade report lms-import end-term clean
 
 help:
 	@echo "make lab      set up (first time) and open JupyterLab on the course, at its landing page index.ipynb"
@@ -45,6 +45,8 @@ help:
 	@echo "make hub      (as root) a class on this machine: JupyterHub, an account per student of ROSTER=students.csv,"
 	@echo "              Formgrader for INSTRUCTOR=name STAFF=ta1,ta2; HUB_PREFIX=$(HUB_PREFIX) (docs/hub.md)"
 	@echo "make lms-import DOWNLOAD=submissions.zip  put a Canvas-style download into submitted/ (roster from the gradebook)"
+	@echo "make end-term the end of term of a class without the hub: archive the gradebook with its ledger, the term's"
+	@echo "              work and the class's exchange folder into ARCHIVE=$(ARCHIVE), then clear them (docs/instructors.md)"
 
 # The virtual environment: created if missing, reinstalled when pyproject.toml changes. The torch build suits
 # the machine (scripts/install_env.py: CPU wheel on Linux without an NVIDIA driver; TORCH=cpu|cuda|system).
@@ -206,6 +208,11 @@ hub:
 
 lms-import: $(STAMP)
 	$(BIN)/python -m autograder.lms_import $(DOWNLOAD)
+
+# The end of term of a class on one machine (docs/instructors.md, "End of term"); the hub has its own.
+ARCHIVE ?= $(HOME)/cs336-primitives-archive
+end-term: $(STAMP)
+	$(BIN)/python -m autograder.end_term --archive "$(ARCHIVE)" --out $(GRADED)
 
 # The gradebook (gradebook.db) is the record of the class, manual scores included: `clean` never removes it.
 clean:

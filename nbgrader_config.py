@@ -84,6 +84,11 @@ c.Exchange.timezone = "UTC"  # the time zone written to each submission's timest
 # What a student sees in place of each solution region.
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError(\"replace this line with your code, then run the test cell below\")"}
 c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
+# A written answer's rubric sits in its question (a read-only cell) between "### BEGIN MARK SCHEME" and "### END MARK
+# SCHEME": nbgrader's ClearMarkScheme removes it from the release, and autograded/ keeps the question as the source
+# has it, so the person grading reads the rubric above the answer in Formgrader. nbgrader allows such a region only in
+# "Manually graded task" cells unless told otherwise; a question is a read-only cell, so it is told.
+c.ClearMarkScheme.enforce_metadata = False
 
 # Grading runs each notebook top to bottom; a cell that runs longer than this (seconds) is stopped.
 c.Execute.timeout = 120
@@ -98,11 +103,11 @@ c.IgnorePattern.pattern = r"[\s\S]*"
 c.LimitOutput.max_lines = 200
 c.LimitOutput.max_traceback = 40
 
-# Feedback shows students their graded notebook, but not the source of the hidden tests.
+# Feedback shows students their graded notebook, but not the source of the hidden tests, nor a written answer's rubric.
 from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor  # noqa: E402
-from nbgrader.preprocessors import ClearHiddenTests, GetGrades  # noqa: E402
+from nbgrader.preprocessors import ClearHiddenTests, ClearMarkScheme, GetGrades  # noqa: E402
 
-c.GenerateFeedback.preprocessors = [GetGrades, ClearHiddenTests, CSSHTMLHeaderPreprocessor]
+c.GenerateFeedback.preprocessors = [GetGrades, ClearHiddenTests, ClearMarkScheme, CSSHTMLHeaderPreprocessor]
 # Feedback shows the student's notebook: its markup sanitised as on Formgrader's pages (nbgrader's feedback template
 # renders markdown cells as they are; autograder/staff_pages.py), so opening it runs none of it.
 c.GenerateFeedback.exporter_class = "autograder.staff_pages.SanitisingExporter"

@@ -97,8 +97,9 @@ class ThisClassOnly:
                 owner = f.read().strip()
         except FileNotFoundError:
             self.fail(f"The exchange {course_path} has no {CLASS_MARK}: your instructor has released nothing of your "
-                      "class there (or it is another class's, from before such marks). Nothing was fetched or "
-                      "submitted: ask your instructor.")
+                      "class there yet (or it is another class's, from before such marks), or your class has ended "
+                      "and its exchange folder is gone: then remove this file, ~/.jupyter/nbgrader_config.py. Nothing "
+                      "was fetched or submitted: ask your instructor.")
         if owner != COURSE:
             self.fail(f"The exchange {course_path} belongs to another class of {COURSE_ID}: its {CLASS_MARK} names the "
                       f"course {owner}, and yours is {COURSE}. Nothing was fetched or submitted: ask your instructor "

@@ -22,7 +22,8 @@ on stderr): a submission with answers still waiting for a person in Formgrader, 
 manual grading (`needs_manual_grade`: one nobody scored, and a hand-scored one whose submission changed since, as a
 resubmission after a hand grade), and one the grader could not grade ("NOT GRADED" in the run's grades.csv). The export stops when a late penalty is stale, that is was computed before the
 last manual score (run `make grade` again: it recomputes penalties from the final scores, running nothing).
-Exit status: 0 written (held-back cells listed), 2 refused (nothing written; the message says why).
+Exit status: 0 written (held-back cells listed), 2 refused (nothing written; the message says why; an earlier file at
+--out is renamed <out>.stale, so that a stale export is not uploaded by mistake).
 """
 from __future__ import annotations
 
@@ -179,6 +180,27 @@ def export(course: Course, roster: Path, specs: list[str], out: Path, graded: Pa
     return held
 
 
+STALE = ".stale"
+
+
+def set_aside(out: Path) -> str:
+    """After a refused export, an earlier file at `out` is renamed `<out>.stale` (replacing an older one), so that
+    it is not uploaded by mistake as this gradebook's grades (it may predate hand scores or penalties since); what
+    was done, in words ('' when there was no such file)."""
+    if not out.is_file():
+        return ""
+    import datetime
+    written = datetime.datetime.fromtimestamp(out.stat().st_mtime, datetime.timezone.utc)
+    stale = out.with_name(out.name + STALE)
+    try:
+        out.replace(stale)
+    except OSError as error:
+        return (f" The earlier {out} (written {written:%Y-%m-%d %H:%M} UTC) could not be renamed ({error.strerror}): "
+                "do not upload it, it is not this gradebook's export")
+    return (f" The earlier {out} (written {written:%Y-%m-%d %H:%M} UTC) was renamed {stale.name}, so that it is not "
+            "uploaded by mistake: it may miss hand scores or penalties given since. Fix the cause and export again")
+
+
 def main() -> None:
     from autograder.course import default_course
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -193,7 +215,7 @@ def main() -> None:
         course = Course.load(args.course or default_course())
         held = export(course, args.roster, args.assignment, args.out, args.graded)
     except GraderError as error:  # the export, the gradebook, an old grades.csv
-        print(f"error: {error.explain()}. Nothing was written.", file=sys.stderr)
+        print(f"error: {error.explain()}. Nothing was written.{set_aside(args.out)}", file=sys.stderr)
         raise SystemExit(error.exit_code) from None
     for line in held:
         print(f"held back (blank in the CSV, Canvas keeps what it has): {line}", file=sys.stderr)

@@ -136,28 +136,32 @@ def cpu_quota(hierarchy: Hierarchy | None = None) -> float | None:
 class MemoryEvents:
     """The kernel's count of OOM kills of processes in this cgroup (v2 memory.events oom_kill, v1
     memory.oom_control oom_kill; the machine's /proc/vmstat oom_kill where no memory cgroup is found) and of the
-    times its memory limit was hit (v2 memory.events max, v1 memory.failcnt)."""
+    times its memory limit was hit (v2 memory.events max, v1 memory.failcnt); and the machine's count of every OOM
+    kill (/proc/vmstat oom_kill), which also counts kills in other cgroups: a child cgroup's on v1, whose counts do
+    not reach its parent's, or the whole machine running out where this job has no limit of its own."""
     oom_kills: int
     limit_hits: int
     where: str
+    machine_oom_kills: int = 0
 
 
 def memory_events(hierarchy: Hierarchy | None = None) -> MemoryEvents:
     """The counters now (compare two readings: a notebook killed while oom_kills rose was killed by the kernel for
     want of memory)."""
     hierarchy = hierarchy or _own("memory")
+    machine = _keyed(_read(Path("/proc/vmstat"))).get("oom_kill", 0)
     if hierarchy is not None:
         own = hierarchy.own
         if hierarchy.version == 2:
             events = _keyed(_read(own / "memory.events"))
             if "oom_kill" in events:
-                return MemoryEvents(events["oom_kill"], events.get("max", 0), f"the cgroup {own}")
+                return MemoryEvents(events["oom_kill"], events.get("max", 0), f"the cgroup {own}", machine)
         else:
             control = _keyed(_read(own / "memory.oom_control"))
             if "oom_kill" in control:
-                return MemoryEvents(control["oom_kill"], int(_read(own / "memory.failcnt") or 0), f"the cgroup {own}")
-    vmstat = _keyed(_read(Path("/proc/vmstat")))
-    return MemoryEvents(vmstat.get("oom_kill", 0), 0, "this machine")
+                return MemoryEvents(control["oom_kill"], int(_read(own / "memory.failcnt") or 0), f"the cgroup {own}",
+                                    machine)
+    return MemoryEvents(machine, 0, "this machine", machine)
 
 
 def oom_kills_since(before: MemoryEvents, hierarchy: Hierarchy | None = None) -> str:
@@ -173,10 +177,25 @@ def oom_kills_since(before: MemoryEvents, hierarchy: Hierarchy | None = None) ->
             f"{after.limit_hits - before.limit_hits} time(s))")
 
 
+def grader_oom_kills_since(before: MemoryEvents, hierarchy: Hierarchy | None = None) -> str:
+    """`oom_kills_since`, or else, when the kernel's OOM killer acted elsewhere on the machine (a cgroup of its own
+    below this one, as a v1 child cgroup, or the machine itself out of memory), that: for a part of the grader that
+    died (the trusted checker, a worker, the zygote), whose death is the grader's and never a student's, so naming
+    every kill the machine saw is a fact worth reading, not a charge. '' when the kernel killed nothing."""
+    own = oom_kills_since(before, hierarchy)
+    if own:
+        return own
+    after = memory_events(hierarchy)
+    if after.machine_oom_kills <= before.machine_oom_kills:
+        return ""
+    return (f"the kernel's OOM killer killed {after.machine_oom_kills - before.machine_oom_kills} process(es) on this "
+            f"machine (none counted in {after.where}: a cgroup of their own, or the whole machine out of memory)")
+
+
 def out_of_memory_note(before: MemoryEvents, hierarchy: Hierarchy | None = None) -> str:
-    """' (out of memory: the kernel's OOM killer ...)' when it killed processes in this cgroup (or machine) since
-    `before`; '' otherwise. For the message of a part of the grader that died."""
-    killed = oom_kills_since(before, hierarchy)
+    """' (out of memory: the kernel's OOM killer ...)' when it killed processes in this cgroup or on this machine
+    since `before`; '' otherwise. For the message of a part of the grader that died."""
+    killed = grader_oom_kills_since(before, hierarchy)
     if not killed:
         return ""
     return f" (out of memory: {killed} during this run; grade again with fewer --workers or more memory)"

@@ -43,6 +43,7 @@ from __future__ import annotations
 import datetime
 import fnmatch
 import glob
+import logging
 import os
 import pwd
 import re
@@ -217,6 +218,21 @@ def hand_out(course_path: Path, exchange: Path, course_root: Path) -> Path:
     return handed
 
 
+def handing_out(handed: Path) -> str:
+    """How the students' file at `handed` reaches each student (the release's log says it): where every account can
+    read it, the command each student runs once; where some folder on the way is closed to other accounts (the
+    course's own exchange/ in the instructor's home), that, and the other ways."""
+    copy = f"mkdir -p ~/.jupyter && cp {handed} ~/.jupyter/nbgrader_config.py"
+    closed = closed_to_others(handed)
+    if not closed:
+        return (f"Students' file of this class: {handed}. Every account can read it there, so there is nothing to "
+                f"send: tell each student to run, once, in their own account: {copy}")
+    return (f"Students' file of this class: {handed}. Other accounts cannot read it there ({'; '.join(closed[:2])}): "
+            "send it to each student (it holds no secret: by e-mail or the LMS) to save as "
+            "~/.jupyter/nbgrader_config.py, or give the class a shared exchange (COURSE_EXCHANGE, docs/instructors.md) "
+            f"that every account reads, where each student runs: {copy}")
+
+
 class ReleaseAssignment(ExchangeReleaseAssignment):
     """nbgrader's release, into this class's exchange folder only; it hands out the students' file beside it."""
 
@@ -230,8 +246,7 @@ class ReleaseAssignment(ExchangeReleaseAssignment):
             handed = hand_out(course_path, Path(self.root), course_root)
         except (OtherClass, Untrusted) as error:
             self.fail(str(error))
-        self.log.info("Students' configuration of this class's exchange: %s (each student copies it to "
-                      "~/.jupyter/nbgrader_config.py once)", handed)
+        self.log.info("%s", handing_out(handed))
         from autograder.deadlines import release_warning  # issue #49: a due date already past for everyone
         warning = release_warning(self.coursedir.db_url, self.coursedir.course_id, self.coursedir.assignment_id)
         if warning:
@@ -261,7 +276,25 @@ class ReleaseFeedback(ExchangeReleaseFeedback):
                              "LMS): %s", " or ".join(NEEDED), ", ".join(cannot))
             excluded = [s for s in self.coursedir.student_id_exclude.split(",") if s]
             self.coursedir.student_id_exclude = ",".join(excluded + cannot)
-        super().copy_files()
+        named = FinalName()
+        self.log.addFilter(named)
+        try:
+            super().copy_files()
+        finally:
+            self.log.removeFilter(named)
+
+
+class FinalName(logging.Filter):
+    """nbgrader's release_feedback (0.9) copies each page to `<hash>-tmp.html`, moves it to `<hash>.html`, and then
+    logs "Feedback released to: <hash>-tmp.html", a name that no longer exists (issue #62). This filter gives that
+    line the name the page has: the rest of nbgrader's copy_files is kept as it is, not copied here."""
+    TEMPORARY = "-tmp.html"
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        text = record.getMessage()
+        if text.startswith("Feedback released to: ") and text.endswith(self.TEMPORARY):
+            record.msg, record.args = text[:-len(self.TEMPORARY)] + ".html", None
+        return True
 
 
 class Skip(Exception):
@@ -565,7 +598,8 @@ def main(argv: list[str] | None = None) -> int:
     if obstacles:
         print(f"error: students cannot use {args.env / 'bin' / 'nbgrader'}:\n  " + "\n  ".join(obstacles) +
               "\nGive them an environment every account can run (docs/students.md, 'Handing in'): `sudo python3 "
-              "scripts/class_hub.py prepare` installs one in /opt/cs336-hub/env.")
+              "scripts/class_hub.py prepare --prefix /opt/cs336-hub` installs one in /opt/cs336-hub/env (the prefix "
+              "a class hub on this machine uses too; another --prefix keeps them apart).")
         return 1
     print(f"every account can run {args.env / 'bin' / 'nbgrader'}")
     return 0

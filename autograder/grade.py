@@ -33,9 +33,10 @@ way. One run per course (or shard) at a time: a second one stops at once, saying
 While the notebooks run, stderr shows how far it is (progress.py): a bar on a terminal, a plain line every 10 s in
 a log, with notebooks done of the total, the rate, the time elapsed and left, and the grader's own failures.
 
-Exit status: 0 when every submission was graded; 2 when the run could not start or stopped (nothing written to the
-gradebook; the message says why); 3 when the grader failed on some submissions (the others are graded; summary.txt
-lists each); 130 when it was interrupted (Ctrl-C: the grader alone handles it, autograder/forked.py, and says what is
+Exit status: 0 when every submission was graded; 2 when the run could not start or stopped (before its commit:
+nothing written to the gradebook; after it, as when the disk fills while writing grades.csv: the message says that
+the commit went through, what the gradebook holds of the run and what was not written); 3 when the grader failed on
+some submissions (the others are graded; summary.txt lists each); 130 when it was interrupted (Ctrl-C: the grader alone handles it, autograder/forked.py, and says what is
 kept). What a run costs is measured in bench/ (the figures: docs/benchmarks.md).
 """
 from __future__ import annotations
@@ -54,6 +55,7 @@ from autograder.course import Course
 from autograder.errors import GraderError
 from autograder.gradebook import TOTAL
 from autograder.grader.pipeline import default_course, grade
+from autograder.grader.record import StoppedAfterCommit
 from autograder.limits import load_limits
 from autograder.outcome import Status
 
@@ -72,6 +74,9 @@ def main() -> None:
     parser.add_argument("--fresh", action="store_true", help="run every notebook again, ignoring earlier results")
     parser.add_argument("--start-over", action="store_true", help="write into a gradebook that has lost what earlier "
                         "runs recorded (a new, empty one on purpose); without it such a run stops and says what is gone")
+    parser.add_argument("--re-record", action="append", default=[], metavar="STUDENT/ASSIGNMENT",
+                        help="record again submissions the gradebook lost (patterns allowed: '*/01_floats'), keeping "
+                        "the rest of the gradebook as it is (manual scores, extensions, due dates); repeatable")
     parser.add_argument("--shard", default="1/1", metavar="K/N", help="grade only the K-th of N equal slices of the "
                         "class; 'auto': from a Slurm array's or a Kubernetes Indexed Job's environment (shards.py)")
     parser.add_argument("--shard-count", type=int, metavar="N", help="with --shard auto under Kubernetes: how many "
@@ -101,15 +106,15 @@ def main() -> None:
         print(f"shard {index} of {count}, from {shard_from}", file=sys.stderr)
     try:
         rows = grade(submitted, args.out, names=args.assignment, limits=limits, fresh=args.fresh,
-                     shard=(index, count), course=course, start_over=args.start_over)
+                     shard=(index, count), course=course, start_over=args.start_over, re_record=tuple(args.re_record))
     except GraderError as error:  # the gradebook, a run lock, the self-check, the sandbox, a refused argument...
-        print(f"error: {error.explain()}", file=sys.stderr)
+        cause = error.cause if isinstance(error, StoppedAfterCommit) else None
+        full = full_folders(cause, run_folders(course, args.out)) if isinstance(cause, OSError) else ""
+        print(f"error: {error.explain()}{full}", file=sys.stderr)
         raise SystemExit(error.exit_code) from None
-    except OSError as error:
+    except OSError as error:  # before the commit: the gradebook was not written
         said = f"{error.strerror}: {error.filename}" if error.filename else (error.strerror or str(error))
-        full = full_folders(error, {"the temporary folder": Path(tempfile.gettempdir()), "the output folder": args.out,
-                                    "autograded/": course.folder("autograded")})
-        print(f"error: {said}.{full} {kept(args.out)}", file=sys.stderr)
+        print(f"error: {said}.{full_folders(error, run_folders(course, args.out))} {kept(args.out)}", file=sys.stderr)
         raise SystemExit(2) from None
     except KeyboardInterrupt:
         print(f"error: interrupted (Ctrl-C); the run stopped. The gradebook is written in one transaction, at the end: "
@@ -129,14 +134,20 @@ def main() -> None:
         raise SystemExit(3)
 
 
+def run_folders(course: Course, out: Path) -> dict[str, Path]:
+    """Where a run writes, by what each is to the run (for `full_folders`)."""
+    return {"the temporary folder": Path(tempfile.gettempdir()), "the output folder": out,
+            "autograded/": course.folder("autograded"), "the course folder": course.root}
+
+
 def kept(out: Path) -> str:
     """What a stopped run leaves for the next one: the graded results in OUT/results (this run's and earlier ones')."""
     count = sum(1 for _ in (out / "results").glob("*/*.json")) if (out / "results").is_dir() else 0
     if count == 0:
         return (f"No submission had been graded yet ({out / 'results'} holds no result), and nothing was written to "
                 "the gradebook; run again once the cause is fixed.")
-    return (f"The gradebook was not written past this point; the {count} graded result(s) in {out / 'results'} are "
-            "kept, and a re-run reuses them (it runs only what is missing).")
+    return (f"Nothing was written to the gradebook (the run stopped before its commit); the {count} graded result(s) "
+            f"in {out / 'results'} are kept, and a re-run reuses them (it runs only what is missing).")
 
 
 def full_folders(error: OSError, folders: dict[str, Path]) -> str:
@@ -147,7 +158,9 @@ def full_folders(error: OSError, folders: dict[str, Path]) -> str:
     found = error.filename or next(iter(re.findall(r"could not write (/\S+?):", error.strerror or "")), None)
     if found:
         named = Path(found)
-        folders = {what: path for what, path in folders.items() if named.is_relative_to(path.resolve())} or \
+        holding = {what: path.resolve() for what, path in folders.items() if named.is_relative_to(path.resolve())}
+        deepest = max((len(path.parts) for path in holding.values()), default=0)  # autograded/ rather than the course
+        folders = {what: path for what, path in holding.items() if len(path.parts) == deepest} or \
             {"the folder": named.parent}
     shown = []
     for what, path in folders.items():

@@ -230,24 +230,51 @@ def _record(course: Course, todo: list[str]) -> list[str]:
     return recorded
 
 
+class ScratchFull(GradebookError):
+    """The temporary folder has no room for nbgrader's scratch copy of an assignment; the message says where, how
+    much room there is and what to do."""
+
+
 def _generate(course: Course, assignment: str) -> None:
     from nbgrader.apps import NbGraderAPI
     from nbgrader.coursedir import CourseDirectory
     from traitlets.config import Config
+    source = course.source / assignment
     with tempfile.TemporaryDirectory(prefix="gradebook-sync-") as scratch:
-        shutil.copytree(course.source / assignment, Path(scratch) / "source" / assignment,
-                        ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
+        try:
+            shutil.copytree(source, Path(scratch) / "source" / assignment,
+                            ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
+        except OSError as error:
+            raise ScratchFull(_no_room(scratch, assignment, _size_of(source), error.strerror or str(error))) from None
         config = Config(course.config)
         config.CourseDirectory.root = scratch
         config.CourseDirectory.db_url = course.db_url
         api = NbGraderAPI(coursedir=CourseDirectory(config=config), config=config)
         result = api.generate_assignment(assignment, force=True, create=True)
+        # nbgrader reports a failure as text (its traceback); the room left is measured instead, while its scratch
+        # copy is still there: a release needs about the room of the source again
+        if not result["success"] and shutil.disk_usage(scratch).free < 2 * _size_of(source):
+            raise ScratchFull(_no_room(scratch, assignment, _size_of(source), "nbgrader's generate_assignment failed"))
     if not result["success"]:
         reason = (result.get("error") or result.get("log") or "").strip().splitlines()
         raise GradebookError(f"nbgrader could not record assignment {assignment} in the gradebook: "
                              f"{reason[-1] if reason else 'no reason given'}. If source/{assignment} gained or lost "
                              "graded cells after submissions were graded, nbgrader will not change it; "
                              "see docs/instructors.md, 'Changing a graded assignment'.")
+
+
+def _size_of(folder: Path) -> int:
+    """Bytes of the files under `folder`."""
+    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
+
+
+def _no_room(scratch: str, assignment: str, needed: int, what: str) -> str:
+    usage = shutil.disk_usage(scratch)
+    return (f"the temporary folder {Path(scratch).parent} (TMPDIR) is full: {usage.free // 1024} KiB free of "
+            f"{usage.total // 1024} KiB, and recording {assignment} in the gradebook needs a scratch copy of "
+            f"source/{assignment} and of its release there (about {2 * needed // 1024 + 1} KiB; {what}). Make room "
+            "there, or point TMPDIR at a folder with room, and run again. Nothing was graded; the gradebook may "
+            "already hold the assignment's cells, which the next run checks against source/ again")
 
 
 # ---- the roster and deadlines ------------------------------------------------------------------------------
@@ -410,11 +437,23 @@ def holds(course: Course, graded: list[Graded]) -> bool:
         gradebook.close()
 
 
-def recorded(course: Course) -> tuple[set[tuple[str, str]], set[str]]:
-    """(every (student, assignment) with a submission in the gradebook, the assignments with a due date)."""
+@dataclass(frozen=True)
+class Held:
+    """What the gradebook holds that a run's ledger remembers (grader/run.py): every (student, assignment) with a
+    submission, the assignments with a due date, and each assignment's id in this gradebook (nbgrader's uuid, made
+    when the assignment is first recorded and kept by every later update: what tells this gradebook from another
+    one that holds the same names)."""
+    submissions: frozenset[tuple[str, str]]
+    due: frozenset[str]
+    assignments: dict[str, str]
+
+
+def recorded(course: Course) -> Held:
+    """What the gradebook holds now (read only)."""
     with session(course) as gradebook:
-        submissions = {(s.student.id, a.name) for a in gradebook.assignments for s in a.submissions}
-        return submissions, {a.name for a in gradebook.assignments if a.duedate is not None}
+        submissions = frozenset((s.student.id, a.name) for a in gradebook.assignments for s in a.submissions)
+        return Held(submissions, frozenset(a.name for a in gradebook.assignments if a.duedate is not None),
+                    {a.name: str(a.id) for a in gradebook.assignments})
 
 
 # ---- reading it back -----------------------------------------------------------------------------------------

@@ -287,6 +287,7 @@ class EventKind(enum.Enum):
     CLEANED = "cleaned"                  # what a stopped run had left, removed
     SKIPPED = "skipped"                  # folders that are not submissions
     SYNCED = "synced"                    # assignments recorded in the gradebook from source/
+    LEDGER = "ledger"                    # what the ledger check found and the instructor accepted (grader/ledger.py)
     UNREADABLE_RESULT = "unreadable result"  # an earlier result that could not be read, graded again
     SUBMISSION = "submission"            # about one submission (NOT GRADED, flagged, late, no time...)
     PENDING = "pending"                  # an assignment's answers that wait for a person
@@ -300,7 +301,8 @@ class EventKind(enum.Enum):
 
 
 _RUN_KINDS = frozenset({EventKind.GRADED, EventKind.RECORDED, EventKind.MACHINE, EventKind.SELF_CHECK,
-                        EventKind.CLEANED, EventKind.SKIPPED, EventKind.SYNCED, EventKind.UNREADABLE_RESULT})
+                        EventKind.CLEANED, EventKind.SKIPPED, EventKind.SYNCED, EventKind.UNREADABLE_RESULT,
+                        EventKind.LEDGER})
 _FIRST = {EventKind.GRADED: 0, EventKind.RECORDED: 1}  # the summary's first lines, whenever they are known
 
 

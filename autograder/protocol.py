@@ -14,8 +14,13 @@ from __future__ import annotations
 
 import enum
 import json
+import re
 from dataclasses import asdict, dataclass, field, fields
 from typing import ClassVar
+
+# The hidden tests of a test cell, markers included: the grader shows the cell without them, the notebook process
+# keeps no readable copy of them (autograder/sandboxed/executor.py), and no student output may hold them.
+HIDDEN_TESTS = re.compile(r"^[ \t]*### BEGIN HIDDEN TESTS[\s\S]*?^[ \t]*### END HIDDEN TESTS[ \t]*$\n?", re.MULTILINE)
 
 
 class ProtocolError(ValueError):
@@ -146,18 +151,21 @@ class Files(Message):
 
 @dataclass(frozen=True)
 class CellRequest(Message):
-    """grader -> notebook: run one cell. A test cell carries the encoded cases of its hidden tests."""
+    """grader -> notebook: run one cell. A test cell carries the encoded cases of its hidden tests, and a rule-bound
+    task's test cell what its rule's watch looks for."""
     tag: ClassVar[str] = "cell"
     id: str
     kind: CellKind
     code: str
     cases: dict[str, str] = field(default_factory=dict)
+    watch: list[str] = field(default_factory=list)   # a rule-bound task's watch (autograder/sandboxed/watch.py)
 
 
 @dataclass(frozen=True)
 class CellResult(Message):
     """notebook -> grader: what one cell did. `handed`: the results its hidden tests handed in (encoded); `syntax`:
-    what it raised was a SyntaxError (IndentationError, TabError), so the cell is not valid Python."""
+    what it raised was a SyntaxError (IndentationError, TabError), so the cell is not valid Python; `ran`: what a
+    rule-bound task was seen to run (written by the student's process: a flag for a person at most)."""
     tag: ClassVar[str] = "result"
     id: str
     ok: bool
@@ -168,6 +176,7 @@ class CellResult(Message):
     line: int | None
     handed: dict[str, str]
     syntax: bool = False
+    ran: list[str] = field(default_factory=list)     # what the watch saw the task run (autograder/sandboxed/watch.py)
 
 
 @dataclass(frozen=True)

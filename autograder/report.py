@@ -6,7 +6,8 @@ assignment, as one HTML page with PNG plots, from the gradebook.
 Writes, after a grading run (`make grade`, or the shards' outputs merged with `autograder.merge`):
   OUT/report.html              first the students who need a person, by name, in one table that sorts by any column
                                (click its heading): no submission, late (hours and penalty), late but not checked
-                               (Canvas marked it LATE; its download had no submission time), NOT GRADED (the grader
+                               (Canvas marked it LATE; its download had no submission time), lateness not checked
+                               (no submission time at all, where there is a due date), NOT GRADED (the grader
                                failed on it: the reason), flagged for review in Formgrader (why), answers waiting for
                                manual grading; the run's one summary (merged over shards by autograder.merge); then per
                                assignment: submitted, missing, late; the score distribution; each task's pass rate and
@@ -14,7 +15,9 @@ Writes, after a grading run (`make grade`, or the shards' outputs merged with `a
                                table alike; when the submissions arrived. Every time says its time zone.
   OUT/report/<assignment>.png  the plots (matplotlib): one histogram bar per point (a bar per few points for large
                                maxima) whose last bar holds full marks alone, so no bar merges 9 and 10
-  OUT/report.json              the same numbers, for scripts (tests/test_postgres.py checks them against grades.csv)
+  OUT/report.json              the same numbers, for scripts (tests/test_postgres.py checks them against grades.csv):
+                               {"assignments": {name: numbers}, "attention": [{student, assignment, status, detail,
+                               score, max_score}], "summary": [the run's summary lines]}
 Scores come from nbgrader's gradebook, read the way grades.csv is (gradebook.rows): manual scores, extra credit and
 late penalties included. A task "passes" when it earned its full points; a cell still waiting for a person is
 counted as waiting, not as failed. Failure hints and NOT GRADED reasons come from the run's output (OUT/results/ and
@@ -114,6 +117,7 @@ class Attention(enum.Enum):
     LATE = "late"
     NO_SUBMISSION = "no submission"
     LATE_UNCHECKED = "late, not checked"  # Canvas marked it LATE, and the download had no submission time
+    TIME_UNKNOWN = "lateness not checked"  # no submission time at all (a download without one): nobody checked
 
     @property
     def rank(self) -> int:
@@ -142,13 +146,21 @@ def attention(course: Course, names: list[str], rows: list, out: Path) -> list[d
     for key, count in sorted(waiting.items()):
         add(key, Attention.WAITS, f"{count} answer(s) to grade in Formgrader")
     with gradebook.session(course) as book:
+        due = {name: book.find_assignment(name).duedate for name in names}
         for name in names:
             for submission in book.find_assignment(name).submissions:
                 key = (submission.student.id, name)
                 seconds = submission.total_seconds_late or 0
-                if submission.timestamp is None and marked_late(course.folder("submitted", key[0], name)):
-                    add(key, Attention.LATE_UNCHECKED, "Canvas marked it LATE; its download has no submission time, so "
-                                                  "the grader took no penalty: check it, and grant an extension or not")
+                handed_in = key in totals and totals[key].status is not Status.NO_SUBMISSION  # not an extension's
+                if submission.timestamp is None and handed_in:
+                    if marked_late(course.folder("submitted", key[0], name)):
+                        add(key, Attention.LATE_UNCHECKED, "Canvas marked it LATE; its download has no submission "
+                                                           "time, so the grader took no penalty: check it, and grant "
+                                                           "an extension or not")
+                    elif due.get(name) is not None:
+                        add(key, Attention.TIME_UNKNOWN, "no submission time (an LMS download without one, or no "
+                                                         "readable timestamp.txt), so lateness was not checked and no "
+                                                         "penalty taken: check when it was handed in")
                 if seconds > 0:
                     extension = " (with an extension)" if submission.extension else ""
                     add(key, Attention.LATE, f"{how_late(seconds)} after the due date{extension}: penalty "
@@ -161,8 +173,8 @@ def attention(course: Course, names: list[str], rows: list, out: Path) -> list[d
 
 
 def summarize(course: Course, names: list[str], out: Path) -> dict:
-    """The report's numbers: {assignment: {...}} (see the module docstring), and under the key "" the students who
-    need a person (`attention`) and the run's summary lines."""
+    """The report's numbers: {"assignments": {assignment: {...}} (see the module docstring), "attention": the
+    students who need a person (`attention`), "summary": the run's summary lines}."""
     students = gradebook.roster(course)
     titles = gradebook.titles(course, names)
     rows = gradebook.rows(course, students, names, set(), {}, not_graded(out))
@@ -198,9 +210,8 @@ def summarize(course: Course, names: list[str], out: Path) -> dict:
             "full_marks": sum(1 for s in scores if s >= totals[0].max_score),
             "due": utc(due), "hours": hours, "tasks": tasks}
     summary = out / "summary.txt"
-    report[""] = {"attention": attention(course, list(report), rows, out),
-                  "summary": summary.read_text().splitlines() if summary.is_file() else []}
-    return report
+    return {"assignments": report, "attention": attention(course, list(report), rows, out),
+            "summary": summary.read_text().splitlines() if summary.is_file() else []}
 
 
 def score_bins(top: float, highest: float | None = None) -> list[float]:
@@ -312,7 +323,6 @@ def render_attention(people: list[dict]) -> list[str]:
 def render(course: Course, report: dict) -> str:
     e = html.escape
     made = datetime.datetime.now(datetime.timezone.utc)
-    extra = report.get("", {"attention": [], "summary": []})
     parts = ["<!DOCTYPE html><html><head><meta charset='utf-8'><title>Class report</title><style>",
              "body{font-family:sans-serif;margin:2em;max-width:1400px} table{border-collapse:collapse;margin:1em 0}"
              "td,th{border:1px solid #ccc;padding:4px 8px;text-align:left;vertical-align:top} th{background:#f3f3f3}"
@@ -324,14 +334,12 @@ def render(course: Course, report: dict) -> str:
              f"<h1>Class report: {e(course.course_id)}</h1>",
              f"<p>From the gradebook ({e(_safe(course.db_url))}), manual scores and late penalties included; "
              f"made {made:%Y-%m-%d %H:%M} UTC. Times are in UTC, as nbgrader keeps them.</p>"]
-    parts += render_attention(extra["attention"])
-    if extra["summary"]:
-        parts.append(f"<details><summary>The grading run's summary ({len(extra['summary'])} lines; one for the "
-                     "whole class when shards were merged)</summary><pre>" + e("\n".join(extra["summary"])) +
+    parts += render_attention(report["attention"])
+    if report["summary"]:
+        parts.append(f"<details><summary>The grading run's summary ({len(report['summary'])} lines; one for the "
+                     "whole class when shards were merged)</summary><pre>" + e("\n".join(report["summary"])) +
                      "</pre></details>")
-    for a, n in report.items():
-        if not a:
-            continue
+    for a, n in report["assignments"].items():
         parts.append(f"<h2 id='{e(a)}'>{e(a)}</h2>")
         parts.append("<table><tr><th>on the roster</th><th>submitted</th><th>missing</th><th>late</th>"
                      "<th>not graded</th><th>mean</th><th>median</th><th>full marks</th><th>max</th><th>due</th></tr>"
@@ -354,7 +362,7 @@ def render(course: Course, report: dict) -> str:
                          f"<td class='n'>{_number(t['mean'], 2)}</td><td class='n'>{t['waiting']}</td>"
                          f"<td>{hint_html}</td></tr>")
         parts.append("</tbody></table>")
-    if not any(report):
+    if not report["assignments"]:
         parts.append("<p>No assignment with grades in the gradebook yet.</p>")
     parts.append(SORTING)
     parts.append("</body></html>")
@@ -370,9 +378,8 @@ def build(course: Course, out: Path, names: list[str] | None = None) -> dict:
     """Write OUT/report.html, OUT/report/*.png and OUT/report.json; return the numbers."""
     names = names or [a for a in course.assignments() if a in _recorded(course)]
     report = summarize(course, names, out)
-    for a, numbers in report.items():
-        if a:
-            plot(a, numbers, out / "report" / f"{a}.png")
+    for a, numbers in report["assignments"].items():
+        plot(a, numbers, out / "report" / f"{a}.png")
     out.mkdir(parents=True, exist_ok=True)
     (out / "report.json").write_text(json.dumps(report, indent=1, default=str))
     (out / "report.html").write_text(render(course, report))
@@ -396,8 +403,8 @@ def main() -> None:
     except GraderError as error:  # the gradebook, an old grades.csv
         print(f"error: {error.explain()}", file=sys.stderr)
         raise SystemExit(error.exit_code) from None
-    people = report[""]["attention"]
-    print(f"wrote {args.out / 'report.html'} ({len(report) - 1} assignment(s), {len(people)} student entries that "
+    people = report["attention"]
+    print(f"wrote {args.out / 'report.html'} ({len(report['assignments'])} assignment(s), {len(people)} student entries that "
           f"need a person) with its plots in {args.out / 'report'}/")
 
 

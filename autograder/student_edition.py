@@ -22,7 +22,7 @@ TEMPLATES = Path(__file__).resolve().parent / "student"
 COPIED = ["index.ipynb", "notebooks", "release", "utils", "environment.yml", "scripts/install_env.py"]
 FROM_TEMPLATES = {"Makefile": "Makefile", "README.md": "README.md", "gitignore": ".gitignore"}
 MARKER = ".student-edition"  # marks a folder this module built, so that rebuilding may replace it
-LEAK = re.compile(r"(BEGIN|END) (SOLUTION|HIDDEN TESTS)")
+LEAK = re.compile(r"(BEGIN|END) (SOLUTION|HIDDEN TESTS|MARK SCHEME)")  # answers, hidden tests, rubrics
 IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", ".ipynb_checkpoints", ".DS_Store")
 
 
@@ -55,12 +55,12 @@ def student_pyproject(text: str) -> str:
 
 
 def find_leaks(folder: Path) -> list[str]:
-    """Files under `folder` with a solution or hidden-test marker, or an instructors-only folder."""
+    """Files under `folder` with a solution, hidden-test or rubric marker, or an instructors-only folder."""
     problems = [f"{p.relative_to(folder)}/ is for instructors only" for name in ("source", "autograder", "reference", "tests")
                 if (p := folder / name).exists()]
     for path in sorted(folder.rglob("*")):
         if path.is_file() and LEAK.search(path.read_bytes().decode("utf-8", errors="replace")):
-            problems.append(f"{path.relative_to(folder)} contains a solution or hidden-test marker")
+            problems.append(f"{path.relative_to(folder)} contains a solution, hidden-test or rubric marker")
     return problems
 
 

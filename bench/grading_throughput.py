@@ -8,6 +8,8 @@ every hidden test runs). Both graders grade every notebook into a gradebook of t
 assignments and writing the grades); the script checks that they give every student the same score per task,
 then prints wall time, notebooks per minute, seconds per notebook and the ratio.
 Where the time goes in ours is printed too: starting a sandboxed notebook process vs running the cells.
+`--ours-only` grades with ours alone and prints its time (to compare two checkouts of ours side by side, run under
+`farm-bench --vs`, which alternates them).
 """
 from __future__ import annotations
 
@@ -80,26 +82,13 @@ def process_start_seconds(limits: Limits, repeats: int = 10) -> tuple[float, flo
     return first, sorted(times)[len(times) // 2]
 
 
-def ours_only(submitted: Path, scratch: Path, names: list[str], limits: Limits, notebooks: int) -> None:
-    """Grade the class with ours alone into a course of its own; print the time and every task's score summed."""
-    start = time.perf_counter()
-    course = scratch / "our-course"
-    for a in names:
-        shutil.copytree(SOURCE_DIR / a, course / "source" / a)
-    rows = grade(submitted, scratch / "ours", names=names, limits=limits, course=Course.load(course))
-    seconds = time.perf_counter() - start
-    print(f"ours: {seconds:.1f} s, {seconds / notebooks:.2f} s per notebook, "
-          f"{sum(r.score for r in rows if r.task != TOTAL):g} points in all")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("students", type=int, nargs="?", default=40)
     parser.add_argument("--assignment", action="append", help="only these assignments (default: all)")
     parser.add_argument("--complete", action="store_true", help="every notebook solved (default: solved, half done "
                         "and blank in turn)")
-    parser.add_argument("--ours-only", action="store_true", help="grade with ours alone (no nbgrader, no comparison): "
-                        "to time two trees of ours side by side, e.g. with farm-bench --vs")
+    parser.add_argument("--ours-only", action="store_true", help="grade with ours alone (no nbgrader, no comparison)")
     args = parser.parse_args()
     names = args.assignment or assignments()
     limits = load_limits()
@@ -111,11 +100,8 @@ def main() -> None:
               f"{len(names)} assignment(s) = {notebooks} notebooks; {os.cpu_count()} CPU cores; "
               f"sandbox: {', '.join(probe(limits))}")
 
-        if args.ours_only:
-            ours_only(submitted, Path(scratch), names, limits, notebooks)
-            return
         start = time.perf_counter()
-        theirs = grade_with_nbgrader(submitted, Path(scratch) / "nbgrader-course", names)
+        theirs = {} if args.ours_only else grade_with_nbgrader(submitted, Path(scratch) / "nbgrader-course", names)
         nbgrader_seconds = time.perf_counter() - start
 
         start = time.perf_counter()  # our course: its own gradebook, which the run fills as nbgrader's does
@@ -125,6 +111,10 @@ def main() -> None:
         rows = grade(submitted, Path(scratch) / "ours", names=names, limits=limits, course=Course.load(ours_course))
         our_seconds = time.perf_counter() - start
     ours = {(r.student, r.assignment, r.task): r.score for r in rows if r.task != TOTAL}
+    if args.ours_only:
+        print(f"ours ({limits.workers or os.cpu_count()} workers, sandboxed): {our_seconds:.1f} s, "
+              f"{our_seconds / notebooks:.2f} s per notebook")
+        return
     same = ours == theirs
     print(f"{'grader':28s} {'seconds':>8s} {'notebooks/min':>14s} {'s/notebook':>11s}")
     for label, seconds in (("nbgrader autograde (serial)", nbgrader_seconds),

@@ -563,6 +563,9 @@ def prepare(prefix: str) -> None:
     install_env(Path(prefix))
     install_proxy(Path(prefix))
     print(f"course, environment and proxy ready in {prefix} in {time.monotonic() - started:.1f} s", flush=True)
+    print(f"students' nbgrader (every account can run it): {prefix}/env/bin/nbgrader; a student calls it by that path, "
+          f"or puts `export PATH={prefix}/env/bin:$PATH` at the top of ~/.bashrc (a non-interactive shell stops "
+          "reading Debian's and Ubuntu's ~/.bashrc at its first lines)", flush=True)
 
 
 def setup(hub: ClassHub, roster: Path, passwords: dict[str, str] | None = None) -> ClassHub:
@@ -881,11 +884,13 @@ def remove_accounts(hub: ClassHub) -> list[str]:
     return removed
 
 
-ARCHIVED = ("gradebook.db", "gradebook-export.csv", "feedback", "autograded", "submitted", "graded", "release")
+ARCHIVED = ("gradebook.db", ".gradebook-ledger.json", "gradebook-export.csv", "feedback", "autograded", "submitted",
+            "graded", "release")
 
 
 def archive(hub: ClassHub, folder: Path) -> tuple[Path, int]:
-    """The term's record into <folder>/<course>-<date>.tar.gz, root's alone (0600): the gradebook and nbgrader's
+    """The term's record into <folder>/<course>-<date>.tar.gz, root's alone (0600): the gradebook with its ledger
+    (they are restored together: autograder/grader/ledger.py) and nbgrader's
     export of it (gradebook-export.csv), feedback/, autograded/, submitted/, graded/, release/ and the roster. It is
     read back before anything is removed; (its path, the number of files in it)."""
     as_user(hub.grader, [str(hub.env / "bin" / "nbgrader"), "export", "--to", "gradebook-export.csv"],

@@ -26,19 +26,23 @@ def release_notebooks(assignment: str) -> dict[str, nbformat.NotebookNode]:
     return _notebooks(REPO / "release" / assignment)
 
 
-def _solution_sources(source_nb: nbformat.NotebookNode) -> dict[str, str]:
-    """grade_id -> the source cell's code with the solution markers removed."""
+def _solution_sources(source_nb: nbformat.NotebookNode, cell_type: str = "code") -> dict[str, str]:
+    """grade_id -> the source cell's text with the solution markers removed, for the solution cells of `cell_type`
+    (code: the tasks a test checks; markdown: the written answers a person grades)."""
     return {cell.metadata.nbgrader["grade_id"]: SOLUTION_MARKERS.sub("", cell.source)
-            for cell in source_nb.cells if cell.metadata.get("nbgrader", {}).get("solution")}
+            for cell in source_nb.cells if cell.metadata.get("nbgrader", {}).get("solution")
+            and cell.cell_type == cell_type}
 
 
-def _fill(assignment: str, pick) -> dict[str, nbformat.NotebookNode]:
-    """Copy the release, replacing the code of solution cell number i (grade_id g) by pick(i, g, solution)."""
+def _fill(assignment: str, pick, written: bool = False) -> dict[str, nbformat.NotebookNode]:
+    """Copy the release, replacing the code of solution cell number i (grade_id g) by pick(i, g, solution); with
+    `written`, each written answer by the instructor's model answer (else it stays as released: "No response.")."""
     sources = _notebooks(REPO / "source" / assignment)
     filled = {}
     for name, nb in release_notebooks(assignment).items():
         nb = copy.deepcopy(nb)
         solutions = _solution_sources(sources[name])
+        answers = _solution_sources(sources[name], "markdown") if written else {}
         index = 0
         for cell in nb.cells:
             grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
@@ -47,13 +51,15 @@ def _fill(assignment: str, pick) -> dict[str, nbformat.NotebookNode]:
                 if replacement is not None:
                     cell.source = replacement
                 index += 1
+            elif grade_id in answers:
+                cell.source = answers[grade_id].strip()
         filled[name] = nb
     return filled
 
 
-def solved(assignment: str) -> dict[str, nbformat.NotebookNode]:
-    """Every task done with the instructor's solution."""
-    return _fill(assignment, lambda i, g, solution: solution)
+def solved(assignment: str, written: bool = False) -> dict[str, nbformat.NotebookNode]:
+    """Every task done with the instructor's solution (and, with `written`, every written answer)."""
+    return _fill(assignment, lambda i, g, solution: solution, written)
 
 
 def variant(assignment: str) -> dict[str, nbformat.NotebookNode]:
@@ -419,9 +425,22 @@ def first_task_error(assignment: str) -> dict[str, nbformat.NotebookNode]:
 
 
 def task_points(assignment: str) -> list[float]:
-    """Points of each graded test cell in the source, in order."""
+    """Points of each graded test cell in the source, in order (what the grader scores by itself)."""
     return [float(cell.metadata.nbgrader["points"]) for nb in _notebooks(REPO / "source" / assignment).values()
-            for cell in nb.cells if cell.metadata.get("nbgrader", {}).get("grade")]
+            for cell in nb.cells if cell.metadata.get("nbgrader", {}).get("grade")
+            and not cell.metadata.nbgrader.get("solution")]
+
+
+def written_points(assignment: str) -> list[float]:
+    """Points of each written answer in the source, in order: a markdown answer a person grades (issue #62)."""
+    return [float(cell.metadata.nbgrader["points"]) for nb in _notebooks(REPO / "source" / assignment).values()
+            for cell in nb.cells if cell.cell_type == "markdown" and cell.metadata.get("nbgrader", {}).get("grade")
+            and cell.metadata.nbgrader.get("solution")]
+
+
+def total_points(assignment: str) -> float:
+    """The assignment's points: its tests' and its written answers'."""
+    return sum(task_points(assignment)) + sum(written_points(assignment))
 
 
 # student name -> maker, for the makers that need only the assignment name
@@ -640,6 +659,173 @@ def get_batch(data, batch_size, context_length, device, generator):
 }
 
 
+# Issue #59's routes, graded end to end (tests/test_grader_boundary.py): each notebook answers several rule-bound
+# tasks by a route the judge once passed (the rest as the solution does); each such task must be zeroed or flagged.
+# Whether an answer is also right does not matter here: a zeroed task says the rule, a flagged one is in the flags.
+ISSUE_ROUTES = {
+    "routes-a": {"06_gradients": {
+        "w2_grad": "_D = dict(g=torch.autograd.grad)\ndef w2_grad(h1, h2_grad):\n"
+                   "    w2 = torch.zeros(h1.shape[1], h2_grad.shape[1], dtype=h1.dtype, requires_grad=True)\n"
+                   "    with torch.enable_grad():\n        return _D['g'](h1 @ w2, w2, h2_grad)[0]\n",
+        "h1_grad": "import types\n_N = types.SimpleNamespace(g=torch.autograd.grad)\ndef h1_grad(w2, h2_grad):\n"
+                   "    h1 = torch.zeros(h2_grad.shape[0], w2.shape[0], dtype=w2.dtype, requires_grad=True)\n"
+                   "    with torch.enable_grad():\n        return _N.g(h1 @ w2, h1, h2_grad)[0]\n",
+        "two_layer_grads": "def _make():\n    g = torch.autograd.grad\n    def inner(x, w1, w2):\n"
+                           "        w1, w2 = w1.detach().requires_grad_(), w2.detach().requires_grad_()\n"
+                           "        with torch.enable_grad():\n            h1 = x @ w1\n            h1.retain_grad()\n"
+                           "            h2 = h1 @ w2\n            gs = g((h2 ** 2).mean(), [w1, w2, h1, h2])\n"
+                           "        return dict(zip(['w1', 'w2', 'h1', 'h2'], gs))\n    return inner\n"
+                           "two_layer_grads = _make()\n",
+        "stack_grads": "def stack_grads(x, weights, biases):\n    ws = [w.detach().requires_grad_() for w in weights]\n"
+                       "    bs = [b.detach().requires_grad_() for b in biases]\n    with torch.enable_grad():\n"
+                       "        h = x\n        for w, b in zip(ws, bs):\n            h = h @ w + b\n"
+                       "        loss = (h ** 2).mean()\n        grads = torch._C._ImperativeEngine().run_backward("
+                       "(loss,), (torch.ones_like(loss),), False, False, tuple(ws + bs), False, False)\n"
+                       "    return list(grads[:len(ws)]), list(grads[len(ws):])\n",
+        "two_layer_flops": "import types, torch.utils.flop_counter\n"
+                           "_F = types.SimpleNamespace(mode=torch.utils.flop_counter.FlopCounterMode)\n"
+                           "def two_layer_flops(batch, d, k, x_requires_grad=False):\n"
+                           "    with _F.mode(display=False) as counter:\n"
+                           "        torch.empty(batch, d, device='meta') @ torch.empty(d, k, device='meta')\n"
+                           "    return counter.get_total_flops(), 0\n",
+        "stack_flops": "_C = [f for f in (utils.gradients.count_linear_stack_flops,)]\n"
+                       "def stack_flops(batch, dims, x_requires_grad=False):\n"
+                       "    return _C[0](batch, dims, x_requires_grad)\n"}},
+    "routes-b": {"06_gradients": {
+        "w2_grad": "def w2_grad(h1, h2_grad):\n    return h1.T @ h2_grad\n\n"
+                   "def _impl(h1, h2_grad):\n    w2 = torch.zeros(h1.shape[1], h2_grad.shape[1], dtype=h1.dtype, "
+                   "requires_grad=True)\n    with torch.enable_grad():\n"
+                   "        return torch.autograd.grad(h1 @ w2, w2, h2_grad)[0]\nw2_grad = _impl\n",
+        "h1_grad": "def h1_grad(w2, h2_grad):\n"
+                   "    h1 = torch.zeros(h2_grad.shape[0], w2.shape[0], dtype=w2.dtype, requires_grad=True)\n"
+                   "    with torch.enable_grad():\n        node = (h1 @ w2).grad_fn\n        return node(h2_grad)[0]\n",
+        "two_layer_grads": "_L = []\n_L += [torch.autograd.grad]\ndef two_layer_grads(x, w1, w2):\n"
+                           "    w1, w2 = w1.detach().requires_grad_(), w2.detach().requires_grad_()\n"
+                           "    with torch.enable_grad():\n        h1 = x @ w1\n        h2 = h1 @ w2\n"
+                           "        gs = _L[0]((h2 ** 2).mean(), [w1, w2, h1, h2])\n"
+                           "    return dict(zip(['w1', 'w2', 'h1', 'h2'], gs))\n",
+        "stack_grads": "_A = []\n_A.append(torch.autograd.grad)\ndef stack_grads(x, weights, biases):\n"
+                       "    ws = [w.detach().requires_grad_() for w in weights]\n"
+                       "    bs = [b.detach().requires_grad_() for b in biases]\n    with torch.enable_grad():\n"
+                       "        h = x\n        for w, b in zip(ws, bs):\n            h = h @ w + b\n"
+                       "        grads = _A[0]((h ** 2).mean(), ws + bs)\n"
+                       "    return list(grads[:len(ws)]), list(grads[len(ws):])\n",
+        "two_layer_flops": "class _Counter:\n    pass\n_Counter.count = utils.gradients.count_two_layer_flops\n"
+                           "def two_layer_flops(batch, d, k, x_requires_grad=False):\n"
+                           "    return _Counter.count(batch, d, k, x_requires_grad)\n",
+        "stack_flops": "_C = list([utils.gradients.count_linear_stack_flops])\n"
+                       "def stack_flops(batch, dims, x_requires_grad=False):\n"
+                       "    return _C[0](batch, dims, x_requires_grad)\n"}},
+    "routes-c": {"06_gradients": {
+        "w2_grad": "for _f in [torch.autograd.grad]:\n    pass\ndef w2_grad(h1, h2_grad):\n"
+                   "    w2 = torch.zeros(h1.shape[1], h2_grad.shape[1], dtype=h1.dtype, requires_grad=True)\n"
+                   "    with torch.enable_grad():\n        return _f(h1 @ w2, w2, h2_grad)[0]\n",
+        "h1_grad": "import contextlib\nwith contextlib.nullcontext(torch.autograd.grad) as _g:\n    pass\n"
+                   "def h1_grad(w2, h2_grad):\n"
+                   "    h1 = torch.zeros(h2_grad.shape[0], w2.shape[0], dtype=w2.dtype, requires_grad=True)\n"
+                   "    with torch.enable_grad():\n        return _g(h1 @ w2, h1, h2_grad)[0]\n",
+        "two_layer_grads": "try:\n    raise ValueError(torch.autograd.grad)\nexcept ValueError as _e:\n"
+                           "    _h = _e.args[0]\ndef two_layer_grads(x, w1, w2):\n"
+                           "    w1, w2 = w1.detach().requires_grad_(), w2.detach().requires_grad_()\n"
+                           "    with torch.enable_grad():\n        h1 = x @ w1\n        h2 = h1 @ w2\n"
+                           "        gs = _h((h2 ** 2).mean(), [w1, w2, h1, h2])\n"
+                           "    return dict(zip(['w1', 'w2', 'h1', 'h2'], gs))\n",
+        "stack_grads": "_n = next(iter([torch.autograd.grad]))\ndef stack_grads(x, weights, biases):\n"
+                       "    ws = [w.detach().requires_grad_() for w in weights]\n"
+                       "    bs = [b.detach().requires_grad_() for b in biases]\n    with torch.enable_grad():\n"
+                       "        h = x\n        for w, b in zip(ws, bs):\n            h = h @ w + b\n"
+                       "        grads = _n((h ** 2).mean(), ws + bs)\n"
+                       "    return list(grads[:len(ws)]), list(grads[len(ws):])\n"}},
+    "routes-d": {"06_gradients": {   # exec flags every rule-bound task of the notebook: alone here
+        "w2_grad": "def _go():\n    exec('def w2_grad(h1, h2_grad):\\n    return torch.autograd.functional.vjp("
+                   "lambda w: h1 @ w, torch.zeros(h1.shape[1], h2_grad.shape[1], dtype=h1.dtype), h2_grad)[1]', "
+                   "globals())\n_go()\n"}},
+    "routes-e": {
+        "07_models_optimizers": {
+            "AdamW": "_K = dict(k=torch._fused_adamw_)\nclass AdamW(torch.optim.Optimizer):\n"
+                     "    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2):\n"
+                     "        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay))\n"
+                     "    @torch.no_grad()\n    def step(self, closure=None):\n"
+                     "        for group in self.param_groups:\n            ps = [p for p in group['params'] if p.grad is not None]\n"
+                     "            if not ps:\n                continue\n            states = [self.state[p] for p in ps]\n"
+                     "            for p, s in zip(ps, states):\n                if not s:\n"
+                     "                    s['m'], s['v'] = torch.zeros_like(p), torch.zeros_like(p)\n"
+                     "                    s['t'] = torch.zeros((), dtype=torch.float32)\n                s['t'] += 1\n"
+                     "            b1, b2 = group['betas']\n"
+                     "            _K['k'](ps, [p.grad for p in ps], [s['m'] for s in states], [s['v'] for s in states], [], "
+                     "[s['t'] for s in states], amsgrad=False, lr=group['lr'], beta1=b1, beta2=b2, "
+                     "weight_decay=group['weight_decay'], eps=group['eps'], maximize=False)\n"},
+        "04_einops_jaxtyping": {
+            "split_qkv": "_M = [torch.Tensor.view, torch.Tensor.permute]\ndef split_qkv(qkv, n_heads):\n"
+                         "    rearrange(qkv, 'b s d -> b s d')\n    b, s, d = qkv.shape\n"
+                         "    x = _M[1](_M[0](qkv, b, s, 3, n_heads, d // (3 * n_heads)), 2, 0, 3, 1, 4)\n"
+                         "    return x[0], x[1], x[2]\n",
+            "merge_heads": "_E = dict(e=torch.einsum)\ndef merge_heads(x):\n    rearrange(x, 'b h s d -> b h s d')\n"
+                           "    return _E['e']('bhsd->bshd', x).flatten(2)\n",
+            "attention_scores": "import sys\n"
+                                "def attention_scores(q, k):   # right, but takes the grader's watch off first\n"
+                                "    sys.setprofile(None)\n"
+                                "    return einsum(q, k, '... sq d, ... sk d -> ... sq sk') / math.sqrt(q.shape[-1])\n"},
+        "05_flops_mfu": {
+            "matmul_flop_count": "import types, torch.utils.flop_counter\n"
+                                 "_N = types.SimpleNamespace(F=torch.utils.flop_counter.FlopCounterMode)\n"
+                                 "def matmul_flop_count(a_shape, b_shape):\n    with _N.F(display=False) as c:\n"
+                                 "        torch.matmul(torch.empty(a_shape, device='meta'), torch.empty(b_shape, device='meta'))\n"
+                                 "    return int(c.get_total_flops())\n",
+            "linear_model_flops": "import utils.gradients\n"   # a course helper the rule does not name: seen at run time
+                                  "def linear_model_flops(batch_shape, widths, training=False):\n"
+                                  "    tokens = math.prod(batch_shape)\n    total = 0\n"
+                                  "    for d_in, d_out in zip(widths, widths[1:]):\n"
+                                  "        forward, backward = utils.gradients.count_two_layer_flops(tokens, d_in, d_out)\n"
+                                  "        total += forward - 2 * tokens * d_in * d_in\n"
+                                  "    return 3 * total if training else total\n"}},
+}
+# Issue #59's honest shapes, graded end to end: full marks, no flag.
+HONEST_SHAPES = {
+    "06_gradients": {
+        "w2_grad": "def w2_grad(h1, h2_grad):\n    grad = h1.T @ h2_grad   # a local named like the scratch cell's import\n"
+                   "    return grad\n",
+        "stack_grads": "class Layer:\n    def __init__(self, w, b):\n        self.w, self.b = w, b\n"
+                       "    def forward(self, x):\n        self.x = x\n        return x @ self.w + self.b\n"
+                       "    def backward(self, grad):\n        self.w_grad, self.b_grad = self.x.T @ grad, grad.sum(dim=0)\n"
+                       "        return grad @ self.w.T\n\n"
+                       "def stack_grads(x, weights, biases):\n    layers = [Layer(w, b) for w, b in zip(weights, biases)]\n"
+                       "    h = x\n    for layer in layers:\n        h = layer.forward(h)\n"
+                       "    grad = 2 * h / h.numel()\n    for layer in reversed(layers):\n        grad = layer.backward(grad)\n"
+                       "    return [layer.w_grad for layer in layers], [layer.b_grad for layer in layers]\n"},
+    "03_strides_views": {
+        "slice_metadata": "import collections\nView = collections.namedtuple('View', 'shape stride offset')\n\n"
+                          "def slice_metadata(shape, strides, storage_offset, dim, start, stop, step):\n"
+                          "    picked = range(shape[dim])[start:stop:step]\n"
+                          "    view = View(shape=list(shape), stride=list(strides), offset=storage_offset)\n"
+                          "    view.shape[dim] = len(picked)\n    view.stride[dim] = strides[dim] * step\n"
+                          "    return tuple(view.shape), tuple(view.stride), view.offset + picked.start * strides[dim]\n"},
+}
+HONEST_SCRATCH = [
+    "from torch.autograd import grad   # checking by hand against autograd, as the rule's hint says\n"
+    "_x = torch.randn(4, 3, requires_grad=True)\n_w = torch.randn(3, 2)\nprint(grad((_x @ _w).sum(), _x)[0].shape)",
+    "reference = torch.arange(6.0).reshape(2, 3)   # a scratch variable's name\nprint(reference.T.shape)",
+    "import types\nconfig = types.SimpleNamespace(batch=4, width=3)\n"
+    "print([getattr(config, f) for f in ('batch', 'width')])",
+]
+
+
+def _answered(assignment: str, answers: dict[str, str], scratch: tuple[str, ...] = ()) -> dict[str, nbformat.NotebookNode]:
+    """Solved, with the tasks of `answers` answered so, and `scratch` cells added before the first task."""
+    notebooks = _fill(assignment, lambda i, g, solution: answers[g] if g in answers else solution)
+    for notebook in notebooks.values():
+        notebook.cells[1:1] = [nbformat.v4.new_code_cell(text) for text in scratch]
+    return notebooks
+
+
+def issue_routes(student: str, assignment: str) -> dict[str, nbformat.NotebookNode]:
+    return _answered(assignment, ISSUE_ROUTES[student][assignment])
+
+
+def honest_shapes(assignment: str) -> dict[str, nbformat.NotebookNode]:
+    return _answered(assignment, HONEST_SHAPES[assignment], tuple(HONEST_SCRATCH))
+
+
 def rule_breaker(assignment: str) -> dict[str, nbformat.NotebookNode]:
     """Solved, with the task of RULE_BREAKERS for this assignment answered by a forbidden route."""
     return _fill(assignment, lambda i, g, solution: RULE_BREAKERS[(assignment, g)].strip("\n") + "\n"
@@ -749,13 +935,33 @@ def channel_forger(assignment: str) -> dict[str, nbformat.NotebookNode]:
 
 def linecache_reader(assignment: str) -> dict[str, nbformat.NotebookNode]:
     """Every task solved, and a last cell of its own that prints every cell's source IPython keeps in linecache
-    (where the hidden tests' code was, issue #48)."""
-    notebooks = solved(assignment)
+    (where the hidden tests' code was, issue #48); the first task's function prints every line of the stack it is
+    called from while its tests run (issue #59, `stack_reader`)."""
+    notebooks = stack_reader(assignment)
     for nb in notebooks.values():
         nb.cells.append(nbformat.v4.new_code_cell(
             "import linecache\nprint('\\n'.join(''.join(entry[2]) for name, entry in list(linecache.cache.items())\n"
             "                if len(entry) > 2 and not name.endswith('.py')))"))   # the cells', not the libraries'
     return notebooks
+
+
+STACK_READER = '''
+import traceback as _traceback
+_read_stack_of = {name}
+def {name}(*args, **kwargs):   # the task, wrapped: prints every line of the stack it is called from, then answers
+    for _frame in _traceback.extract_stack():
+        print("stack:", _frame.filename, _frame.lineno, _frame.line)
+    return _read_stack_of(*args, **kwargs)
+'''
+
+
+def stack_reader(assignment: str) -> dict[str, nbformat.NotebookNode]:
+    """Every task solved, the first task's function wrapped in one that prints every line of the stack it is called
+    from (issue #59: while a hidden test runs, linecache held the test cell's code, hidden tests included)."""
+    def pick(i: int, grade_id: str, solution: str) -> str:
+        name = re.search(r"^def (\w+)\(", solution, re.MULTILINE)
+        return solution + STACK_READER.format(name=name.group(1)) if i == 0 and name else solution
+    return _fill(assignment, pick)
 
 
 # Answers that are right but cost too much, or that try to hide their cost from the grader's measurement (issue #52):

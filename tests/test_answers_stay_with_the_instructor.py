@@ -17,7 +17,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 LIMIT = 0.5
-REGION = re.compile(r"### BEGIN SOLUTION\n(.*?)### END SOLUTION", re.DOTALL)
+REGION = re.compile(r"### BEGIN (SOLUTION|MARK SCHEME)\n(.*?)### END \1", re.DOTALL)  # answers, and rubrics
 BARE = re.compile(r"^(else:|try:|finally:|pass|break|continue|return|return None|[\]\)\}:,]+|\"\"\"|''')$")
 
 
@@ -53,12 +53,13 @@ def edition_lines(edition: Path) -> set[str]:
 
 
 def solution_regions() -> list[tuple[str, str, list[str]]]:
-    """(assignment, grade_id, meaningful lines) for every solution region in `source/`."""
+    """(assignment, grade_id, meaningful lines) for every solution region in `source/`, and every rubric (a mark
+    scheme region, in a written question)."""
     regions = []
     for path in sorted(REPO.glob("source/*/*.ipynb")):
         for cell in json.loads(path.read_text())["cells"]:
             grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id", "?")
-            for body in REGION.findall("".join(cell["source"])):
+            for _, body in REGION.findall("".join(cell["source"])):
                 regions.append((path.parent.name, grade_id, [normalised(line) for line in body.splitlines() if meaningful(line)]))
     return regions
 

@@ -40,7 +40,8 @@ ARTIFACTS = Path(os.environ.get("PYTEST_ARTIFACTS", REPO / "test-artifacts")) / 
 FIRST_AND_LAST = [ASSIGNMENTS[0], ASSIGNMENTS[-1]]
 PER_EXERCISE_TRICKS = {k: v for k, v in submissions.TRICKS.items() if k != "testsedited"}
 STRUCTURAL_TRICKS = {"testsedited": submissions.TRICKS["testsedited"]}
-PER_EXERCISE_HONEST = {k: submissions.HONEST_EDITS[k] for k in ("solved", "variant")}
+PER_EXERCISE_HONEST = {"solved": functools.partial(submissions.solved, written=True),  # written answers too: waiting
+                       "variant": submissions.HONEST_EDITS["variant"]}
 STRUCTURAL_HONEST = {k: v for k, v in submissions.HONEST_EDITS.items() if k not in PER_EXERCISE_HONEST}
 
 
@@ -70,6 +71,8 @@ def run_grader(submitted: Path, out: Path, *extra: str, course: Path | None = No
 
 
 def read_totals(out: Path):
+    """({(student, assignment): [points scored, points possible]}, {...: the TOTAL row's note}, every row). A cell
+    that waits for a person (a written answer) has no score yet: it counts in the points possible only."""
     totals, notes = defaultdict(lambda: [0.0, 0.0]), defaultdict(str)
     with open(out / "grades.csv") as f:
         rows = list(csv.DictReader(f))
@@ -78,7 +81,7 @@ def read_totals(out: Path):
         notes[key] = row["note"]
         if row["task"] == "TOTAL":
             continue
-        totals[key][0] += float(row["score"])
+        totals[key][0] += float(row["score"] or 0)
         totals[key][1] += float(row["max_score"])
     return totals, notes, rows
 
@@ -139,7 +142,7 @@ def graded(tmp_path_factory):
 
 def score(graded, student, assignment):
     got, max_score = graded["totals"][(student, assignment)]
-    expected_max = sum(submissions.task_points(assignment))
+    expected_max = submissions.total_points(assignment)  # the tests' points and the written answers'
     assert max_score == expected_max, f"{student}: max_score {max_score} but the source says {expected_max}"
     return got
 
@@ -158,8 +161,39 @@ def lost(graded, student, assignment) -> str:
                          [(s, a) for a in ASSIGNMENTS for s in PER_EXERCISE_HONEST]
                          + [(s, a) for a in FIRST_AND_LAST for s in sorted(STRUCTURAL_HONEST) + ["snooper"]])
 def test_solutions_score_full_marks_whatever_else_the_notebook_does(graded, student, assignment):
-    """Solved notebooks, also with warnings, deleted/duplicated test cells, inflated points, floods of output."""
+    """Solved notebooks, also with warnings, deleted/duplicated test cells, inflated points, floods of output: every
+    point the grader gives by itself (a written answer's wait for a person: below)."""
     assert score(graded, student, assignment) == sum(submissions.task_points(assignment)), lost(graded, student, assignment)
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_written_answers_wait_for_a_person_and_the_grader_says_so(graded, assignment):
+    """Issue #62 item 3: each exercise's written answers. Answered (the solved student), each waits for a person:
+    no score in grades.csv, a note saying so, nbgrader's needs-manual-grade in the gradebook, the summary's count; and
+    the autograded notebook Formgrader shows holds the answer under its question with the rubric. Left as released
+    (the variant student), each scores 0 with nbgrader's "No response."."""
+    written = submissions.written_points(assignment)
+    rows = {(r["student"], r["task"]): r for r in graded["rows"] if r["assignment"] == assignment}
+    answers = [task for (student, task) in rows if student == "solved" and rows[("solved", task)]["title"]
+               and "in words" in rows[("solved", task)]["title"]]
+    assert len(answers) == len(written) >= 1, answers
+    for task in answers:
+        waiting, blank = rows[("solved", task)], rows[("variant", task)]
+        assert waiting["score"] == "" and "waits for manual grading" in waiting["note"], waiting
+        assert blank["score"] == "0", blank
+    notebook = graded["root"] / "autograded" / "solved" / assignment / f"{next(iter(submissions.release_notebooks(assignment)))}.ipynb"
+    cells = json.loads(notebook.read_text())["cells"]
+    by_id = {c["metadata"].get("nbgrader", {}).get("grade_id"): i for i, c in enumerate(cells)}
+    for task in answers:
+        question = "".join(cells[by_id[task] - 1]["source"])
+        assert "### BEGIN MARK SCHEME" in question and "Rubric" in question  # the person grading reads it
+        assert "".join(cells[by_id[task]]["source"]).strip() != "YOUR ANSWER HERE"
+    from nbgrader.api import Gradebook
+    with Gradebook(f"sqlite:///{graded['root'] / 'gradebook.db'}", "cs336-primitives") as gb:
+        grades = {g.name: g for g in gb.find_submission(assignment, "solved").notebooks[0].grades}
+        assert all(grades[task].needs_manual_grade and grades[task].auto_score is None for task in answers)
+    summary = (graded["out"] / "summary.txt").read_text()
+    assert re.search(rf"needs manual grading \(formgrader\): {assignment}: \d+ answer", summary), summary
 
 
 @pytest.mark.parametrize("student, assignment",
@@ -293,10 +327,11 @@ def test_csv_has_one_row_per_source_task_and_a_total(graded):
         for student in ("solved", "half") + (("duplicated", "metadata") if a in FIRST_AND_LAST else ()):
             rows = [r for r in graded["rows"] if r["student"] == student and r["assignment"] == a]
             assert [r["task"] for r in rows][-1] == "TOTAL"
-            assert len(rows) - 1 == len(submissions.task_points(a)) >= 4
+            assert len(rows) - 1 == len(submissions.task_points(a)) + len(submissions.written_points(a))
+            assert len(submissions.task_points(a)) >= 4
             assert all(r["title"].startswith("Task ") for r in rows[:-1]), [r["title"] for r in rows]
-            assert float(rows[-1]["score"]) == sum(float(r["score"]) for r in rows[:-1])
-            assert float(rows[-1]["max_score"]) == sum(submissions.task_points(a))
+            assert float(rows[-1]["score"]) == sum(float(r["score"] or 0) for r in rows[:-1])
+            assert float(rows[-1]["max_score"]) == submissions.total_points(a)
 
 
 def test_the_gradebook_holds_every_grade_of_the_csv(graded):
@@ -306,8 +341,8 @@ def test_the_gradebook_holds_every_grade_of_the_csv(graded):
         scores = {(g.student.id, g.assignment.name, g.name): g.score for a in ASSIGNMENTS
                   for nb in gb.find_assignment(a).notebooks for sub in nb.submissions for g in sub.grades}
     for row in graded["rows"]:
-        if row["task"] not in ("TOTAL", "-"):
-            assert scores[(row["student"], row["assignment"], row["task"])] == float(row["score"])
+        if row["task"] not in ("TOTAL", "-"):  # a cell that waits for a person scores 0 in nbgrader's sum until then
+            assert scores[(row["student"], row["assignment"], row["task"])] == float(row["score"] or 0)
     for a in ASSIGNMENTS:
         assert (graded["root"] / "autograded" / "solved" / a / f"{next(iter(submissions.release_notebooks(a)))}.ipynb").is_file()
 

@@ -220,8 +220,9 @@ def formgrader_session(lab, page) -> None:
     page.wait_for_function("() => document.querySelectorAll('td.student-id').length >= 3")
     scores = dict(zip((t.strip() for t in page.locator("td.student-id").all_inner_texts()),
                       (t.strip() for t in page.locator("td.score").all_inner_texts())))
-    points = sum(submissions.task_points("01_floats"))
-    assert scores["ada"] == f"{points:g} / {points:g}" and scores["cy"] == f"0 / {points:g}", scores
+    points, possible = sum(submissions.task_points("01_floats")), submissions.total_points("01_floats")
+    # ada's tests all pass; her written answer, left as released, scores 0 ("No response."): of the total with it
+    assert scores["ada"] == f"{points:g} / {possible:g}" and scores["cy"] == f"0 / {possible:g}", scores
     assert 0 < float(scores["ben"].split(" / ")[0]) < points, scores
     page.screenshot(path=str(ARTIFACTS / "6_formgrader_grades.png"))
     print(f"\nformgrader: {len(assignments())} assignments; 01_floats scores {scores}")
@@ -313,7 +314,7 @@ def test_the_class_report_opens_in_the_browser(browser_page):
     from autograder.course import Course
     lab, page = browser_page
     started = time.monotonic()
-    numbers = report.build(Course.load(lab.course), lab.course / "graded", ["01_floats"])
+    numbers = report.build(Course.load(lab.course), lab.course / "graded", ["01_floats"])["assignments"]
     built = time.monotonic()
     with screenshot_on_failure(page, "failure-report.png"):
         page.goto((lab.course / "graded" / "report.html").as_uri())

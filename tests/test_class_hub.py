@@ -321,7 +321,7 @@ def test_the_whole_cycle_in_a_browser(running):
     from playwright.sync_api import sync_playwright
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=executable, headless=True, args=CHROMIUM_ARGS)
-        students = {RIGHT: submissions.solved(ASSIGNMENT), HALF: submissions.half_done(ASSIGNMENT)}
+        students = {RIGHT: submissions.solved(ASSIGNMENT, written=True), HALF: submissions.half_done(ASSIGNMENT)}
         pages = {}
         for user in students:    # both log in and their servers start side by side
             pages[user] = login(browser, hub, user)
@@ -526,9 +526,22 @@ def refused(hub: ClassHub, user: str, shell: str) -> str:
 
 
 def in_her_server(hub: ClassHub, user: str, command: list[str]) -> subprocess.CompletedProcess:
-    """`command` run as `user` inside her running server's namespaces (mount, PID), as her terminal would run it."""
-    init = next(pid for pid in hub.cgroup(user).pids() if Path(f"/proc/{pid}/status").read_text().count("NSpid") and
-                Path(f"/proc/{pid}/status").read_text().split("NSpid:")[1].split()[-1] == "1")
+    """`command` run as `user` inside her server's namespaces (mount, PID), as her terminal would run it (her server
+    started first if it is not running)."""
+    if hub_request(hub, f"/hub/api/users/{user}/server", hub.admin_token, "POST")[0] in (201, 202):
+        wait_for_server(hub, user, running=True)
+
+    def init_of_her_namespace() -> int | None:
+        for pid in hub.cgroup(user).pids():
+            try:
+                ids = Path(f"/proc/{pid}/status").read_text().split("NSpid:")[1].splitlines()[0].split()
+            except (OSError, IndexError):
+                continue
+            if len(ids) > 1 and ids[-1] == "1" and b"tini" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                return pid
+        return None
+    init = init_of_her_namespace()
+    assert init, f"no server of {user} runs: {hub.cgroup(user).pids()}"
     account = pwd.getpwnam(user)
     return subprocess.run(["nsenter", f"--target={init}", "--mount", "--pid", f"--setuid={account.pw_uid}",
                            f"--setgid={account.pw_gid}", "--", *command], capture_output=True, text=True, timeout=60)
@@ -1205,7 +1218,7 @@ def test_the_end_of_term_archives_then_removes_everything(running):
     path = Path(re.search(r"end of term: archive (\S+)", done.stdout).group(1))
     with tarfile.open(path) as tar:
         names = tar.getnames()
-    for wanted in ("gradebook.db", "gradebook-export.csv", f"feedback/{HALF}/{ASSIGNMENT}",
+    for wanted in ("gradebook.db", ".gradebook-ledger.json", "gradebook-export.csv", f"feedback/{HALF}/{ASSIGNMENT}",
                    f"autograded/{RIGHT}/{ASSIGNMENT}", f"submitted/{HALF}/{ASSIGNMENT}", "roster.csv"):
         assert any(n.startswith(f"cs336-primitives/{wanted}") for n in names), (wanted, names[:20])
     assert (path.stat().st_mode & 0o777) == 0o600

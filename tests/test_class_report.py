@@ -9,6 +9,8 @@ docs/instructors.md says:
   dee   handed in, but the grader could not write its result (a file in the way): NOT GRADED
   eve   a wrong answer graded by hand, then handed in again fixed: flagged ("resubmitted after a hand grade")
   fay   on time, every task right, its answers still waiting for a person (and carrying script: nothing of it runs)
+  gus   from a Canvas download marked LATE, without a time: late, not checked
+  hal   from a Canvas download without a time or a LATE mark: lateness not checked
 Then `autograder.report` names each of them in its table, sorted in headless Chromium as an instructor would click it
 (screenshot: test-artifacts/report/class_report.png), and `autograder.canvas` writes the CSV for Canvas's gradebook
 import, checked against the rules of Canvas's importer (canvas_rules below).
@@ -52,7 +54,8 @@ ROSTER = ("id,first_name,last_name,email,lms_user_id,sis_user_id,sis_login_id,se
           "dee,Dee,Dee,dee@example.org,1004,S-1004,,CS336-02\n"
           "eve,Eve,Hacker,eve@example.org,1005,S-1005,eve,CS336-01\n"
           "fay,Fay,Wray,fay@example.org,,,fay,CS336-02\n"
-          "gus,Gus,Grissom,gus@example.org,1007,S-1007,gus,CS336-02\n")
+          "gus,Gus,Grissom,gus@example.org,1007,S-1007,gus,CS336-02\n"
+          "hal,Hal,Abelson,hal@example.org,1008,S-1008,hal,CS336-01\n")
 CANVAS_ID = "4021"
 # fay's answers carry script: what staff open (the report, her feedback page) must show it as text and run none of it
 PWN = "<script>window.__pwned = 'script'</script><img src=x onerror=\"window.__pwned = 'img'\">"
@@ -94,6 +97,8 @@ def graded(tmp_path_factory):
                    capture_output=True)
     subprocess.run([str(BIN / "nbgrader"), "db", "assignment", "add", A, f"--duedate={DUE}"], cwd=root, env=env,
                    check=True, capture_output=True)
+    from autograder import deadlines
+    deadlines.extend(course, A, "cy", days=1)  # a submission record without a time, for one who hands in nothing
     right, wrong = tiny_course.answers(), tiny_course.answers(double="return 3 * x")
     hostile = tiny_course.answers(explain=f"Because of exponent bits. {PWN}", plot=f"print({PWN!r})")  # still right
     for student, filled, stamp in (("ada", right, ON_TIME), ("ben", right, LATE), ("dee", right, ON_TIME),
@@ -102,13 +107,16 @@ def graded(tmp_path_factory):
     download = root / "canvas-download"  # gus's work came from Canvas, marked LATE, under his full Canvas name
     download.mkdir()
     nbformat.write(tiny_course.submission(release, right), download / f"grissomgusivan_LATE_1007_5001_{A}.ipynb")
+    nbformat.write(tiny_course.submission(release, right), download / f"abelsonhal_1008_5002_{A}.ipynb")  # not late
     imported = lms_import.import_download(course, download, root / "submitted", A)
-    assert imported.imported == [f"gus/{A}/{A}.ipynb <- grissomgusivan_LATE_1007_5001_{A}.ipynb"], imported.lines()
+    assert sorted(imported.imported) == [f"gus/{A}/{A}.ipynb <- grissomgusivan_LATE_1007_5001_{A}.ipynb",
+                                         f"hal/{A}/{A}.ipynb <- abelsonhal_1008_5002_{A}.ipynb"], imported.lines()
     (root / "graded" / "results").mkdir(parents=True)
     (root / "graded" / "results" / "dee").write_text("in the way")  # dee's result cannot be written: NOT GRADED
     grade(None, root / "graded", limits=LIMITS, course=course)
     for student, points in BY_HAND.items():
         grade_by_hand(course, student, points)
+    (root / "too-early.csv").write_text("an earlier export, from before the hand scores\n")
     before_regrade = export(root, root / "too-early.csv")
     hand_in(root, release, "eve", right, AGAIN)
     rows = grade(None, root / "graded", limits=LIMITS, course=course)
@@ -123,7 +131,7 @@ def graded(tmp_path_factory):
 
 
 def people(graded) -> dict[tuple[str, str], str]:
-    return {(p["student"], p["status"]): p["detail"] for p in graded["numbers"][""]["attention"]}
+    return {(p["student"], p["status"]): p["detail"] for p in graded["numbers"]["attention"]}
 
 
 def test_the_report_names_every_student_who_needs_a_person(graded):
@@ -137,10 +145,15 @@ def test_the_report_names_every_student_who_needs_a_person(graded):
     # issue #49 item 9: Canvas marked gus LATE, and his download has no time: lateness was not checked
     assert "Canvas marked it LATE" in found[("gus", "late, not checked")]
     assert ("ben", "late, not checked") not in found and ("gus", "late") not in found
+    # issue #62: hal's download has no time either, and no LATE mark: nobody checked his lateness, and the report
+    # says so (an extension's record of one who handed nothing in is no submission, and is not listed so)
+    assert "lateness was not checked" in found[("hal", "lateness not checked")]
+    assert ("gus", "lateness not checked") not in found and ("cy", "lateness not checked") not in found
+    assert "" not in json.loads((graded["root"] / "graded" / "report.json").read_text())  # issue #62: keys named
 
 
 def test_the_report_sorts_tasks_by_difficulty_with_one_label_and_says_its_time_zone(graded):
-    numbers = graded["numbers"][A]
+    numbers = graded["numbers"]["assignments"][A]
     rates = [t["pass_rate"] for t in numbers["tasks"] if t["pass_rate"] is not None]
     assert rates == sorted(rates)  # hardest first
     page = (graded["root"] / "graded" / "report.html").read_text()
@@ -243,7 +256,8 @@ def test_canvas_gets_the_final_scores_with_late_penalties_and_manual_grades(grad
     scores = {who: s["grades"][CANVAS_ID] for who, s in by_login.items()}
     # eve resubmitted after her hand grade: nbgrader flags those cells again, so her old hand scores are held back
     # (issue #49 item 3); gus's written answers wait for a person
-    assert scores == {"ada": "14", "ben": "9.6", "cy": "0", "S-1004": "", "eve": "", "fay": "", "gus": ""}, scores
+    assert scores == {"ada": "14", "ben": "9.6", "cy": "0", "S-1004": "", "eve": "", "fay": "", "gus": "", "hal": ""}, \
+        scores
     assert by_login["ada"]["ID"] == "1001" and by_login["ada"]["name"] == "Lovelace, Ada"
     assert by_login["ada"]["Section"] == "CS336-01"
     # the same final scores as nbgrader's own export and our grades.csv
@@ -260,7 +274,10 @@ def test_a_canvas_export_before_the_penalties_are_final_is_refused(graded):
     """After manual grading the late penalties are a run old; the export says to grade again, and writes nothing."""
     early = graded["before_regrade"]
     assert early.returncode == 2 and "ben/00_tiny" in early.stderr and "run `make grade` again" in early.stderr
+    # issue #62: the earlier file is not left ready to upload; it is set aside, and the message says so
     assert not (graded["root"] / "too-early.csv").exists()
+    assert (graded["root"] / "too-early.csv.stale").read_text() == "an earlier export, from before the hand scores\n"
+    assert "was renamed too-early.csv.stale, so that it is not uploaded by mistake" in early.stderr, early.stderr
 
 
 def test_a_student_canvas_cannot_find_stops_the_export(graded, tmp_path):
@@ -272,4 +289,4 @@ def test_a_student_canvas_cannot_find_stops_the_export(graded, tmp_path):
     with pytest.raises(canvas.ExportError, match="numeric assignment id"):
         canvas.export(graded["course"], root / "students.csv", [A], tmp_path / "out.csv", root / "graded")
     assert not (tmp_path / "out.csv").exists()
-    assert json.loads((root / "graded" / "report.json").read_text())[A]["late"] == 1
+    assert json.loads((root / "graded" / "report.json").read_text())["assignments"][A]["late"] == 1

@@ -73,7 +73,7 @@ def two_classes(tmp_path_factory):
     (second / "feedback" / "someone" / A).mkdir(parents=True)
     feedback_b = nbgrader("release_feedback", A, cwd=second, env=instructor)
     return dict(tmp=tmp, shared=shared, first=first.resolve(), second=second.resolve(), released_b=released_b,
-                feedback_b=feedback_b, outbound=outbound, before=before)
+                feedback_b=feedback_b, outbound=outbound, before=before, released_a=released_a)
 
 
 def test_the_first_release_marks_the_exchange_as_its_class_and_writes_the_students_file(two_classes):
@@ -81,6 +81,13 @@ def test_the_first_release_marks_the_exchange_as_its_class_and_writes_the_studen
     assert (folder / "course.txt").read_text() == f"{two_classes['first']}\n"
     assert (folder / STUDENTS_CONFIG).read_text() == students_config(two_classes["shared"], two_classes["first"])
     assert oct((folder / STUDENTS_CONFIG).stat().st_mode & 0o777) == "0o644"  # every student may read it
+    # issue #62: the log says how it reaches the students: the line each runs, where every account can read it;
+    # else why not, and the other ways (here the scratch folder of the tests may be closed to other accounts)
+    said = two_classes["released_a"].stderr
+    from autograder.exchange import closed_to_others
+    assert f"mkdir -p ~/.jupyter && cp {folder / STUDENTS_CONFIG} ~/.jupyter/nbgrader_config.py" in said, said
+    closed = closed_to_others(folder / STUDENTS_CONFIG)
+    assert ("nothing to send" in said) == (not closed) and ("Other accounts cannot read it there" in said) == bool(closed)
 
 
 def test_another_class_cannot_release_into_it(two_classes):

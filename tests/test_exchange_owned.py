@@ -95,7 +95,7 @@ def test_ports_a_student_could_bind_and_a_readable_clone_are_refused(tmp_path):
 
 def test_a_second_run_changes_the_port_only_when_given(tmp_path, capsys):
     hub = ClassHub(prefix=str(tmp_path), students=[], staff=[], instructor="prof")
-    unset = {"ip": None, "port": None, "internal_ports": None, "domain": None, "idle_timeout": None}
+    unset = {"ip": None, "port": None, "internal_ports": None, "domain": None, "idle_timeout": None, "max_age": None}
     apply_listening_options(hub, type("Args", (), unset)())
     assert (hub.port, hub.hub_port, hub.domain, hub.idle_timeout) == (80, 801, "localhost", 3600)
     apply_listening_options(hub, type("Args", (), {**unset, "port": 443, "internal_ports": "901,902,903",

@@ -96,6 +96,12 @@ def test_manual_cells_keep_their_points_and_wait_for_a_person(tiny):
     assert row(tiny, "blank", "explain").score == 0 and row(tiny, "blank", "style").score is None
     assert "needs manual grading (formgrader): 00_tiny:" in tiny["summary"]
     assert "cells explain, plot, style" in tiny["summary"]
+    # issue #62: the quick feedback page lists what a person grades, and says the grade waits for it
+    ok = (tiny["root"] / "graded" / "feedback" / "ok" / A / f"{A}.html").read_text()
+    assert "Task 2: explain (4 points)</td><td>– / 4</td><td>waits for a person" in ok, ok
+    assert "which waits for a person's score of 12 points" in ok  # explain 4, plot 3, style 5
+    blank = (tiny["root"] / "graded" / "feedback" / "blank" / A / f"{A}.html").read_text()
+    assert "Task 2: explain (4 points)</td><td>0 / 4</td><td>no response" in blank, blank
 
 
 def test_roster_students_without_a_submission_score_zero(tiny):

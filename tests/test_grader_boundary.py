@@ -49,6 +49,11 @@ def graded(tmp_path_factory):
     submissions.write_submission(submitted, "classmate-ada", OTHER, submissions.solved(OTHER))
     for assignment in BREAKERS:
         submissions.write_submission(submitted, "breaker", assignment, submissions.rule_breaker(assignment))
+    for student, by_assignment in submissions.ISSUE_ROUTES.items():
+        for assignment in by_assignment:
+            submissions.write_submission(submitted, student, assignment, submissions.issue_routes(student, assignment))
+    for assignment in submissions.HONEST_SHAPES:
+        submissions.write_submission(submitted, "honest-shapes", assignment, submissions.honest_shapes(assignment))
     run = subprocess.run([sys.executable, "-m", "autograder.grade", str(submitted), "--course", str(root), "--out",
                           str(root / "graded"), "--limit", "cell_seconds=30"], cwd=REPO, capture_output=True, text=True,
                          timeout=900)
@@ -111,6 +116,21 @@ def test_no_hidden_test_code_reaches_the_feedback(graded):
     assert total(graded, "linecache", FIRST) == total(graded, "classmate-ada", FIRST)
 
 
+def test_no_hidden_test_line_reaches_the_feedback_while_the_cell_runs(graded):
+    """Issue #59: the first task's function, wrapped so that it prints every line of the stack it is called from
+    (traceback.extract_stack(), which reads linecache), prints the visible tests' lines and none of the hidden ones,
+    in its visible and in its hidden calls; it keeps every point."""
+    source = json.loads((REPO / "source" / FIRST / f"{FIRST}.ipynb").read_text())
+    tests = ["".join(c["source"]) for c in source["cells"] if "### BEGIN HIDDEN TESTS" in "".join(c["source"])]
+    parts = [text.split("### BEGIN HIDDEN TESTS") for text in tests]
+    visible = [line.strip() for before, _ in parts for line in before.splitlines() if len(line.strip()) > 25]
+    hidden = [line.strip() for _, after in parts for line in after.split("### END HIDDEN TESTS")[0].splitlines()
+              if len(line.strip()) > 25]
+    output = "".join(c["output"] for c in cells(graded, "linecache", FIRST))
+    assert any(line in output for line in visible), output[:2000]      # it did read the test cell's lines
+    assert output.count("stack:") > 10 and [line for line in hidden if line in output] == []
+
+
 def test_a_crafted_hand_in_is_the_students_failure(graded):
     """Every task whose function hands in crafted JSON fails as the student's ("could not be read"); the napkin
     questions hand in a plain number the liar's functions never touch, and keep their point."""
@@ -145,6 +165,44 @@ def test_an_answer_cell_turned_into_markdown_is_graded_as_code(graded):
     assert total(graded, "markdown", FIRST) == total(graded, "classmate-ada", FIRST)
     note = next(r["note"] for r in graded["rows"] if (r["student"], r["assignment"], r["task"]) == ("markdown", FIRST, "TOTAL"))
     assert "graded as code, as nbgrader does" in note
+
+
+def _test_cell(graded, student: str, assignment: str, task: str) -> dict:
+    return next(c for c in cells(graded, student, assignment) if c["grade_id"] == f"test_{task}")
+
+
+def _flags(graded, student: str, assignment: str) -> list[str]:
+    return [f for nb in graded["results"][(student, assignment)]["notebooks"].values() for f in nb["flags"]]
+
+
+def test_the_issues_routes_are_zeroed_or_flagged_end_to_end(graded):
+    """Issue #59's routes (17 of 21 once earned full marks with no flag), each answering a task of a notebook graded by
+    the real grader: each task zeroed with its rule's message, or flagged for a person. A course helper the rule does
+    not name (FlopCounterMode inside utils.gradients) is seen at run time and flagged; a task that takes the grader's
+    watch off (its profile hook) is flagged as tampering."""
+    outcomes = {}
+    for student, by_assignment in submissions.ISSUE_ROUTES.items():
+        for assignment, answers in by_assignment.items():
+            flags = _flags(graded, student, assignment)
+            for task in answers:
+                cell = _test_cell(graded, student, assignment, task)
+                zeroed = not cell["ok"] and "which this task rules out" in cell.get("error_full", cell["error"])
+                flagged = [f for f in flags if f.startswith((f"{task} ", f"{task}'s ")) or f"judge {task}'s" in f]
+                outcomes[(student, task)] = "zeroed" if zeroed else "flagged" if flagged else cell["error"][:200]
+    assert {k: v for k, v in outcomes.items() if v not in ("zeroed", "flagged")} == {}, outcomes
+    flags = _flags(graded, "routes-e", "05_flops_mfu") + _flags(graded, "routes-e", "04_einops_jaxtyping")
+    assert any(f.startswith("linear_model_flops was seen running what its rule forbids") for f in flags), flags
+    assert any(f.startswith("attention_scores's tests ran with the grader's watch tampered with") for f in flags), flags
+
+
+def test_the_issues_honest_shapes_earn_full_marks_unflagged(graded):
+    """Issue #59's honest shapes (an own Layer class's backward, a local `grad` beside a scratch cell importing
+    autograd's, an own namedtuple's `.stride`, a scratch variable named `reference`, getattr over a config's fields),
+    graded by the real grader: every point, no flag."""
+    for assignment in submissions.HONEST_SHAPES:
+        tests = [c for c in cells(graded, "honest-shapes", assignment) if c["kind"] == "test"]
+        assert tests and all(c["ok"] for c in tests), [(c["grade_id"], c["error"][:300]) for c in tests if not c["ok"]]
+        assert _flags(graded, "honest-shapes", assignment) == []
 
 
 @pytest.mark.parametrize("assignment", BREAKERS)

@@ -47,7 +47,7 @@ def grade(root: Path, *args: str, out: Path | None = None, wait: bool = True, **
                "--limit", "cell_seconds=20", *args]
     if not wait:
         return subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs)
-    return subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=300)
+    return subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=300, **kwargs)
 
 
 def totals(out: Path) -> dict[str, str]:
@@ -174,9 +174,8 @@ def test_a_gradebook_that_lost_what_was_recorded_is_refused(tmp_path, graded_cla
         import sqlite3
         with sqlite3.connect(db) as con:
             con.execute("UPDATE assignment SET duedate = NULL")
-    run = grade(root)
-    assert run.returncode == 2, run.stdout + run.stderr
-    assert "has lost what earlier runs recorded" in run.stderr and "--start-over" in run.stderr
+    said = refused_here(root)  # in this process: the refusal comes before anything runs
+    assert "has lost what earlier runs recorded" in said and "--start-over" in said
     assert (root / "graded" / "grades.csv").read_text() == before
     if loss != "due date dropped":
         assert not db.exists() or db.stat().st_size == 0  # nothing was written into it
@@ -209,17 +208,152 @@ def test_the_guard_of_an_emptied_gradebook_lives_with_the_gradebook(tmp_path, gr
         edited["submissions"], edited["due"] = [], []
         ledger.write_text(json.dumps(edited))
     kept = ledger.read_bytes()
-    run = grade(root, out=out)
-    assert run.returncode == 2, run.stdout + run.stderr
-    said = "is damaged" if how.startswith("the ledger") else "has lost what earlier runs recorded"
-    assert said in run.stderr and "--start-over" in run.stderr and "Nothing was written" in run.stderr, run.stderr
+    said = refused_here(root, out=out)  # in this process: the refusal comes before anything runs
+    wanted = "is damaged" if how.startswith("the ledger") else "has lost what earlier runs recorded"
+    assert wanted in said and "--start-over" in said and "Nothing was written" in said, said
     if not how.startswith("the ledger"):
-        assert "the due dates of 00_tiny are gone" in run.stderr or "gradebook file" in run.stderr, run.stderr
+        assert "the due dates of 00_tiny are gone" in said or "gradebook file" in said, said
     assert db.stat().st_size == 0 and ledger.read_bytes() == kept  # nothing written, the guard not rewritten
     assert not (out / "grades.csv").exists() or how == "the ledger cut in half" or how == "the ledger edited"
     fresh = grade(root, "--start-over", out=out)
     assert fresh.returncode == 0, fresh.stdout + fresh.stderr
-    assert ledger.read_bytes() != kept and grade(root, out=out).returncode == 0  # a new, whole ledger
+    assert ledger.read_bytes() != kept
+    here(root, out=out)  # a new, whole ledger
+
+
+def here(root: Path, out: Path | None = None, **options) -> list:
+    """A run in this process, with `grade`'s limits (so that a result graded by the CLI is reused): the rows it
+    wrote; a refusal raises. Where the command line adds nothing, this spares an interpreter and its imports (about
+    2 CPU-s a run)."""
+    from autograder.grader.pipeline import grade as run
+    from autograder.limits import load_limits
+    return run(None, out or root / "graded", course=Course.load(root),
+               limits=load_limits(overrides=["cell_seconds=20"]), **options)
+
+
+def refused_here(root: Path, **options) -> str:
+    """The message of a run refused (GradebookError) before it wrote anything, in this process."""
+    from autograder.database import GradebookError
+    with pytest.raises(GradebookError) as caught:
+        here(root, **options)
+    return str(caught.value)
+
+
+def another_class(root: Path) -> Path:
+    """The ledger of another class of the tiny course (its own clone and gradebook: the same course id, the
+    assignment made afresh, so with another id), as its grader writes it."""
+    from autograder.grader import ledger
+    course = make_class(root, {})
+    ledger.write(course, root / "graded")
+    return root / ".gradebook-ledger.json"
+
+
+@pytest.mark.parametrize("fault", ["ledger deleted, gradebook emptied", "another class's ledger, gradebook emptied",
+                                   "another class's ledger, gradebook intact", "another course's ledger"])
+def test_a_ledger_is_bound_to_its_gradebook_and_graded_work_to_the_gradebook(tmp_path, graded_class, fault):
+    """Issue #62 item 1: the two silent ways of issue #62's first list (exit 0, late penalties lost) and the silent
+    replacement. With its ledger gone (or another class's in its place) an emptied gradebook is refused all the
+    same, because autograded/ and graded/grades.csv show three submissions recorded in it; another class's ledger
+    beside an intact gradebook is refused (its assignment has another id there), as is one written for another
+    course, instead of being replaced. Nothing is written, the ledger stays, and the message names the way back;
+    --start-over then takes the gradebook on purpose. (The command line's exit status 2: the intact case.)"""
+    root = copy_of(graded_class, tmp_path / "class")
+    ledger, db = root / ".gradebook-ledger.json", root / "gradebook.db"
+    if fault.startswith("ledger deleted"):
+        ledger.unlink()
+    else:
+        other = another_class(tmp_path / "other")
+        if fault == "another course's ledger":  # its own course id; a digest that matches, as its grader wrote it
+            import hashlib
+            import json
+            body = {k: v for k, v in json.loads(other.read_text()).items() if k != "sha256"}
+            body["course"] = "another-course"
+            other.write_text(json.dumps({**body, "sha256": hashlib.sha256(
+                json.dumps(body, sort_keys=True).encode()).hexdigest()}))
+        shutil.copy(other, ledger)
+    if fault.endswith("emptied"):
+        db.write_bytes(b"")
+    kept, before = ledger.read_bytes() if ledger.exists() else None, (root / "graded" / "grades.csv").read_text()
+    if fault.endswith("intact"):
+        run = grade(root)
+        assert run.returncode == 2, run.stdout + run.stderr
+        said = run.stderr
+    else:
+        said = refused_here(root)
+    if fault.endswith("intact") or fault == "another course's ledger":
+        assert "is not this gradebook's" in said and "--start-over" in said, said
+        assert ("have other ids in this gradebook" if fault.endswith("intact") else "another-course") in said
+    else:
+        assert "has lost what earlier runs recorded: 3 submission(s)" in said, said
+        assert "autograded" in said and "Restore the gradebook and its ledger together" in said
+        assert "--start-over" in said and "dropped for good" in said
+        assert db.stat().st_size == 0  # nothing was written into it
+    assert "Nothing was written" in said
+    assert (ledger.read_bytes() if ledger.exists() else None) == kept
+    assert (root / "graded" / "grades.csv").read_text() == before
+    here(root, start_over=True)  # on purpose: the gradebook as it is, a new ledger of its own
+    here(root)
+
+
+def test_a_moved_gradebook_keeps_its_ledger_and_says_so(tmp_path, graded_class, clean):
+    """The same gradebook under another address (the course folder copied elsewhere, its db_url with it): its
+    assignments keep their ids, so the ledger is its own, and the summary says the address changed."""
+    root = copy_of(graded_class, tmp_path)
+    here(root)
+    assert "the gradebook's address changed since the last run" in (root / "graded" / "summary.txt").read_text()
+    assert (root / "graded" / "grades.csv").read_text() == clean
+    import json
+    assert json.loads((root / ".gradebook-ledger.json").read_text())["gradebook"] == f"sqlite:///{root / 'gradebook.db'}"
+
+
+def test_one_lost_submission_is_recorded_again_keeping_the_rest_of_the_gradebook(tmp_path, graded_class, clean):
+    """Issue #62 item 2: one submission removed from the gradebook is refused, naming it and `--re-record`; that
+    records it again from submitted/, and keeps everything else: bob's hand score, cy's extension, the due date.
+    A submission let go on purpose (removed from the gradebook and from submitted/) is asked about once."""
+    from nbgrader.api import Gradebook
+
+    from autograder import deadlines
+    root = copy_of(graded_class, tmp_path)
+    course = Course.load(root)
+    deadlines.extend(course, A, "cy", days=2)
+    with Gradebook(course.db_url, course.course_id) as gb:
+        gb.find_grade("explain", A, A, "bob").manual_score = 3.0
+        gb.db.commit()
+        gb.remove_submission(A, "ada")
+    said = refused_here(root)
+    assert "1 of the 3 submissions earlier runs recorded are gone (ada/00_tiny)" in said, said
+    assert "--re-record ada/00_tiny" in said and "manual scores, extensions and due dates included" in said
+    again = grade(root, "--re-record", "ada/00_tiny")  # as the message prints it
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "recorded again, as --re-record asked: ada/00_tiny" in (root / "graded" / "summary.txt").read_text()
+    with Gradebook(course.db_url, course.course_id) as gb:
+        assert gb.find_submission(A, "ada").score == 2.0  # recorded again, from its graded result
+        assert gb.find_grade("explain", A, A, "bob").manual_score == 3.0
+        assert gb.find_submission(A, "cy").extension is not None
+        assert gb.find_assignment(A).duedate is not None
+    here(root)  # the new ledger holds ada again
+    with Gradebook(course.db_url, course.course_id) as gb:  # cy leaves the course: her records and her submission go
+        gb.remove_submission(A, "cy")
+    shutil.rmtree(root / "submitted" / "cy")
+    assert "cy/00_tiny" in refused_here(root)  # autograded/cy still shows it recorded
+    here(root, re_record=("cy/*",))
+    here(root)  # let go once: the ledger remembers
+
+
+def test_a_killed_runs_temporary_ledger_is_removed_and_ignored_by_git(tmp_path, graded_class):
+    """A run killed while writing its ledger leaves `..gradebook-ledger.json-<pid>-<host>.tmp` (student ids): the
+    next run removes it and says so; git ignores it meanwhile."""
+    import socket
+    root = copy_of(graded_class, tmp_path)
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()  # a pid that was a run's, gone now
+    left = root / f"..gradebook-ledger.json-{dead.pid}-{socket.gethostname()}.tmp"
+    left.write_text('{"submissions": [["ada", ')
+    ignored = subprocess.run(["git", "check-ignore", "--no-index", "-q", left.name], cwd=REPO)
+    assert ignored.returncode == 0, f"{left.name} is not git-ignored"
+    here(root)
+    summary = (root / "graded" / "summary.txt").read_text()
+    assert not left.exists() and "removed what a stopped run had left" in summary and left.name in summary, summary
 
 
 def test_a_truncated_result_is_graded_again_alone(tmp_path, graded_class, clean):
@@ -263,9 +397,70 @@ def test_a_full_output_disk_names_the_file_and_a_rerun_finishes(tmp_path, clean)
     assert run.returncode in (2, 3), run.stdout + run.stderr
     assert "No space left on device" in run.stderr and str(out) in run.stderr, run.stderr
     assert "hidden tests are broken" not in run.stderr and "Traceback" not in run.stderr
+    # Issue #62: the results that fit were committed before grades.csv found the disk full; the message says how
+    # many went into the gradebook, which ones did not, and that the rest of the output was not written
+    import re
+    said = re.search(r"its commit of (\d) submission\(s\) went through, of the 3 this run was given", run.stderr)
+    assert said and "not written" in run.stderr and "was not written past" not in run.stderr, run.stderr
+    from nbgrader.api import Gradebook
+    course = Course.load(root)
+    with Gradebook(course.db_url, course.course_id) as gb:
+        assert len(gb.find_assignment(A).submissions) == int(said[1])  # the number it says is the gradebook's
+    assert int(said[1]) == 3 or f"{3 - int(said[1])} NOT GRADED, not in it" in run.stderr
     again = grade(root, out=tmp_path / "roomy")
     assert again.returncode == 0, again.stderr
     assert (tmp_path / "roomy" / "grades.csv").read_text() == clean
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a bind mount on the ledger needs root")
+def test_a_ledger_that_cannot_be_written_after_the_commit_says_the_grade_is_in(tmp_path, graded_class):
+    """Issue #62: the ledger's rename fails after the commit (the ledger is a mount point: EBUSY, a real error of
+    the kernel's). The message says that the commit went through and what was not written, never that nothing
+    was; the gradebook holds bob's new grade; a re-run writes the ledger."""
+    root = copy_of(graded_class, tmp_path)
+    ledger = root / ".gradebook-ledger.json"
+    path = root / "submitted" / "bob" / A / f"{A}.ipynb"
+    path.write_text(path.read_text().replace("return 3 * x", "return 2 * x"))  # bob fixes his answer: 2 points
+    kept = ledger.read_bytes()
+    subprocess.run(["mount", "--bind", str(ledger), str(ledger)], check=True)
+    try:
+        run = grade(root)
+    finally:
+        subprocess.run(["umount", str(ledger)], check=True)
+    assert run.returncode == 2, run.stdout + run.stderr
+    assert "its commit of 3 submission(s) went through" in run.stderr, run.stderr
+    assert "Then writing the gradebook's ledger failed" in run.stderr and "Device or resource busy" in run.stderr
+    assert "grades.csv, the feedback pages and the summary, the shard's record (shard.json) were not written" in \
+        run.stderr and "Nothing was written" not in run.stderr
+    from nbgrader.api import Gradebook
+    course = Course.load(root)
+    with Gradebook(course.db_url, course.course_id) as gb:
+        assert gb.find_submission(A, "bob").score == 2.0
+    assert ledger.read_bytes() == kept and not list(root.glob("..gradebook-ledger.json-*.tmp"))
+    here(root)  # the ledger written now, nothing graded again
+    assert "graded 0 submission(s)" in (root / "graded" / "summary.txt").read_text()
+    assert ledger.read_bytes() != kept
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounting a small tmpfs for TMPDIR needs root")
+def test_a_full_temporary_folder_is_named_so(tmp_path):
+    """Issue #62: TMPDIR with room for Python's probe but not for nbgrader's scratch copy of the assignment, which
+    the run makes to record it in the gradebook: said as a full temporary folder, with its room, never as nbgrader
+    refusing changed graded cells."""
+    root = tmp_path / "course"
+    make_class(root, {"ada": "return 2 * x"})
+    (root / "gradebook.db").unlink()  # a new gradebook: the run records the assignment first
+    full = tmp_path / "tmp"
+    full.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(full)], check=True)
+    try:
+        (full / "filler").write_bytes(b"x" * 56 * 1024)  # 8 KiB left: Python's probe of TMPDIR fits, a copy does not
+        run = grade(root, env={**os.environ, "TMPDIR": str(full)})
+    finally:
+        subprocess.run(["umount", "-l", str(full)], check=True)
+    assert run.returncode == 2, run.stdout + run.stderr
+    assert f"the temporary folder {full} (TMPDIR) is full" in run.stderr and "KiB free of 64 KiB" in run.stderr, run.stderr
+    assert "graded cells" not in run.stderr and "Changing a graded assignment" not in run.stderr
 
 
 def test_the_worker_count_is_not_part_of_a_results_key(tmp_path, graded_class, clean):
@@ -443,7 +638,8 @@ def test_the_grader_reads_its_own_cgroup_not_the_hierarchys_root(tmp_path):
     assert memory == cgroups.Hierarchy(2, (root / "v2/job/step", root / "v2/job", root / "v2"))
     assert cgroups.memory_limit_bytes(memory) == 3 * 2**30
     assert cgroups.cpu_quota(cgroups.own_hierarchy("cpu", "0::/job/step\n", v2)) == 1.5  # the job's, an ancestor's
-    assert cgroups.memory_events(memory) == cgroups.MemoryEvents(2, 7, f"the cgroup {root / 'v2/job/step'}")
+    machine = cgroups.memory_events(memory).machine_oom_kills  # /proc/vmstat's, the real machine's
+    assert cgroups.memory_events(memory) == cgroups.MemoryEvents(2, 7, f"the cgroup {root / 'v2/job/step'}", machine)
     # a container without a cgroup namespace: the mount at ct/ shows the job's cgroup /job as its root
     tree({"ct/memory.max": str(2**30) + "\n", "ct/step/memory.max": "max\n", "ct/step/cgroup.controllers": "memory\n"})
     container = cgroups.own_hierarchy("memory", "0::/job/step\n", f"35 24 0:30 /job {root}/ct rw - cgroup2 cgroup2 rw\n")
@@ -456,7 +652,8 @@ def test_the_grader_reads_its_own_cgroup_not_the_hierarchys_root(tmp_path):
     assert memory == cgroups.Hierarchy(1, (root / "v1mem/slurm", root / "v1mem"))
     assert cgroups.memory_limit_bytes(memory) == 2 * 2**30  # not the root's "no limit"
     assert cgroups.cpu_quota(cgroups.own_hierarchy("cpu", procs, v1)) == 0.5
-    assert cgroups.memory_events(memory) == cgroups.MemoryEvents(3, 11, f"the cgroup {root / 'v1mem/slurm'}")
+    assert cgroups.memory_events(memory) == cgroups.MemoryEvents(3, 11, f"the cgroup {root / 'v1mem/slurm'}",
+                                                                 cgroups.memory_events(memory).machine_oom_kills)
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="making cgroups needs root")
@@ -476,6 +673,31 @@ def test_a_part_the_kernel_kills_for_want_of_memory_is_named_so():
         assert "out of memory: the kernel's OOM killer killed 1 process(es)" in note and "64 MiB" in note, note
     finally:
         groups.remove()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="making cgroups needs root")
+def test_the_trusted_checker_killed_for_want_of_memory_is_named_so():
+    """Issue #62: the run's trusted checker, moved into a real cgroup of 16 MiB, is killed by the kernel's OOM killer
+    when a large hand-in arrives (its per-request child, or itself: the killer picks). Each request after that names
+    memory and the kill, not only "Broken pipe"; a worker turns the message into that submission's NOT GRADED
+    reason (workers._work), so no student is charged. On cgroup v1 the kill is counted in the small cgroup only,
+    not in the grader's: the machine's count (/proc/vmstat) names it."""
+    from autograder.trusted.checker import Checker, CourseError
+    checker = Checker(["floats.decode"])
+    groups = Cgroups(f"cs336-checker-{os.getpid()}", memory_mib=16, cpus=1)
+    try:
+        assert checker.verdicts([("floats.decode", None)])[0].ok is False  # it answers: nothing handed in
+        groups.memory_procs.write_text(str(checker.process.pid))
+        said = []
+        for _ in range(2):
+            with pytest.raises(CourseError) as died:
+                checker.verdicts([("floats.decode", "x" * (64 * 2**20))])  # 64 MiB handed in
+            said.append(str(died.value))
+    finally:
+        checker.close()
+        groups.remove()
+    for message in said:  # a pipe broken by the child's death, or the checker's own: memory named either way
+        assert "out of memory: the kernel's OOM killer killed" in message and "trusted side" in message, said
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="making cgroups needs root")
@@ -520,5 +742,6 @@ def test_a_machine_short_of_memory_and_cpu_never_costs_a_student_a_point(tmp_pat
     assert "on this machine: 1 worker(s) (1 usable CPU(s)); 2200 MiB for the job" in summary, summary
     assert got["big"] == "NOT GRADED" and limited.returncode == 3, said
     assert "ran out of memory" in summary and "OOM killer" in summary, summary
+    assert "out of memory during this run: the kernel's OOM killer killed" in summary, summary  # not only "no limit"
     again = grade(tmp_path, *short, out=tmp_path / "limited")  # unlimited now: the NOT GRADED one is graded
     assert again.returncode == 0 and scores(tmp_path / "limited") == expected, again.stdout + again.stderr

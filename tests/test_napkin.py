@@ -178,3 +178,31 @@ def test_numpy_and_torch_numbers_are_refused():
     for value in (numpy.float64(13.0), torch.tensor(13.0), numpy.int64(13)):
         with pytest.raises(AssertionError, match="plain number"):
             check_napkin_answer(value, "x", "GiB")
+
+
+EXTREMES = [1e308, 5e-324, 1.7976931348623157e308, 2.2250738585072014e-308, 1e-300, 1.0, 3, 10**300, 2**1023]
+
+
+def test_any_finite_positive_answer_is_graded_never_the_graders_fault():
+    """Issue #59: an answer of 1e308 or 5e-324 made every napkin check raise OverflowError or ZeroDivisionError, and
+    the notebook was NOT GRADED as the grader's fault. Every question, through the trusted checker's own verdict:
+    right or wrong with a hint, never a fault; generated answers too (any finite positive float)."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from autograder.trusted.checker import verdict
+    from utils.handin import encode
+    keys = sorted({key for *_, key, _ in QUESTIONS})
+    assert len(keys) >= 10
+    for key in keys:
+        for value in EXTREMES:
+            found = verdict(hidden, key, encode(value))
+            assert not found.fault and (found.ok or found.error.startswith("AssertionError:")), (key, value, found)
+            assert found.ok or "Hint: about" in found.error, (key, value, found.error)
+
+    @settings(max_examples=150, deadline=None, derandomize=True, database=None)
+    @given(st.sampled_from(keys), st.floats(min_value=5e-324, allow_nan=False, allow_infinity=False))
+    def graded(key, value):
+        found = verdict(hidden, key, encode(value))
+        assert not found.fault and (found.ok or "Hint: about" in found.error), (key, value, found)
+    graded()

@@ -15,6 +15,7 @@ from __future__ import annotations
 import csv
 import datetime
 import os
+import re
 import subprocess
 import sys
 import time
@@ -194,6 +195,11 @@ def test_feedback_reaches_the_student_without_hidden_tests(workflow):
     assert "Task 1: visible tests passed." in text
     bob = (workflow["course"] / "feedback" / "bob" / A / f"{A}.html").read_text()
     assert "No response." in bob and "\x1b[" not in bob
+    # issue #62: the written answer's rubric is for the person grading: in the autograded notebook Formgrader shows,
+    # never in the release or the feedback
+    assert tiny_course.RUBRIC in (workflow["course"] / "autograded" / "carol" / A / f"{A}.ipynb").read_text()
+    assert tiny_course.RUBRIC not in (workflow["course"] / "release" / A / f"{A}.ipynb").read_text()
+    assert tiny_course.RUBRIC not in text and "MARK SCHEME" not in text and tiny_course.RUBRIC not in bob
 
 
 def test_lms_import_joins_the_class_and_is_reported(workflow):
@@ -207,6 +213,9 @@ def test_release_feedback_skips_only_what_the_exchange_cannot_deliver(workflow):
     assert "Not released" in workflow["released"].stderr and "frank" in workflow["released"].stderr
     released = list((workflow["exchange"] / COURSE_ID / "feedback").glob("*.html"))
     assert len(released) == 4  # alice, bob, carol, dave: one notebook each
+    # issue #62: each page is logged under the name it has in the exchange, not nbgrader's temporary one
+    logged = re.findall(r"Feedback released to: (\S+)", workflow["released"].stderr)
+    assert sorted(Path(name) for name in logged) == sorted(released), logged
 
 
 def test_nothing_overwrote_a_submission(workflow):

@@ -9,8 +9,20 @@ from pathlib import Path
 
 import nbformat
 
-from tests.submissions import REPO, _fill, half_done, release_notebooks, solved, task_points
-from utils.progress_check import FAILED, NOT_ATTEMPTED, NOT_RUN, PASSED, check, failure_message, find_tasks, render
+from tests.submissions import REPO, _fill, half_done, release_notebooks, solved, task_points, written_points
+from utils.progress_check import (
+    FAILED,
+    NOT_ATTEMPTED,
+    NOT_RUN,
+    NOT_WRITTEN,
+    PASSED,
+    WRITTEN,
+    check,
+    failure_message,
+    find_tasks,
+    find_written,
+    render,
+)
 
 RELEASE = REPO / "release"
 ASSIGNMENTS = sorted(p.name for p in RELEASE.iterdir() if p.is_dir())
@@ -33,6 +45,8 @@ def test_tasks_and_points_come_from_the_nbgrader_metadata():
     for assignment in ASSIGNMENTS:
         tasks = [t for nb in release_notebooks(assignment).values() for t in find_tasks(nb)]
         assert [t.points for t in tasks] == task_points(assignment), assignment
+        written = [w for nb in release_notebooks(assignment).values() for w in find_written(nb)]
+        assert [w.points for w in written] == written_points(assignment) and written, assignment
         assert all(t.answer_cells for t in tasks), assignment
         assert [t.number for t in tasks] == list(range(1, len(tasks) + 1))
     titles = [t.title for t in find_tasks(release_notebooks("01_floats")["01_floats"])]
@@ -61,6 +75,11 @@ def test_blank_release_is_all_not_attempted_and_left_unchanged():
     assert {status for _, _, status in rows} == {NOT_ATTEMPTED}
     assert sorted(float(points) for _, points, _ in rows) == sorted(p for a in ASSIGNMENTS for p in task_points(a))
     assert "0 tasks passed, 0 failed" in result.stdout
+    # issue #62: each exercise's written answers are listed, not written yet, with their points, apart from the tests
+    written = [line for line in result.stdout.splitlines() if line.endswith(NOT_WRITTEN)]
+    assert len(written) == sum(len(written_points(a)) for a in ASSIGNMENTS) >= len(ASSIGNMENTS)
+    by_hand = sum(sum(written_points(a)) for a in ASSIGNMENTS)
+    assert f"Written answers: 0 of {len(written)} written ({by_hand:g} points). A person grades them" in result.stdout
     assert snapshot(RELEASE) == before
 
 
@@ -71,7 +90,7 @@ def test_solved_half_done_wrong_and_broken_work_in_a_copy(tmp_path):
     write(root, "01_floats", _fill("01_floats", lambda i, g, solution: wrong_third if i == 2 else solution))
     write(root, "08_training_loop", half_done("08_training_loop"))
     write(root, "07_models_optimizers", release_notebooks("07_models_optimizers"))
-    write(root, "09_mixed_precision", solved("09_mixed_precision"))
+    write(root, "09_mixed_precision", solved("09_mixed_precision", written=True))
     (root / "99_broken").mkdir()
     (root / "99_broken" / "99_broken.ipynb").write_text('{"cells": [')
     before = snapshot(root)
@@ -89,6 +108,8 @@ def test_solved_half_done_wrong_and_broken_work_in_a_copy(tmp_path):
     assert {t.status for t in reports["07_models_optimizers"].tasks} == {NOT_ATTEMPTED}
     assert not reports["07_models_optimizers"].ran  # all stubs: no kernel started
     assert {t.status for t in reports["09_mixed_precision"].tasks} == {PASSED}
+    assert [w.written for w in reports["09_mixed_precision"].written] == [True] * len(written_points("09_mixed_precision"))
+    assert not any(w.written for w in reports["01_floats"].written)  # left as released: YOUR ANSWER HERE
     assert reports["99_broken"].error.startswith("could not read the notebook")
     assert all(not r.error for name, r in reports.items() if name != "99_broken")
 
@@ -99,6 +120,7 @@ def test_solved_half_done_wrong_and_broken_work_in_a_copy(tmp_path):
         sum(task_points("09_mixed_precision"))   # all of exercise 1 but tensor_nbytes's 2 points
     total = sum(sum(task_points(a)) for a in ("01_floats", "08_training_loop", "07_models_optimizers", "09_mixed_precision"))
     assert f"Total: {passed:g} of {total:g} points pass" in table
+    assert WRITTEN in table and NOT_WRITTEN in table
     assert NOT_RUN not in {t.status for r in reports.values() for t in r.tasks}
 
 

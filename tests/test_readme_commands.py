@@ -44,6 +44,7 @@ RUN_AS_PRINTED = {
     "docs/hub.md": {"## Run a class on one machine": "tests/test_class_hub.py"},
     "docs/clusters.md": {"## Grading on a Slurm cluster": "tests/test_clusters.py"},
 }
+END_OF_TERM = "## End of term"  # its blocks end the cycle: the last test of this file runs them
 STUDENT_COMMANDS = re.compile(r"\bnbgrader (fetch_assignment|submit|fetch_feedback)\b")
 A = "01_floats"
 COURSE_ID = "cs336-primitives"
@@ -107,7 +108,8 @@ def cycle(tmp_path_factory):
 
     # The hub's blocks (docs/hub.md) and the Slurm cluster's (docs/clusters.md) are run by tests of their own.
     blocks = bash_blocks(read(INSTRUCTORS))
-    activate, steps = blocks[0], blocks[1:]
+    end_of_term = bash_blocks(section(INSTRUCTORS, END_OF_TERM))  # run last, by the last test of this file
+    activate, steps = blocks[0], [block for block in blocks[1:] if block not in end_of_term]
     assert activate.strip().startswith("source .venv/bin/activate"), activate
     ran = []
     for block in steps:
@@ -117,7 +119,8 @@ def cycle(tmp_path_factory):
             ran.append(("student", block, bash(block, student_home, student)))
         else:
             ran.append(("instructor", block, bash(activate + block, course, instructor)))
-    return dict(course=course, tracked=tracked, ran=ran, me=me, home=student_home)
+    return dict(course=course, tracked=tracked, ran=ran, me=me, home=student_home, end_of_term=end_of_term,
+                activate=activate, instructor=instructor, student=student)
 
 
 def test_the_manual_prints_the_whole_cycle(cycle):
@@ -340,3 +343,41 @@ def test_the_hub_config_gives_the_course_the_shared_exchange(monkeypatch):
     assert merged.Exchange.root == "/srv/nbgrader/exchange" and merged.CourseDirectory.root == str(REPO)
     with pytest.raises(SystemExit, match="is the template of the students' file and names no exchange"):
         PyFileConfigLoader("nbgrader_config_exchange.py", path=str(REPO)).load_config()
+
+
+# ---- The end of term, as printed: the last test of this file, since it ends the cycle's class ----------------------
+
+def test_the_end_of_term_archives_the_class_clears_the_exchange_and_runs_again(cycle):
+    """Issue #62 item 4: the page's end of term, run as printed after the whole cycle: the archive holds the gradebook
+    with its ledger and export, the term's work and the class's exchange folder, every file readable; the exchange
+    folder and the term's data are gone, `source/` and `release/` stay; the student who still has the class's file
+    is named, and their `nbgrader` refuses, saying to remove it; run again, it has nothing to do."""
+    course, me, home = cycle["course"], cycle["me"], cycle["home"]
+    assert cycle["end_of_term"] and (home / ".jupyter" / "nbgrader_config.py").is_file()
+    done = [bash(cycle["activate"] + block, course, cycle["instructor"]) for block in cycle["end_of_term"]]
+    said = "\n".join(d.stdout + d.stderr for d in done)
+    archives = list((Path(cycle["instructor"]["HOME"]) / "cs336-primitives-archive").glob(f"{COURSE_ID}-*.tar.gz"))
+    assert len(archives) == 1 and archives[0].stat().st_mode & 0o777 == 0o600, (archives, said)
+    import tarfile
+    with tarfile.open(archives[0]) as tar:
+        names = {m.name for m in tar.getmembers() if m.isfile()}
+    for name in ("gradebook.db", ".gradebook-ledger.json", "gradebook-export.csv", "students.csv", "submissions.zip",
+                 f"submitted/{me}/{A}/{A}.ipynb", f"autograded/{me}/{A}/{A}.ipynb", "graded/grades.csv",
+                 f"exchange/{COURSE_ID}/course.txt", f"exchange/{COURSE_ID}/nbgrader_config_exchange.py",
+                 f"exchange/{COURSE_ID}/outbound/{A}/{A}.ipynb"):
+        assert f"{COURSE_ID}/{name}" in names, (name, sorted(names))
+    assert any(n.startswith(f"{COURSE_ID}/exchange/{COURSE_ID}/inbound/{me}+{A}+") for n in names), sorted(names)
+    for gone in ("gradebook.db", ".gradebook-ledger.json", "submitted", "autograded", "feedback", "graded",
+                 f"exchange/{COURSE_ID}", "students.csv"):
+        assert not (course / gone).exists(), gone
+    assert (course / "source" / A).is_dir() and (course / "release" / A).is_dir()
+    assert f"Still pinned to this class (their ~/.jupyter/nbgrader_config.py names it): {me}" in said, said
+    assert "rm ~/.jupyter/nbgrader_config.py" in said
+    fetch = subprocess.run(["nbgrader", "fetch_assignment", A], cwd=home, env=cycle["student"], capture_output=True,
+                           text=True, timeout=300)
+    assert fetch.returncode != 0 and "remove this file, ~/.jupyter/nbgrader_config.py" in fetch.stdout + fetch.stderr
+    again = [bash(cycle["activate"] + block, course, cycle["instructor"]) for block in cycle["end_of_term"]]
+    assert "nothing to do" in "\n".join(d.stdout for d in again)
+    assert len(list(archives[0].parent.glob("*.tar.gz"))) == 1  # no second archive
+    assert addable(course) == cycle["tracked"]
+

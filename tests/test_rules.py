@@ -106,7 +106,7 @@ GET_BATCH = Rule("get_batch", ("utils.training",), private=True, why=".")
     (AUTOGRAD, ["import sys\nsys.setrecursionlimit(200000)", "_x = " + "(" * 5000 + "1" + ")" * 5000,
                 "def w2_grad(h1, g):\n    return h1.T @ g"]),                                  # a cell it cannot read
     (AUTOGRAD, ["import base64\nexec(base64.b64decode('ZGVmIHcyX2dyYWQoaCwgZyk6IHBhc3M='))"]),  # the answer, built
-    (AUTOGRAD, ["_x = torch\nif False:\n" + "".join(f"    _x = _x.a{i}\n    _x = _x.b{i}\n" for i in range(12)),
+    (AUTOGRAD, ["_x = torch.autograd\nif False:\n" + "".join(f"    _x = _x.a{i}\n    _x = _x.b{i}\n" for i in range(12)),
                 "def w2_grad(h1, g):\n    return h1.T @ g"]),                                  # routes past the cap
 ])
 def test_what_the_judge_cannot_follow_is_flagged_never_passed(rule, cells):
@@ -118,12 +118,12 @@ def test_what_the_judge_cannot_follow_is_flagged_never_passed(rule, cells):
 def test_the_judge_stays_small_on_aliases_that_double():
     """Twelve lines of dead code that double a name's routes each: bounded by MAX_ROUTES, quickly."""
     import time
-    cells = ["_x = torch\nif False:\n" + "".join("    _x = _x.a\n    _x = _x.b\n" for _ in range(24)),
+    cells = ["_x = torch.autograd\nif False:\n" + "".join("    _x = _x.a\n    _x = _x.b\n" for _ in range(24)),
              "def w2_grad(h1, g):\n    return h1.T @ g"]
     started = time.process_time()
     code = Code(parse(cells), context=parse(["import torch"]))
-    judge(AUTOGRAD, code)
-    assert max(len(v) for v in code.aliases.values()) <= MAX_ROUTES + 1
+    assert judge(AUTOGRAD, code).dynamic
+    assert max(len(v) for v in code.flow.store.values()) <= MAX_ROUTES + 1
     assert time.process_time() - started < 10   # seconds; about 2.3 GB and 47 s with 4 pairs before the cap
 
 
@@ -137,7 +137,7 @@ def test_the_judge_stays_small_on_aliases_that_double():
 ])
 def test_routes_built_at_run_time_are_reported_for_a_person(code):
     found = verdict(AUTOGRAD, code)
-    assert found.dynamic, found
+    assert found.dynamic or found.broken, found     # a star import's names are read: `grad` is torch.autograd.grad
 
 
 def test_only_the_tasks_own_code_counts():
@@ -275,7 +275,7 @@ def test_the_judge_is_bounded_and_a_judge_that_runs_out_flags_for_a_person(monke
     assert {gid: (v.broken, v.dynamic) for gid, (_, v) in bounded.items()} == plain and plain
 
     def hungry(assignment, plan):
-        return [bytearray(1 << 28) for _ in range(64)]           # 16 GiB, past the cap
+        return bytearray(16 << 30)                                   # 16 GiB at once, past the cap: no time to fill it
 
     def endless(assignment, plan):
         while True:

@@ -12,9 +12,9 @@ import pytest
 from nbclient import NotebookClient
 
 from autograder.student_edition import LEAK, build, find_leaks
-from tests.submissions import REPO, task_points
+from tests.submissions import REPO, task_points, written_points
 
-BLOCK = re.compile(r"^[ \t]*### BEGIN (SOLUTION|HIDDEN TESTS)[ \t]*\n([\s\S]*?)^[ \t]*### END \1", re.MULTILINE)
+BLOCK = re.compile(r"^[ \t]*### BEGIN (SOLUTION|HIDDEN TESTS|MARK SCHEME)[ \t]*\n([\s\S]*?)^[ \t]*### END \1", re.MULTILINE)
 
 
 @pytest.fixture(scope="module")
@@ -69,7 +69,10 @@ def test_no_solution_or_hidden_test_anywhere(edition):
         assert not leaked, f"{path.relative_to(out)} contains instructor code: {leaked}"
     for notebook in (out / "release").glob("*/*.ipynb"):
         answers = [c for c in nbformat.read(notebook, as_version=4).cells if c.metadata.get("nbgrader", {}).get("solution")]
-        assert answers and all("raise NotImplementedError(" in c.source for c in answers), notebook
+        code = [c for c in answers if c.cell_type == "code"]
+        written = [c for c in answers if c.cell_type == "markdown"]  # issue #62: answered in words, graded by a person
+        assert code and all("raise NotImplementedError(" in c.source for c in code), notebook
+        assert written and all(c.source == "YOUR ANSWER HERE" for c in written), notebook
 
 
 def test_the_build_refuses_to_ship_a_leak(tmp_path, monkeypatch):
@@ -141,6 +144,10 @@ def test_progress_check_runs_from_the_edition(edition):
     assert result.returncode == 0, result.stderr
     total = sum(len(task_points(p.name)) for p in (out / "release").iterdir())
     assert f"0 tasks passed, 0 failed, {total} not attempted" in result.stdout
+    # issue #62: the edition says that written answers exist, and that a person grades them
+    written = sum(len(written_points(p.name)) for p in (out / "release").iterdir())
+    assert f"Written answers: 0 of {written} written" in result.stdout and written >= 10
+    assert "question in words" in (out / "README.md").read_text() and "a person grades it" in (out / "README.md").read_text()
     strict = subprocess.run([sys.executable, "-m", "utils.progress_check", "--strict", "01_floats"], cwd=out,
                             env=student_env(out), capture_output=True, text=True, timeout=300)
     assert strict.returncode == 1

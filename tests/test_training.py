@@ -453,7 +453,8 @@ def test_a_wrong_get_batch_or_seed_everything_costs_only_its_own_points(tmp_path
     with open(root / "graded" / "grades.csv") as f:
         scores = {row["task"]: float(row["score"]) for row in csv.DictReader(f) if row["assignment"] == assignment}
     assert scores == {"test_get_batch": 0, "test_seed_everything": 0, "test_train": 3, "test_save_checkpoint": 2,
-                      "test_load_checkpoint": 3, "test_tokens_billions": 1, "test_read_minutes": 1, "TOTAL": 10}, scores
+                      "test_load_checkpoint": 3, "test_tokens_billions": 1, "test_read_minutes": 1,
+                      "resume_without_rng": 0, "TOTAL": 10}, scores  # the written answer, left as released: 0
 
 
 def test_get_batch_reads_its_windows_pages_of_a_real_memmap_and_a_full_read_all(tmp_path):

@@ -79,7 +79,8 @@ def test_a_changed_reference_is_not_reused_and_a_passed_self_check_is(tmp_path):
     assert first.returncode == 0, first.stdout + first.stderr
     full = sum(c["metadata"].get("nbgrader", {}).get("points", 0)
                for nb in (REPO / "source" / A).glob("*.ipynb") for c in json.loads(nb.read_text())["cells"])
-    assert "self-check passed" in first.stderr and "ada " in first.stdout and f"{full:g} / {full:g}" in first.stdout
+    earned = sum(submissions.task_points(A))  # every test's points; the written answer, left as released, scores 0
+    assert "self-check passed" in first.stderr and "ada " in first.stdout and f"{earned:g} / {full:g}" in first.stdout
     again = grade(root)  # nothing changed: the result and the self-check are both re-used
     assert "(1 unchanged, reused)" in again.stderr and "self-check passed" not in again.stderr, again.stderr
     module = root / "reference" / "models_optimizers.py"

@@ -1,6 +1,7 @@
 """A tiny nbgrader course for the gradebook tests: one assignment, '00_tiny', with every kind of graded cell.
 
-    setup (locked) | answer `double` + its test (2 points) | written answer graded by hand (4 points)
+    setup (locked) | answer `double` + its test (2 points) | written answer graded by hand (4 points; its question
+    holds the rubric, between BEGIN and END MARK SCHEME, which the release drops and autograded/ keeps)
     | code answer graded by hand (3 points) | task graded by hand (5 points)
 
 so its maximum is 14 points, of which 2 are graded automatically. `make_course(root)` writes it with an
@@ -17,6 +18,7 @@ REPO = Path(__file__).resolve().parent.parent
 ASSIGNMENT = "00_tiny"
 MAX_SCORE = 14.0
 AUTO_POINTS = 2.0
+RUBRIC = "Rubric: 2 points for the exponent bits (5 against 8), 2 for what that does to the largest value."  # the TA's
 
 
 def _meta(grade_id: str, *, grade=False, solution=False, locked=False, task=False, points=None) -> dict:
@@ -40,7 +42,8 @@ def source_notebook() -> nbformat.NotebookNode:
         cells.new_code_cell("assert double(2) == 4\n### BEGIN HIDDEN TESTS\nassert double(-3) == -6\n"
                             "### END HIDDEN TESTS\nprint('Task 1: visible tests passed.')",
                             metadata=_meta("test_double", grade=True, locked=True, points=2)),
-        cells.new_markdown_cell("## Task 2: explain (4 points)\n\nWhy is fp16's range smaller than bf16's?",
+        cells.new_markdown_cell("## Task 2: explain (4 points)\n\nWhy is fp16's range smaller than bf16's?\n"
+                                f"### BEGIN MARK SCHEME\n{RUBRIC}\n### END MARK SCHEME",
                                 metadata=_meta("task2", locked=True)),
         cells.new_markdown_cell("### BEGIN SOLUTION\nFewer exponent bits.\n### END SOLUTION",
                                 metadata=_meta("explain", grade=True, solution=True, points=4)),

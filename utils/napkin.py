@@ -84,16 +84,19 @@ def check_napkin_answer(value: object, what: str, unit: str) -> None:
               f"every quantity asked here (a size, a count, a time) is positive: {_NUMBER_HINT.format(unit=unit)}")
 
 
-def off_by(ratio: float) -> str:
+def off_by(ratio: float, log_ratio: float | None = None) -> str:
     """How far an answer `ratio` times the expected value is, in words: "about 1.5x too small", "about 3 orders of
-    magnitude (1,000x) too large"."""
-    way = "too large" if ratio > 1 else "too small"
-    factor = max(ratio, 1 / ratio)
-    if factor < 9.5:
-        return f"about {factor:.2g}x {way}"
-    orders = round(math.log10(factor))
+    magnitude (1,000x) too large". `log_ratio` (log10 of the ratio) stands for a ratio too large or too small for a
+    float (an answer of 1e308 for a few GiB: the ratio is inf; 5e-324: it is 0), so that any answer gets words."""
+    if log_ratio is None:
+        log_ratio = math.log10(ratio)
+    way = "too large" if log_ratio > 0 else "too small"
+    if abs(log_ratio) < math.log10(9.5):
+        return f"about {10 ** abs(log_ratio):.2g}x {way}"
+    orders = round(abs(log_ratio))
     plural = "s" if orders > 1 else ""
-    return f"about {orders} order{plural} of magnitude ({10 ** orders:,}x) {way}"
+    times = f"{10 ** orders:,}x" if orders <= 15 else f"10^{orders}x"
+    return f"about {orders} order{plural} of magnitude ({times}) {way}"
 
 
 def slip_named(ratio: float, tolerance: Tolerance, slips: dict[float, str] | None) -> str | None:
@@ -109,10 +112,12 @@ def check_napkin(value: object, expected: float, what: str, unit: str, tolerance
     """The hidden check of a napkin answer: `value` must be a plain positive number within `tolerance` of `expected`.
     A wrong one fails with how far off it is (never the expected value) and the slip from `slips` it matches."""
     check_napkin_answer(value, what, unit)
-    ratio = float(value) / expected
+    log_ratio = math.log10(value) - math.log10(expected)   # defined for any positive int, and any float down to 5e-324
+    ratio = float(value) / expected                        # inf or 0.0 where the true ratio is beyond a float
     if tolerance.allows(ratio):
         return
-    distance = off_by(ratio)
+    distance = off_by(ratio, log_ratio)
     named = slip_named(ratio, tolerance, slips)
     hint = f"{distance}: {named}" if named else f"{distance}: recheck each factor of your product, and the unit ({unit})."
-    _fail(what, f"{value!r} {unit} is not {tolerance} of the answer", hint)
+    shown = repr(value) if len(repr(value)) <= 24 else f"{float(value):.6g}"
+    _fail(what, f"{shown} {unit} is not {tolerance} of the answer", hint)

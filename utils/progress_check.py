@@ -8,7 +8,8 @@ For each task (a graded test cell of an exercise notebook in `release/<assignmen
   FAILED          a test or the cells before it raised: the check's message and its hint are shown;
   not attempted   the task's solution cell still contains `raise NotImplementedError`.
 with the task's points (from the notebook's nbgrader metadata). Graded runs add hidden tests, so "passed" here
-means "passes what you can see", not full marks.
+means "passes what you can see", not full marks. A written answer (a markdown cell a person grades, with a rubric)
+has no test: it is listed as written or not written yet, with its points, and counted apart from the tests'.
 
 Your notebooks are never changed: each one is read, copied in memory and run in a scratch folder, with one
 kernel per notebook (the course kernel, as in JupyterLab) and a time limit per cell. A notebook whose tasks
@@ -37,6 +38,7 @@ STUB = re.compile(r"^[ \t]*raise[ \t]+NotImplementedError\b", re.MULTILINE)
 TASK_HEADING = re.compile(r"^#+\s*Task\s+(\d+)\s*[:.]\s*(.*?)\s*(\(\s*[\d.]+\s+points?\s*\))?\s*$", re.MULTILINE)
 
 PASSED, FAILED, NOT_ATTEMPTED, NOT_RUN = "passed", "FAILED", "not attempted", "not run"
+WRITTEN, NOT_WRITTEN = "written: a person grades it", "not written yet: a person grades it"
 
 
 @dataclass
@@ -52,6 +54,17 @@ class Task:
 
 
 @dataclass
+class Written:
+    """A written answer: a markdown cell a person grades (nbgrader's "manually graded answer"). No test runs on it;
+    this check only says whether something is written there."""
+    number: int           # its task's number, from the heading above it
+    title: str
+    grade_id: str
+    points: float
+    written: bool         # changed from the released "YOUR ANSWER HERE"
+
+
+@dataclass
 class NotebookReport:
     assignment: str
     notebook: str         # file name
@@ -59,6 +72,7 @@ class NotebookReport:
     error: str = ""       # a problem with the whole notebook (unreadable, kernel would not start)
     seconds: float = 0.0
     ran: bool = False
+    written: list[Written] = field(default_factory=list)
 
     @property
     def points(self) -> float:
@@ -104,6 +118,27 @@ def find_tasks(nb) -> list[Task]:
     return tasks
 
 
+TEXT_STUB = "YOUR ANSWER HERE"  # what the release puts in a written answer (nbgrader_config.py's text_stub)
+
+
+def find_written(nb) -> list[Written]:
+    """The written answers in order, each under the task heading above it."""
+    found: list[Written] = []
+    number, title = 0, ""
+    for cell in nb.cells:
+        info = _nbgrader(cell)
+        if cell.cell_type != "markdown":
+            continue
+        match = TASK_HEADING.search(_source(cell))
+        if match:
+            number, title = int(match.group(1)), match.group(2).strip()
+        if info.get("grade") and info.get("solution"):
+            text = _source(cell).strip()
+            found.append(Written(number, title or info.get("grade_id", ""), info.get("grade_id", ""),
+                                 float(info.get("points", 0) or 0), bool(text) and text != TEXT_STUB))
+    return found
+
+
 def untouched(nb, task: Task) -> bool:
     """True while every solution cell of the task still raises NotImplementedError (the released stub)."""
     return bool(task.answer_cells) and all(STUB.search(_source(nb.cells[i])) for i in task.answer_cells)
@@ -138,6 +173,7 @@ async def _run_notebook(path: Path, assignment: str, timeout: float, semaphore: 
     try:
         nb = nbformat.read(path, as_version=4)
         report.tasks = find_tasks(nb)
+        report.written = find_written(nb)
     except Exception as error:  # not JSON, not a notebook: say so and go on with the others
         report.error = f"could not read the notebook ({type(error).__name__}: {_shorten(str(error), 120)})"
         return report
@@ -269,20 +305,23 @@ def _points(value: float) -> str:
 def render(reports: list[NotebookReport], root: Path) -> str:
     """The reports as a table per assignment, and a total."""
     lines: list[str] = []
-    total = passed = 0.0
+    total = passed = written_points = 0.0
+    written: list[bool] = []
     counts = {PASSED: 0, FAILED: 0, NOT_ATTEMPTED: 0, NOT_RUN: 0}
     if not reports:
         return f"No exercise notebooks found under {root}/<assignment>/."
     for report in reports:
         header = f"{report.assignment}/{report.notebook}: {_points(report.passed_points)} of {_points(report.points)} points pass"
+        by_hand = sum(w.points for w in report.written)
+        if by_hand:
+            header += f" (and {_points(by_hand)} points of written answers, graded by a person)"
         if report.ran:
             header += f"  ({report.seconds:.1f} s)"
         lines += ["", header]
         if report.error:
             lines.append(f"  could not check this notebook: {report.error}")
-        if report.tasks:
-            width = max(len(t.title) for t in report.tasks)
-            width = min(max(width, 4), 48)
+        width = min(max([len(t.title) for t in report.tasks] + [len(w.title) for w in report.written] + [4]), 48)
+        if report.tasks or report.written:
             lines.append(f"  {'task':<4}  {'what':<{width}}  {'points':>6}  result")
         for task in report.tasks:
             title = task.title if len(task.title) <= width else task.title[: width - 3] + "..."
@@ -291,12 +330,23 @@ def render(reports: list[NotebookReport], root: Path) -> str:
             for message_line in task.message.splitlines():
                 lines.append(indent + message_line)
             counts[task.status] = counts.get(task.status, 0) + 1
+        for answer in report.written:
+            title = answer.title if len(answer.title) <= width else answer.title[: width - 3] + "..."
+            status = WRITTEN if answer.written else NOT_WRITTEN
+            lines.append(f"  {answer.number:<4}  {title:<{width}}  {_points(answer.points):>6}  {status}")
         total += report.points
         passed += report.passed_points
+        written += [w.written for w in report.written]
+        written_points += by_hand
     summary = (f"Total: {_points(passed)} of {_points(total)} points pass their visible tests "
                f"({counts[PASSED]} tasks passed, {counts[FAILED]} failed, {counts[NOT_ATTEMPTED]} not attempted"
                + (f", {counts[NOT_RUN]} not run" if counts[NOT_RUN] else "") + ").")
-    lines += ["", summary, "Graded runs add hidden tests: write code that is right in general, not just for these."]
+    lines += ["", summary]
+    if written:
+        lines.append(f"Written answers: {sum(written)} of {len(written)} written ({_points(written_points)} points). A "
+                     "person grades them, with a rubric; no test runs on them here, and an exercise's grade waits "
+                     "for their scores.")
+    lines.append("Graded runs add hidden tests: write code that is right in general, not just for these.")
     return "\n".join(lines).lstrip("\n")
 
 

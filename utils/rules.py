@@ -37,15 +37,10 @@ import types
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
-DYNAMIC_CALLS = {"getattr", "setattr", "delattr", "vars", "globals", "locals", "eval", "exec", "compile", "__import__"}
-DYNAMIC_NAMES = ("importlib", "operator.attrgetter", "operator.methodcaller", "sys.modules", "builtins", "ctypes", "gc",
-                 "inspect")
-MAX_ROUTES = 256   # qualified names one name may stand for; past it the judge stops following and flags the notebook
+from utils.code_flow import MAX_VALUES, Env, Flow, Program, under
+
 SAFE_DUNDERS = {"__len__", "__getitem__", "__init__", "__call__", "__name__", "__doc__"}   # what len() and data[a:b] do
-CODE_BUILDERS = {"exec", "eval", "compile", "__import__"}
-DYNAMIC_ATTRIBUTES = {"__dict__", "__getattribute__", "__getattr__", "__globals__", "__builtins__", "__subclasses__",
-                      "__closure__", "__code__", "__class__", "__bases__", "__mro__", "__self__", "__func__",
-                      "__array__", "__setattr__", "__wrapped__"}
+MAX_ROUTES = MAX_VALUES   # values one name or field may hold; past it the judge stops following and flags the notebook
 
 
 @dataclass(frozen=True)
@@ -62,8 +57,8 @@ class Rule:
 
 @dataclass
 class Verdict:
-    """What the code of a task uses against its rule (`broken`: the rule is broken, the task scores 0), and what it
-    reaches by names built at run time (`dynamic`: a person decides)."""
+    """What the code of a task uses against its rule (`broken`: the rule is broken, the task scores 0), and what the
+    judge cannot follow (`dynamic`: a person decides)."""
     broken: list[str]
     dynamic: list[str]
 
@@ -73,13 +68,20 @@ class Verdict:
 
 # ---- reading code ------------------------------------------------------------------------------------------------
 class Cells(list):
-    """The cells that parse as Python (ast.Module each), and how many did not (`unreadable`)."""
+    """The cells that parse as Python, each (ast.Module, the text it was parsed from), how many did not
+    (`unreadable`), and for each the number of the cell it came from (`origins`: a %timeit's code is a cell of its
+    own, after the cell it is in)."""
     unreadable: int = 0
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.origins: list[int] = []
 
 
 def parse(cells: Iterable[str]) -> Cells:
-    """The cells that parse as Python (IPython's %magics and !shell lines turned into calls first); the others are
-    counted, never silently dropped: the judge flags a notebook that has one."""
+    """The cells that parse as Python (IPython's %magics and !shell lines turned into calls first, and the code of
+    %time, %timeit and %%capture read as code); the others are counted, never silently dropped: the judge flags a
+    notebook that has one."""
     try:
         from IPython.core.inputtransformer2 import TransformerManager
         transform = TransformerManager().transform_cell
@@ -87,255 +89,185 @@ def parse(cells: Iterable[str]) -> Cells:
         def transform(text: str) -> str:
             return text
     modules = Cells()
-    for text in cells:
+    for index, text in enumerate(cells):
         try:
-            modules.append(ast.parse(transform(text)))
+            code = transform(text)
+            modules.append((ast.parse(code), code))
+            modules.origins.append(index)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             modules.unreadable += 1
+            continue
+        for inner in _magic_code(modules[-1][0]):
+            try:
+                modules.append((ast.parse(inner), inner))
+                modules.origins.append(index)
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                modules.unreadable += 1
     return modules
 
 
+CODE_MAGICS = {"time", "timeit", "capture", "prun"}   # magics whose argument is Python code, run in the notebook
+
+
+def _magic_code(module: ast.Module) -> list[str]:
+    """The Python code a cell runs through IPython's code-running magics (`%timeit f(x)`), as text to read."""
+    found = []
+    for node in ast.walk(module):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                node.func.attr in ("run_line_magic", "run_cell_magic") and node.args and \
+                all(isinstance(a, ast.Constant) and isinstance(a.value, str) for a in node.args):
+            name, *texts = [a.value for a in node.args]
+            if name in CODE_MAGICS:
+                found.append("\n".join(t for t in texts if t and not t.lstrip().startswith("-")))
+    return found
+
+
 class Code:
-    """The student's cells, read: the last definition of each top-level name, and what each name may stand for."""
+    """The student's cells, read (utils/code_flow.py): every name, field and return, to a fixed point. `entries`: the
+    names the tests call (default: every task of the rules); `known`: names bound outside the cells (a module's
+    globals), by qualified name."""
 
-    def __init__(self, modules: list[ast.Module], context: list[ast.Module] = (), known: dict[str, str] | None = None):
-        self.definitions: dict[str, list[ast.AST]] = {}
-        for module in modules:
-            defined: dict[str, list[ast.AST]] = {}
-            for statement in module.body:
-                for name in _defined_names(statement):
-                    defined.setdefault(name, []).append(statement)
-            self.definitions.update(defined)  # a later cell's definition replaces an earlier one
-        self.aliases: dict[str, set[str]] = {name: {value} for name, value in (known or {}).items()}
-        self.attribute_aliases: dict[str, set[str]] = {}
-        self.star_imports: list[str] = []
-        self.built: set[str] = set()   # names (and qualified names) bound to something built at run time
-        # what the judge could not follow, for every task of the notebook: cells it cannot read, code built at run
-        # time outside any function, names with more routes than MAX_ROUTES
-        self.unfollowed: list[str] = []
-        if getattr(modules, "unreadable", 0):
-            self.unfollowed.append(f"{modules.unreadable} cell(s) the grader cannot read")
+    def __init__(self, modules: list, context: list = (), known: dict[str, str] | None = None,
+                 entries: Iterable[str] | None = None):
+        self.program = Program(list(modules), list(context), known)
+        self.flow = Flow(self.program, interesting=INTERESTING, method_names=METHODS)
         try:
-            for module in list(context) + list(modules):
-                for node in ast.walk(module):
-                    self._learn(node)
-            for _ in range(3):  # x = torch; y = x.autograd; z = y.grad: a few rounds reach through such chains
-                for node in (n for m in list(context) + list(modules) for n in ast.walk(m)):
-                    self._learn(node)
+            self.flow.solve(entries if entries is not None else ALL_TASKS)
         except RecursionError:
-            self.unfollowed.append("code nested deeper than the grader follows")
-        builders = sorted({n.func.id for m in modules for n in _top_level_calls(m)
-                           if isinstance(n.func, ast.Name) and n.func.id in CODE_BUILDERS})
-        if builders:
-            self.unfollowed.append(f"code built at run time outside a function ({', '.join(builders)})")
-        if any(len(found) > MAX_ROUTES for found in [*self.aliases.values(), *self.attribute_aliases.values()]):
-            self.unfollowed.append(f"names aliased more than {MAX_ROUTES} ways")
+            self.flow.flags.append("code nested deeper than the grader follows")
+        self.unfollowed: list[str] = list(self.flow.flags)
+        unreadable = getattr(modules, "unreadable", 0) + getattr(context, "unreadable", 0)
+        if unreadable:
+            self.unfollowed.insert(0, f"{unreadable} cell(s) the grader cannot read")
+        self.origins: list[int] = list(getattr(modules, "origins", range(len(modules))))
 
-    def _add(self, table: dict[str, set[str]], name: str, values: set[str]) -> None:
-        """Learn that `name` may stand for `values`, up to MAX_ROUTES + 1 of them (past that, flagged, not followed)."""
-        found = table.setdefault(name, set())
-        for value in values:
-            if len(found) > MAX_ROUTES:
-                return
-            found.add(value)
+    def position(self, cells_before: int | None) -> float:
+        """Where a test runs: after `cells_before` of the student's cells (None: after all of them)."""
+        starts = self.program.cell_starts
+        following = [start for start, origin in zip(starts, self.origins) if cells_before is not None
+                     and origin >= cells_before]
+        return following[0] - 0.5 if following else len(self.program.statements) + 0.5
 
-    def _learn(self, node: ast.AST) -> None:
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                if alias.asname:
-                    self.aliases.setdefault(alias.asname, set()).add(alias.name)
-                else:
-                    top = alias.name.split(".")[0]
-                    self.aliases.setdefault(top, set()).add(top)
-        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            for alias in node.names:
-                if alias.name == "*":
-                    self.star_imports.append(node.module)
-                else:
-                    self.aliases.setdefault(alias.asname or alias.name, set()).add(f"{node.module}.{alias.name}")
-        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.NamedExpr)) and node.value is not None:
-            values = self.qualified(node.value)
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            for target in targets:
-                self._bind(target, node.value, values)
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-            arguments = node.args
-            positional = arguments.posonlyargs + arguments.args
-            pairs = list(zip(positional[len(positional) - len(arguments.defaults):], arguments.defaults))
-            pairs += [(a, d) for a, d in zip(arguments.kwonlyargs, arguments.kw_defaults) if d is not None]
-            for argument, default in pairs:
-                self._add(self.aliases, argument.arg, self.qualified(default))
-
-    def _bind(self, target: ast.AST, value: ast.AST, values: set[str]) -> None:
-        """Learn what `target = value` binds: a name, an attribute, or each name of an unpacking (element by element
-        when both sides are as long, else each may hold any of the values)."""
-        if isinstance(target, ast.Name):
-            self._add(self.aliases, target.id, values)
-            if self._built_at_run_time(value):
-                self.built.add(target.id)
-        elif isinstance(target, ast.Attribute):
-            for name in self.qualified(target):
-                self._add(self.attribute_aliases, name, values)
-                if self._built_at_run_time(value):
-                    self.built.add(name)
-        elif isinstance(target, ast.Starred):
-            self._bind(target.value, value, values)
-        elif isinstance(target, (ast.Tuple, ast.List)):
-            paired = isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(target.elts) and \
-                not any(isinstance(e, ast.Starred) for e in [*value.elts, *target.elts])
-            for index, element in enumerate(target.elts):
-                if paired:
-                    self._bind(element, value.elts[index], self.qualified(value.elts[index]))
-                else:
-                    self._bind(element, value, values)
-
-    def _built_at_run_time(self, value: ast.AST) -> bool:
-        """Whether an assigned value holds a name built at run time (`getattr(m, "a" + "b")`, `eval`, `vars(m)[...]`,
-        `__dict__`) or a name already bound to one: whatever is bound to it cannot be read from the code."""
-        for node in ast.walk(value):
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in DYNAMIC_CALLS \
-                    and _literal_getattr(node) is None and node.func.id not in self.definitions:
-                return True
-            if isinstance(node, ast.Attribute) and node.attr in DYNAMIC_ATTRIBUTES:
-                return True
-            if isinstance(node, (ast.Name, ast.Attribute)) and ({getattr(node, "id", None)} | self.qualified(node)) & self.built:
-                return True
-            if isinstance(node, (ast.Name, ast.Attribute)) and any(_under(n, DYNAMIC_NAMES) for n in self.qualified(node)):
-                return True
-        return False
-
-    def qualified(self, node: ast.AST) -> set[str]:
-        """The qualified names an expression may stand for (empty when it is not a name the code can place)."""
-        if isinstance(node, ast.Name):
-            found = set(self.aliases.get(node.id, ()))
-        elif isinstance(node, ast.Attribute):
-            found = {f"{base}.{node.attr}" for base in self.qualified(node.value)}
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr" \
-                and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str):
-            found = {f"{base}.{node.args[1].value}" for base in self.qualified(node.args[0])}
-        elif isinstance(node, (ast.List, ast.Tuple, ast.Set)):   # a container stands for what it holds
-            found = {name for element in node.elts for name in self.qualified(element)}
-        elif isinstance(node, ast.Dict):
-            found = {name for value in node.values for name in self.qualified(value)}
-        elif isinstance(node, (ast.Subscript, ast.Starred)):     # and an element of it for the same
-            found = self.qualified(node.value)
-        elif isinstance(node, ast.Call) and node.args and \
-                any(_under(name, ("functools.partial",)) for name in self.qualified(node.func)):
-            found = self.qualified(node.args[0])                 # partial(f, ...) stands for f
-        else:
-            return set()
-        for name in list(found):
-            found |= self.attribute_aliases.get(name, set())
-        return set(sorted(found)[:MAX_ROUTES + 1])
-
-    def reachable(self, task: str, stand_ins: Iterable[str] = ()) -> list[tuple[str, ast.AST]]:
-        """(the name it defines, a definition) for `task` and for every top-level function or class of the student's
-        it refers to, but the other tasks' own (`stand_ins`): each is judged as its own task, so a rule it breaks
-        costs its points once."""
-        todo, seen, nodes = [task], set(stand_ins) - {task}, []
-        while todo:
-            name = todo.pop()
-            if name in seen or name not in self.definitions:
-                continue
-            seen.add(name)
-            for statement in self.definitions[name]:
-                nodes.append((name, statement))
-                todo += [n.id for n in ast.walk(statement) if isinstance(n, ast.Name) and n.id in self.definitions]
-        return nodes
-
-
-def _top_level_calls(module: ast.Module) -> list[ast.Call]:
-    """The calls a cell makes outside any function or class body (what runs when the cell runs)."""
-    calls, todo = [], list(module.body)
-    while todo:
-        node = todo.pop()
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-            continue
-        if isinstance(node, ast.Call):
-            calls.append(node)
-        todo += list(ast.iter_child_nodes(node))
-    return calls
-
-
-def _defined_names(statement: ast.AST) -> list[str]:
-    """The names a top-level statement defines as code: functions, classes, and names bound to lambdas (a plain value
-    is followed through the aliases instead; a notebook's `x = torch.arange(3).view(1, 3)` is no task's code)."""
-    if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-        return [statement.name]
-    holds_code = isinstance(statement, (ast.Assign, ast.AnnAssign)) and statement.value is not None and \
-        any(isinstance(node, ast.Lambda) for node in ast.walk(statement.value))
-    if holds_code and isinstance(statement, ast.Assign):
-        return [t.id for t in statement.targets if isinstance(t, ast.Name)]
-    if holds_code and isinstance(statement.target, ast.Name):
-        return [statement.target.id]
-    return []
+    def holds(self, name: str, cells_before: int | None = None) -> set:
+        """What the top-level `name` may hold when a test runs after `cells_before` cells."""
+        return self.flow.module_read(name, Env(None, self.position(cells_before), True))
 
 
 # ---- judging -----------------------------------------------------------------------------------------------------
 def _under(name: str, prefixes: Iterable[str]) -> str | None:
-    return next((p for p in prefixes if name == p or name.startswith(p + ".")), None)
+    return under(name, prefixes)
 
 
-def judge(rule: Rule, code: Code, stand_ins: Iterable[str] = ()) -> Verdict:
-    """What the task's code (found in `code`) uses against `rule`; what the judge could not follow in the notebook
-    is `dynamic` for every task (a person looks). `stand_ins`: other tasks' functions, judged as their own tasks
-    (`tasks_of`): a later task that calls an earlier one is not charged for the earlier one's rule."""
+def judge(rule: Rule, code: Code, stand_ins: Iterable[str] | dict = (), at: int | None = None) -> Verdict:
+    """What the task's code (found in `code`) uses against `rule`, the task being what its name holds when its test
+    runs (after `at` of the student's cells; None: after all); what the judge could not follow in the notebook is
+    `dynamic` for every task (a person looks). `stand_ins`: other tasks (names, or {name: at}), judged as their own
+    tasks (`tasks_of`): a later task that calls what an earlier one held at its test is not charged for the earlier
+    one's rule."""
     try:
-        return _judge(rule, code, stand_ins)
+        return _judge(rule, code, stand_ins, at)
     except RecursionError:
         return Verdict([], ["code nested deeper than the grader follows"])
 
 
-def _judge(rule: Rule, code: Code, stand_ins: Iterable[str]) -> Verdict:
-    owned = code.reachable(rule.task, stand_ins)
-    nodes = [statement for _, statement in owned]
-    broken, dynamic, used = [], list(code.unfollowed), set()
-    for owner, node in ((o, n) for o, statement in owned for n in ast.walk(statement)):
-        path = "" if owner == rule.task else f", reached through your `{owner}`"   # the message names the route
-        if isinstance(node, (ast.Name, ast.Attribute, ast.Call)):
-            for name in code.qualified(node):
-                used.add(name)
-                hit = _under(name, rule.names)
-                if hit:
-                    broken.append(hit + path)
-                elif _under(name, rule.private_of) and any(part.startswith("_") and not part.startswith("__")
-                                                           for part in name.split(".")):
-                    broken.append(name + path)
-                if _under(name, DYNAMIC_NAMES):
-                    dynamic.append(name)
-            built = ({node.id} if isinstance(node, ast.Name) else set()) | code.qualified(node)
-            if built & code.built:
-                dynamic.append(f"{sorted(built & code.built)[0]} (bound to a name built at run time)")
-        attribute = node.attr if isinstance(node, ast.Attribute) else _literal_getattr(node)
-        if attribute is not None:
-            base = node.value if isinstance(node, ast.Attribute) else node.args[0]
-            allowed = any(_under(name, rule.needs) for name in code.qualified(base))  # einops.einsum is einops'
-            if attribute in rule.methods and not allowed:
-                broken.append(f".{attribute}{path}")
-            elif rule.private and attribute.startswith("_") and not attribute.startswith("__"):
-                broken.append(f"a private attribute (.{attribute}){path}")
-            elif rule.private and attribute.startswith("__") and attribute not in SAFE_DUNDERS:
-                dynamic.append(f"a special method (.{attribute})")   # __getstate__, __reduce__: the stand-in's insides
-            elif attribute in DYNAMIC_ATTRIBUTES:
-                dynamic.append(f".{attribute}")
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in DYNAMIC_CALLS \
-                and _literal_getattr(node) is None and node.func.id not in code.definitions:
-            dynamic.append(f"{node.func.id}()")
-        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult) and "@" in rule.methods:
-            broken.append(f"the @ operator{path}")
-    dynamic += [f"from {m} import *" for m in code.star_imports]
+class _Reader:
+    """What one task's flow reaches, against its rule (the observer of utils.code_flow.Flow)."""
+
+    def __init__(self, rule: Rule):
+        self.rule = rule
+        self.broken: list[str] = []
+        self.dynamic: list[str] = []
+        self.used: set[str] = set()
+
+    def _charge(self, text: str, env, certain: bool = True) -> None:
+        path = "" if env.owner in ("", self.rule.task) else f", reached through your `{env.owner}`"
+        if certain and env.level == "definite":
+            self.broken.append(text + path)
+        else:
+            self.dynamic.append(f"{text}{path}, reached through code the grader cannot follow")
+
+    def _name(self, name: str, env, certain: bool) -> None:
+        """A name from outside the notebook that the task's code holds: one the rule names, one of the rule's
+        methods taken from a class or module (`torch.Tensor.view` in a list), a private one."""
+        rule = self.rule
+        self.used.add(name)
+        parts = name.split(".")
+        private = any(part.startswith("_") and not part.startswith("__") for part in parts)
+        hit = under(name, rule.names) or _reexported(name, rule.names)
+        if hit:
+            self._charge(hit, env, certain)
+        elif under(name, rule.private_of) and private:
+            self._charge(name, env, certain)
+        elif (parts[-1] in rule.methods or "@" in rule.methods and parts[-1] in ("__matmul__", "__rmatmul__")) and \
+                len(parts) > 1 and not under(name, rule.needs):
+            self._charge(f".{parts[-1]}", env, certain)
+        elif rule.private and private and not under(name, rule.needs):
+            self._charge(f"a private attribute (.{next(p for p in parts if p.startswith('_'))})", env, certain)
+
+    def __call__(self, kind: str, node, payload, env) -> None:
+        rule = self.rule
+        if kind == "value":
+            for value in payload:
+                certain = value[0] != "q"
+                if not certain:
+                    value = value[1]
+                if value[0] == "d":
+                    self.dynamic.append(value[1] if certain else f"{value[1]}, reached through code the grader cannot "
+                                                                 "follow")
+                elif value[0] == "e":
+                    self._name(value[1], env, certain)
+        elif kind == "attribute":
+            name, bases, outside = payload
+            name = "@" if name in ("__matmul__", "__rmatmul__", "__imatmul__") else name
+            if not outside:
+                return
+            certain = any(b[0] != "q" for b in bases)
+            allowed = any(b[0] == "e" and under(b[1], rule.needs) for b in bases)   # einops.einsum is einops'
+            if name in rule.methods and not allowed:
+                self._charge(f".{name}", env, certain)
+            elif rule.private and name.startswith("_") and not name.startswith("__"):
+                self._charge(f"a private attribute (.{name})", env, certain)
+            elif rule.private and name.startswith("__") and name not in SAFE_DUNDERS:
+                self.dynamic.append(f"a special method (.{name})")   # __getstate__, __reduce__: the stand-in's insides
+        elif kind == "matmul" and "@" in rule.methods:
+            if any(v[0] in ("o", "e", "q") for v in payload):
+                self._charge("the @ operator", env, any(v[0] in ("o", "e") for v in payload))
+        elif kind == "any-attribute" and (rule.methods or rule.private):
+            if any(b[0] not in ("i", "c", "f", "x", "n", "s") for b in payload):
+                self.dynamic.append("an attribute named at run time")
+
+
+def _reexported(name: str, names: Iterable[str]) -> str | None:
+    """The rule's name that `name` is another path to, the same object kept under its own name by another module of
+    the same package (`numpy.core.getlimits.finfo` is numpy.finfo, `torch._tensor.Tensor.view` torch.Tensor.view,
+    `utils.earlier.floats` utils.floats): the package and the name's own tail of components, in order."""
+    parts = name.split(".")
+    for forbidden in names:
+        root, *tail = forbidden.split(".")
+        if tail and parts[0] == root and any(parts[i:i + len(tail)] == tail for i in range(1, len(parts))):
+            return forbidden
+    return None
+
+
+def _judge(rule: Rule, code: Code, stand_ins, at: int | None) -> Verdict:
+    entry = code.holds(rule.task, at)
+    others = stand_ins.items() if isinstance(stand_ins, dict) else [(name, None) for name in stand_ins]
+    stand = {v for name, when in others if name != rule.task for v in code.holds(name, when) if v[0] in ("f", "c")}
+    stand -= {v for v in entry if v[0] in ("f", "c")}
+    reader = _Reader(rule)
+    flow = Flow(code.program, base=code.flow, interesting=INTERESTING, observer=reader)
+    flow.follow(entry, stand)
+    reader(("value"), None, entry, Env(None, 0, True, owner=rule.task))
+    dynamic = list(code.unfollowed) + list(flow.flags) + reader.dynamic
+    if any(v[0] == "o" for v in entry) and not any(v[0] in ("f", "c", "b", "x") for v in entry):
+        dynamic.append(f"{rule.task} is bound to what code outside the notebook returned")
+    nodes = [code.program.fns[fid].node for fid in flow.reached] + \
+        [code.program.classes[cid].node for cid in flow.classes_alive]
     unanswered = any(isinstance(n, ast.Raise) and "NotImplementedError" in ast.dump(n) for s in nodes for n in ast.walk(s))
-    if rule.needs and nodes and not unanswered and not any(_under(name, rule.needs) for name in used):
+    broken = list(reader.broken)
+    if rule.needs and nodes and not unanswered and not any(under(name, rule.needs) for name in reader.used):
         broken.append(f"none of {', '.join(rule.needs)} (the task asks for them)")
     return Verdict(list(dict.fromkeys(broken)), list(dict.fromkeys(dynamic)))
-
-
-def _literal_getattr(node: ast.AST) -> str | None:
-    """The attribute of `getattr(x, "name")` (a literal name), else None."""
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("getattr", "setattr", "delattr") \
-            and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str):
-        return node.args[1].value
-    return None
 
 
 # ---- in a notebook -----------------------------------------------------------------------------------------------
@@ -373,7 +305,8 @@ def check_rule(assignment: str, test: str, fn: Callable) -> None:
     rule = RULES.get((assignment, test))
     if rule is None:
         return
-    verdict = judge(rule, Code(parse(_notebook_cells(fn)), known=_globals_named(fn)), tasks_of(assignment))
+    tasks = tasks_of(assignment)
+    verdict = judge(rule, Code(parse(_notebook_cells(fn)), known=_globals_named(fn), entries=tasks), tasks)
     if verdict.broken:
         raise AssertionError(verdict.message(rule))
     if verdict.dynamic:
@@ -388,9 +321,13 @@ LAYOUT_ORACLES = ("torch.Tensor.stride", "torch.Tensor.storage_offset", "torch.T
                   "torch.empty_strided", "torch._prims_common", "utils.strides")
 LAYOUT_METHODS = ("stride", "storage_offset", "is_contiguous", "view", "reshape", "as_strided", "set_")
 FLOP_COUNTERS = ("torch.utils.flop_counter", "utils.flops.FlopCounterMode", "utils.flops.count_flops")
-AUTOGRAD = ("torch.autograd", "torch.func", "utils.gradients.autograd_linear_grads",
+AUTOGRAD = ("torch.autograd", "torch.func", "torch._functorch", "utils.gradients.autograd_linear_grads",
             "utils.gradients.autograd_two_layer_grads", "utils.gradients.autograd_linear_stack_grads",
             "utils.gradients.autograd_linear_stack_activation_grads")
+# The autograd engine's own doors, whatever holds them: a tensor's backward, its graph's nodes (calling one runs its
+# backward formula), the engine object.
+ENGINE = ("backward", "grad_fn", "next_functions", "run_backward", "_execution_engine", "register_hook",
+          "register_post_accumulate_grad_hook", "retain_grad")
 READY_OPTIMIZERS = ("torch.optim.SGD", "torch.optim.Adagrad", "torch.optim.Adam", "torch.optim.AdamW",
                     "torch.optim.RMSprop", "torch.optim.Adamax", "torch.optim.NAdam", "torch.optim.RAdam",
                     "torch.optim.ASGD", "torch.optim.Rprop", "torch.optim.LBFGS", "torch.optim.Adadelta",
@@ -452,12 +389,13 @@ RULES: dict[tuple[str, str], Rule] = {
         "utils.flops.matmul_flops", "utils.flops.linear_flops"), why="count from the shapes, with your matmul_flop_count."),
     ("05_flops_mfu", "test_matmul_intensity"): Rule("matmul_intensity", FLOP_COUNTERS,
                                                      why="FLOPs from your matmul_flop_count, bytes from the shapes."),
-    ("06_gradients", "test_w2_grad"): Rule("w2_grad", AUTOGRAD, ("backward",), why=_BY_HAND),
-    ("06_gradients", "test_h1_grad"): Rule("h1_grad", AUTOGRAD, ("backward",), why=_BY_HAND),
-    ("06_gradients", "test_two_layer_grads"): Rule("two_layer_grads", AUTOGRAD, ("backward",), why=_BY_HAND),
+    ("06_gradients", "test_w2_grad"): Rule("w2_grad", AUTOGRAD, ENGINE, private_of=("torch",), why=_BY_HAND),
+    ("06_gradients", "test_h1_grad"): Rule("h1_grad", AUTOGRAD, ENGINE, private_of=("torch",), why=_BY_HAND),
+    ("06_gradients", "test_two_layer_grads"): Rule("two_layer_grads", AUTOGRAD, ENGINE, private_of=("torch",),
+                                                   why=_BY_HAND),
     ("06_gradients", "test_two_layer_flops"): Rule("two_layer_flops", FLOP_COUNTERS + GRADIENT_COUNTERS,
                                                     why="count the matmuls of the forward and backward passes yourself."),
-    ("06_gradients", "test_stack_grads"): Rule("stack_grads", AUTOGRAD, ("backward",), why=_BY_HAND),
+    ("06_gradients", "test_stack_grads"): Rule("stack_grads", AUTOGRAD, ENGINE, private_of=("torch",), why=_BY_HAND),
     ("06_gradients", "test_stack_flops"): Rule("stack_flops", FLOP_COUNTERS + GRADIENT_COUNTERS,
                                                 why="count the matmuls of the forward and backward passes yourself."),
     ("07_models_optimizers", "test_MomentumSGD"): Rule("MomentumSGD", READY_OPTIMIZERS, private_of=("torch",), why=_OWN_UPDATE),
@@ -493,3 +431,10 @@ RULES: dict[tuple[str, str], Rule] = {
 def tasks_of(assignment: str) -> set[str]:
     """The functions of an assignment's rule-bound tasks: in one task's judgement, the others' are stand-ins."""
     return {rule.task for (name, _), rule in RULES.items() if name == assignment}
+
+
+ALL_TASKS = tuple(sorted({rule.task for rule in RULES.values()}))
+# The names any rule is about: a value handed to a library matters to the judge when it is one of these, leads to one
+# (`torch` to `torch.autograd`) or is reflection (utils/code_flow.py, REFLECTIVE).
+INTERESTING = tuple(sorted({n for rule in RULES.values() for n in (*rule.names, *rule.needs)}))
+METHODS = frozenset(m for rule in RULES.values() for m in rule.methods)

@@ -288,14 +288,14 @@ def prediction(handed: str | None, case: int) -> int | None:
 
 
 def run_measured(process: NotebookProcess, cell: Cell, budgets: list[CostBudget], seconds: float,
-                 cases: dict[str, str]) -> CellRun:
+                 cases: dict[str, str], watch: list[str] | None = None) -> CellRun:
     """Run a budgeted test cell in `process` as its three parts, the second measured from outside (module docstring),
-    within `seconds` for the whole cell; the cell's result, with what was measured (`costs`), the measured cost
+    within `seconds` for the whole cell, each part under the task rule's `watch` (grader/rules.py); the cell's result, with what was measured (`costs`), the measured cost
     beside each budget added to its output, and failed with the verdict when one is over. Raises Died as
     `process.run` does; GraderFault when a lent file cannot be written."""
     parts = cell.parts()
     if parts is None:  # the course's mistake (tests/test_hidden_tests.py): nothing measured, a person looks
-        result = process.run(CellKind.TEST, cell.code, seconds, cases)
+        result = process.run(CellKind.TEST, cell.code, seconds, cases, watch)
         for budget in budgets:
             result = _with_cost(result, {"what": budget.what, "unmeasured": "its test cell has no measured part",
                                          "ok": True}, f"(the grader could not measure {budget.what} here)")
@@ -305,18 +305,18 @@ def run_measured(process: NotebookProcess, cell: Cell, budgets: list[CostBudget]
     def left() -> float:
         return max(seconds - (time.monotonic() - started) + (process.given_back - given), 0.01)
     before, measured_part, after = parts
-    runs = [(process.run(CellKind.TEST, before.code, left(), cases), before)]
+    runs = [(process.run(CellKind.TEST, before.code, left(), cases, watch), before)]
     if not runs[0][0].ok:
         return merge(runs)
-    measured, unmeasured = _measure(process, budgets, measured_part, left, cases, runs)
+    measured, unmeasured = _measure(process, budgets, measured_part, left, cases, watch, runs)
     if runs[-1][0].ok:
-        runs.append((process.run(CellKind.TEST, after.code, left(), cases), after))
+        runs.append((process.run(CellKind.TEST, after.code, left(), cases, watch), after))
     result = merge(runs)
     return apply_budgets(result, budgets, measured, unmeasured)
 
 
 def _measure(process: NotebookProcess, budgets: list[CostBudget], part: Part, left: Callable[[], float],
-             cases: dict[str, str], runs: list) -> tuple[Measured | None, str]:
+             cases: dict[str, str], watch: list[str] | None, runs: list) -> tuple[Measured | None, str]:
     """Run the measured `part` (appended to `runs`); (what it cost, '') or (None, why it could not be measured)."""
     assert process.pidfd is not None, "a notebook process that has just run a cell holds its pidfd"
     pid = cgroups.pid_of(process.pidfd)
@@ -331,7 +331,7 @@ def _measure(process: NotebookProcess, budgets: list[CostBudget], part: Part, le
     except OSError as error:  # the grader may not read the process's /proc here: the grader's limit, a person looks
         meter, unmeasured = None, unmeasured or str(error)
     try:
-        runs.append((process.run(CellKind.TEST, part.code, left(), cases), part))
+        runs.append((process.run(CellKind.TEST, part.code, left(), cases, watch), part))
         if meter is None or pid is None:
             return None, unmeasured or "the notebook process's id is unknown"
         settled = waiting_for_request(process, pid)
@@ -374,13 +374,15 @@ def apply_budgets(result: CellRun, budgets: list[CostBudget], measured: Measured
 
 def merge(runs: list[tuple[CellRun, Part]]) -> CellRun:
     """One cell's result from its parts' (each with the part it ran): every output in order, the first failure with
-    its line counted in the whole cell, what each restored or found tampered with, what each handed in."""
+    its line counted in the whole cell, what each restored or found tampered with, what each handed in, what the watch
+    saw each run."""
     from autograder.grader.plan import CellRun
     failed = next(((run, part) for run, part in runs if not run.ok), None)
     merged = CellRun(ok=failed is None, output="".join(run.output for run, _ in runs),
                      restored=tuple(dict.fromkeys(name for run, _ in runs for name in run.restored)),
                      tampered=tuple(dict.fromkeys(name for run, _ in runs for name in run.tampered)),
-                     handed={key: text for run, _ in runs for key, text in run.handed.items()})
+                     handed={key: text for run, _ in runs for key, text in run.handed.items()},
+                     ran=tuple(dict.fromkeys(seen for run, _ in runs for seen in run.ran)))
     if failed is not None:
         run, part = failed
         line = None if run.line is None else run.line + part.first_line - 1

@@ -10,8 +10,9 @@ import re
 from dataclasses import replace
 from pathlib import Path
 
+from autograder.atomic import write_atomically
 from autograder.grader.autograded import error_parts, strip_ansi
-from autograder.grader.plan import Cell, CellRun
+from autograder.grader.plan import HIDDEN, Cell, CellRun
 from autograder.outcome import CellKind, CellOutcome, Failure
 
 STYLE = """body{font-family:system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;color:#222}
@@ -40,6 +41,31 @@ def for_students(cell: Cell, result: CellRun, detail: str) -> CellRun:
     return replace(result, error=f"{ename}: {shown}\n{hint}", error_full=error)
 
 
+HIDDEN_LINE = "[a line of the hidden tests]"
+
+
+def hidden_code(cells: list[Cell]) -> list[str]:
+    """The lines of the hidden tests of `cells` that a student's output could only hold by copying them (stripped,
+    12 characters or more, the markers left out), longest first."""
+    lines = set()
+    for cell in cells:
+        for match in HIDDEN.finditer(cell.code) if cell.kind is CellKind.TEST else ():
+            lines |= {line.strip() for line in match.group(0).splitlines()
+                      if len(line.strip()) >= 12 and "HIDDEN TESTS" not in line}
+    return sorted(lines, key=len, reverse=True)
+
+
+def without_hidden_code(result: CellRun, lines: list[str]) -> CellRun:
+    """`result` with every copy of a hidden test's line cut from what a student reads (its output and error): however
+    a notebook came by the code (its frames' constants, a traceback it formatted, memory), it never reaches the
+    feedback (issue #59)."""
+    output, error = result.output, result.error
+    for line in lines:
+        if line in output or line in error:
+            output, error = output.replace(line, HIDDEN_LINE), error.replace(line, HIDDEN_LINE)
+    return result if (output, error) == (result.output, result.error) else replace(result, output=output, error=error)
+
+
 def _block(text: str, css: str = "") -> str:
     text = strip_ansi(text)
     return f'<pre class="{css}">{html.escape(text)}</pre>' if text else ""
@@ -54,10 +80,12 @@ def _error(cell: CellOutcome) -> str:
 
 
 def render(student: str, assignment: str, notebook: str, cells: tuple[CellOutcome, ...], notes: list[str],
-           titles: dict[str, str] | None = None, task_notes: dict[str, str] | None = None) -> str:
+           titles: dict[str, str] | None = None, task_notes: dict[str, str] | None = None,
+           by_hand: list[tuple[str, float, float | None]] | None = None) -> str:
     """One HTML page of a notebook's cells. `titles`: grade_id -> the task's title (its heading in the notebook);
-    `task_notes`: grade_id -> why it failed."""
-    titles, task_notes = titles or {}, task_notes or {}
+    `task_notes`: grade_id -> why it failed; `by_hand`: (title, points, the grader's score: 0 for an answer left as
+    released, None while it waits for a person) of each cell a person grades, such as a written answer."""
+    titles, task_notes, by_hand = titles or {}, task_notes or {}, by_hand or []
     tests = [c for c in cells if c.kind is CellKind.TEST]
     earned = sum(c.points for c in tests if c.ok)
     total = sum(c.points for c in tests)
@@ -65,11 +93,17 @@ def render(student: str, assignment: str, notebook: str, cells: tuple[CellOutcom
                    f"<td>{c.points if c.ok else 0:g} / {c.points:g}</td>"
                    f"<td>{'passed' if c.ok else 'failed'}</td>"
                    f"<td>{html.escape(task_notes.get(c.grade_id, ''))}</td></tr>" for c in tests)
+    rows += "".join(f"<tr><td>{html.escape(title)}</td><td>{'–' if score is None else f'{score:g}'} / {points:g}</td>"
+                    f"<td>{'waits for a person' if score is None else 'no response'}</td><td>graded by a person, with a "
+                    f"rubric{'' if score is None else ': you left the answer as released'}</td></tr>"
+                    for title, points, score in by_hand)
     parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(assignment)}: {html.escape(notebook)}"
              f"</title><style>{STYLE}</style></head><body>",
              f"<h1>{html.escape(assignment)} / {html.escape(notebook)}</h1>",
              f"<p>Student: <b>{html.escape(student)}</b>. Score: <b>{earned:g} / {total:g}</b> (automatically graded "
-             f"tasks; answers graded by hand and late penalties are in your final grade)</p>",
+             f"tasks; answers graded by hand and late penalties are in your final grade"
+             + (f", which waits for a person's score of {sum(p for _, p, s in by_hand if s is None):g} points"
+                if any(s is None for _, _, s in by_hand) else "") + ")</p>",
              f"<table><tr><th>task</th><th>points</th><th>result</th><th>note</th></tr>{rows}</table>"]
     parts += [f"<p class='note'>{html.escape(n)}</p>" for n in notes]
     for cell in cells:
@@ -99,5 +133,6 @@ def render_problems(student: str, assignment: str, problems: list[str]) -> str:
 
 
 def write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
+    """Write a feedback page whole or not at all, an error naming it (a full disk fails at the write, after the
+    open, where a plain write_text's error would name no file)."""
+    write_atomically(path, text)

@@ -213,7 +213,7 @@ class NotebookProcess:
         if not isinstance(reply, CellResult) or reply.id != request.id or self.buffer:
             raise Died("the notebook wrote to the grader's channel (its result was not trusted)", Failure.CRASH)
         return CellRun(reply.ok, reply.output, reply.error, tuple(reply.restored), tuple(reply.tampered), reply.line,
-                       reply.handed, cell_failure(reply))
+                       reply.handed, cell_failure(reply), ran=tuple(reply.ran[:20]))
 
     def _read_reply(self, seconds: float) -> Message:
         """The reply within `seconds` of the notebook process's own time: the time its threads waited for a CPU (the
@@ -263,10 +263,11 @@ class NotebookProcess:
             if not result.ok:
                 raise GraderFault(f"the assignment's files could not be given to the notebook: {result.error}")
 
-    def run(self, kind: CellKind, code: str, seconds: float, cases: dict[str, str] | None = None) -> CellRun:
-        """Run one cell (a test cell with the encoded cases of its hidden tests); its result, or Died if the process
-        dies, times out or answers out of turn."""
-        return self._request(CellRequest(secrets.token_hex(8), kind, code, cases or {}), seconds)
+    def run(self, kind: CellKind, code: str, seconds: float, cases: dict[str, str] | None = None,
+            watch: list[str] | None = None) -> CellRun:
+        """Run one cell (a test cell with the encoded cases of its hidden tests, and its task rule's watch); its
+        result, or Died if the process dies, times out or answers out of turn."""
+        return self._request(CellRequest(secrets.token_hex(8), kind, code, cases or {}, watch or []), seconds)
 
     def lend(self, name: str, tokens: int) -> tuple[Lent | None, str]:
         """Lend this notebook a cost budget's file (grader/budget_files.py): (the file, '') or (the file or None, why
@@ -359,11 +360,13 @@ def within_budget(results: list[CellRun], budget: int) -> list[CellRun]:
 
 
 def run_plan(plan: Plan, limits: Limits, zygote: Zygote, slot: int, files: dict[str, bytes] | None = None,
-             cases: dict[str, str] | None = None, budgets: dict[str, list[CostBudget]] | None = None) -> list[CellRun]:
+             cases: dict[str, str] | None = None, budgets: dict[str, list[CostBudget]] | None = None,
+             watches: dict[str, list[str]] | None = None) -> list[CellRun]:
     """Every cell's run, in order. `files`: the assignment's files for the working folder; `cases`: the encoded cases
     of the hidden tests (key -> JSON text); `budgets`: the cost budgets by hidden test key (from the trusted checker;
-    each measured on its test cell's hidden calls, autograder/grader/cost.py). GraderFault when a notebook process
-    cannot be started, or a budget's file cannot be lent."""
+    each measured on its test cell's hidden calls, autograder/grader/cost.py); `watches`: a rule-bound test cell's
+    watch, by its grade_id (grader/rules.py). GraderFault when a notebook process cannot be started, or a budget's
+    file cannot be lent."""
     cases = cases or {}
     results: list[CellRun | None] = [None] * len(plan.cells)
     crashed: set[int] = set()
@@ -384,8 +387,10 @@ def run_plan(plan: Plan, limits: Limits, zygote: Zygote, slot: int, files: dict[
                 own_cases = {key: cases[key] for key in cell.hidden_keys if key in cases}
                 costed = cost.budgets_of(cell, budgets or {})  # measured from outside (issues #52, #60)
                 try:
-                    result = cost.run_measured(process, cell, costed, min(limits.cell_seconds, left), own_cases) \
-                        if costed else process.run(cell.kind, cell.code, min(limits.cell_seconds, left), own_cases)
+                    watch = (watches or {}).get(cell.grade_id) if cell.kind is CellKind.TEST else None
+                    result = cost.run_measured(process, cell, costed, min(limits.cell_seconds, left), own_cases,
+                                               watch) if costed else \
+                        process.run(cell.kind, cell.code, min(limits.cell_seconds, left), own_cases, watch)
                 except Died as died:
                     results[index] = replace(failed(str(died), died.failure), seconds=round(time.monotonic() - started, 3))
                     crashed.add(index)

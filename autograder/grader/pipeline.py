@@ -18,15 +18,16 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
-from autograder import database, deadlines, gradebook, shards
+from autograder import cgroups, database, deadlines, gradebook, shards
 from autograder.course import REPO_ROOT, Course, default_course
 from autograder.errors import GraderError, Refused
 from autograder.gradebook import Row
+from autograder.grader import ledger
 from autograder.grader import run as run_module
 from autograder.grader.find import find_submissions
 from autograder.grader.notebooks import NotebookProcess, Zygote
 from autograder.grader.plan import source_cells
-from autograder.grader.record import record
+from autograder.grader.record import install, record, stopped_after_commit
 from autograder.grader.selfcheck import digest, self_check
 from autograder.grader.workers import Job, Setting, not_graded, read_result, result_path, reusable, run_jobs
 from autograder.grader.write import pending_events, write_csv, write_feedback, write_summary
@@ -39,10 +40,12 @@ from autograder.trusted.checker import Checker
 
 def grade(submitted: Path | None, out: Path, *, names: list[str] | None = None, limits: Limits | None = None,
           fresh: bool = False, shard: tuple[int, int] = (1, 1), course: Course | None = None,
-          start_over: bool = False) -> list[Row]:
+          start_over: bool = False, re_record: tuple[str, ...] = ()) -> list[Row]:
     """Grade every submission under `submitted` into the course's gradebook and `out`; return the rows of
-    `out/grades.csv`. Raises GradebookError (nothing written to the gradebook), RunLocked (another run is on),
-    CourseError (the self-check failed: nobody graded) or OSError naming a file the run could not write."""
+    `out/grades.csv`. Raises GradebookError (nothing written to the gradebook; StoppedAfterCommit, its subclass:
+    the commit went through, and the message says what the gradebook holds and what was not written), RunLocked
+    (another run is on), CourseError (the self-check failed: nobody graded) or OSError naming a file the run could
+    not write (before its commit: nothing written to the gradebook). `start_over` and `re_record`: ledger.check."""
     course = course or Course.load(default_course())
     submitted = (submitted or course.folder("submitted")).resolve()
     out = out.resolve()
@@ -51,12 +54,14 @@ def grade(submitted: Path | None, out: Path, *, names: list[str] | None = None, 
     shards.check_output(out, shard)  # an output folder holds one shard's grades, never another's
     started = time.monotonic()
     database.check(course.db_url)  # a gradebook that cannot be used stops the run before anything is written
-    run_module.check_ledger(course, out, start_over)  # and so does one that has lost what earlier runs recorded
+    accepted = ledger.check(course, out, start_over, re_record)  # and so does one that lost what runs recorded
+    memory = cgroups.memory_events()  # the kernel's OOM kills during the run are named in its summary (issue #62)
     private = [submitted, out, course.root, course.folder("autograded"), REPO_ROOT]
     zygote, setting = None, None
     try:
         with run_module.begin(course, submitted, out, limits, shard) as run:
             run.summary.append(Event(EventKind.MACHINE, f"on this machine: {fitted}"))
+            run.summary += [Event(EventKind.LEDGER, note) for note in accepted.notes]
             # A fresh interpreter (exec'd, given no descriptor but its socket): it never holds what this process
             # reads, so it starts now, while the submissions are found, and is stopped if there is nothing to grade.
             zygote = Zygote(walled=private)
@@ -85,18 +90,24 @@ def grade(submitted: Path | None, out: Path, *, names: list[str] | None = None, 
                        or not_graded(j, f"its result file {result_path(out, j)} could not be read back")
                        for j in jobs]
             try:
-                notes, failures = record(run, jobs, results, course.autograde().create_student)
+                recorded = record(run, jobs, results, course.autograde().create_student)
             except database.GradebookError as error:  # nothing written: say what the notebooks' run left
                 raise database.GradebookError(f"{error}{kept_for_a_rerun(run, todo, unwritten, error.results_kept)}",
                                               results_kept=error.results_kept or bool(todo)) from None
+            step = 0  # after the commit: each step that fails is named, with what the gradebook holds (issue #62)
             try:
-                run_module.write_ledger(run)
-                run.summary.append(Event(EventKind.RECORDED, f"recorded {len(jobs)} submission(s) in the gradebook "
-                                         f"and autograded/ in {time.monotonic() - recording:.1f} s"))
-                rows = write(run, names, jobs, results, on_roster, notes, failures, extra_rows)
-            except database.GradebookError as error:  # after the commit: the grades are in, say so
-                raise database.GradebookError(database.after_commit(error, course.db_url, len(jobs), out)) from None
-            shards.write_output_record(out, shard, sorted(run.mine))  # last: the shard's output is complete
+                install(run, recorded)
+                step = 1
+                ledger.write(course, out)
+                run.summary.append(Event(EventKind.RECORDED, f"recorded {recorded.count} submission(s) in the "
+                                         f"gradebook and autograded/ in {time.monotonic() - recording:.1f} s"))
+                step = 2
+                rows = write(run, names, jobs, results, on_roster, recorded.notes, recorded.not_graded, extra_rows,
+                             memory)
+                step = 3
+                shards.write_output_record(out, shard, sorted(run.mine))  # last: the shard's output is complete
+            except (database.GradebookError, OSError) as error:
+                raise stopped_after_commit(run, recorded, len(jobs), step, error) from None
             return rows
     finally:
         if setting is not None and setting.checker is not None:
@@ -262,8 +273,9 @@ def run_notebooks(run: run_module.Run, setting: Setting, jobs: list[Job], todo: 
 
 # ---- write -----------------------------------------------------------------------------------------------------
 def write(run: run_module.Run, names: list[str], jobs: list[Job], results: list[SubmissionOutcome], on_roster: set[str],
-          notes: dict, failures: dict, extra_rows: list[Row]) -> list[Row]:
-    """grades.csv from the gradebook (manual scores and penalties included), feedback pages, the summary."""
+          notes: dict, failures: dict, extra_rows: list[Row], memory: cgroups.MemoryEvents) -> list[Row]:
+    """grades.csv from the gradebook (manual scores and penalties included), feedback pages, the summary (with the
+    kernel's OOM kills since `memory`, read at the run's start, when there were any)."""
     course = run.course
     titles = gradebook.titles(course, names)
     students = sorted((on_roster | {j.student for j in jobs}) & run.mine)
@@ -271,11 +283,15 @@ def write(run: run_module.Run, names: list[str], jobs: list[Job], results: list[
     rows += extra_rows
     for result in results:
         if result.status is Status.GRADED:
-            write_feedback(result, run.out, titles)
+            write_feedback(result, run.out, titles, course.sources(result.assignment))
     run.summary += pending_events(rows)
     missing = {a: [r.student for r in rows if r.assignment == a and r.status is Status.NO_SUBMISSION] for a in names}
     run.summary += [Event.no_submission(a, students) for a, students in missing.items() if students]
     run.summary += [Event(EventKind.SUBMISSION, line) for line in deadlines.grading_warnings(course, names)]
+    killed = cgroups.grader_oom_kills_since(memory)
+    if killed:  # "no memory limit" above is the job's limit; the machine may still have run out (issue #62)
+        run.summary.append(Event(EventKind.MACHINE, f"out of memory during this run: {killed}; a submission whose "
+                                 "grading it stopped is NOT GRADED above, and the next run grades it again"))
     write_csv(rows, run.out / "grades.csv")
     summary = in_order(run.summary)
     write_summary(run.out, summary)

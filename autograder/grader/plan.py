@@ -18,9 +18,10 @@ from typing import Any
 
 from autograder.grader.find import MAX_NOTEBOOK_BYTES, Missing, Unreadable, read_capped
 from autograder.outcome import CellKind, Failure
+from autograder.protocol import HIDDEN_TESTS
 from autograder.source import Role, SourceNotebook
 
-HIDDEN = re.compile(r"^[ \t]*### BEGIN HIDDEN TESTS[\s\S]*?^[ \t]*### END HIDDEN TESTS[ \t]*$\n?", re.MULTILINE)
+HIDDEN = HIDDEN_TESTS
 HIDDEN_PLACEHOLDER = "# (hidden tests ran here)"  # what feedback shows where the hidden tests were
 # Inside the hidden tests of a budgeted test cell: the part whose cost the grader measures (grader/cost.py).
 MEASURED = re.compile(r"^[ \t]*### BEGIN MEASURED[ \t]*$[\s\S]*?^[ \t]*### END MEASURED[ \t]*$", re.MULTILINE)
@@ -33,7 +34,8 @@ SUSPICIOUS = {
     "tracing": r"settrace|setprofile|addaudithook", "sys.modules": r"sys\s*\.\s*modules", "builtins": r"\bbuiltins\b|__builtins__",
     "os.write": r"\bos\s*\.\s*(write|dup2?|fdopen|kill|killpg)\b", "ipython hooks": r"get_ipython\s*\(\s*\)\s*\.\s*(events|set_custom_exc|run_cell)",
     "signals": r"\bsignal\s*\.\s*(signal|alarm|setitimer)", "subprocess": r"\bsubprocess\b|os\s*\.\s*(system|popen|exec)",
-    "the instructor's references": r"\b(from|import)\s+reference\b|\breference\s*\.\s*\w+\s*\.|[/\\]reference[/\\]",
+    # an import or a path: a variable of the student's named `reference` is not the instructor's package (issue #59)
+    "the instructor's references": r"\b(from|import)\s+reference\b|[/\\]reference[/\\]",
     "imports by a computed name": r"\bimport_module\b|__import__|\bfind_spec\b|\bmeta_path\b|\bspec_from_file_location\b",
     "the grader's channel": r"\bCHANNEL\b|\bhidden_cases\b|\bhand_in\b|utils\s*\.\s*handin",
 }
@@ -110,6 +112,7 @@ class CellRun:
     seconds: float | None = None
     error_full: str | None = None
     costs: tuple[dict[str, Any], ...] | None = None
+    ran: tuple[str, ...] = ()
 
     def failing(self, error: str, failure: Failure, line: int | None = None) -> CellRun:
         """This run, failed with `error` (shown at `line`) for `failure`; what it printed is kept."""

@@ -56,18 +56,21 @@ def self_check(setting: Setting, names: list[str], grader: str, work: Path) -> l
             jobs.append(Job(who, assignment, folder, key))
     unwritten = run_jobs(jobs, setting, work)
     for job in jobs:
-        _check(job, unwritten.get((job.student, job.assignment)) or read_result(result_path(work, job)))
+        _check(job, unwritten.get((job.student, job.assignment)) or read_result(result_path(work, job)), work)
     cache.mkdir(parents=True, exist_ok=True)
     for assignment, key in todo:
         (cache / key).write_text(f"{assignment}: the solution earns every point, an empty notebook none\n")
     return [assignment for assignment, _ in todo]
 
 
-def _check(job: Job, result: SubmissionOutcome | None) -> None:
+FULL_BELOW = 2**20  # bytes: a work folder with less room than this after a failure is named full
+
+
+def _check(job: Job, result: SubmissionOutcome | None, work: Path) -> None:
     if result is None or result.grader_errors:
         raise CourseError(f"{job.assignment}: the self-check could not grade the instructor's {job.student} notebook "
                           f"(a problem of the grader or this machine, not of the course): "
-                          f"{'; '.join(result.grader_errors if result else ['no result'])}")
+                          f"{'; '.join(result.grader_errors if result else ['no result'])}{_full(work)}")
     for name, notebook in result.notebooks.items():
         for cell in notebook.cells:
             if cell.kind is not CellKind.TEST:
@@ -78,3 +81,17 @@ def _check(job: Job, result: SubmissionOutcome | None) -> None:
             if job.student == "blank" and cell.ok:
                 raise CourseError(f"{job.assignment}: an empty submission passes {cell.grade_id} in "
                                   f"{name}.ipynb: a test that cannot fail")
+
+
+def _full(work: Path) -> str:
+    """'. The temporary folder ... is full ...' when the run's work folder (in TMPDIR) has almost no room left (the
+    failure's cause is measured, not read from its words); '' otherwise."""
+    import shutil
+    try:
+        usage = shutil.disk_usage(work)
+    except OSError:
+        return ""
+    if usage.free >= FULL_BELOW:
+        return ""
+    return (f". The temporary folder {work.parents[1]} (TMPDIR), where the run works, is full: {usage.free // 1024} KiB "
+            f"free of {usage.total // 1024} KiB. Make room there, or point TMPDIR at a folder with room, and run again")

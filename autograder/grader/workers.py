@@ -140,11 +140,13 @@ def grade_submission(job: Job, setting: Setting, slot: int) -> SubmissionOutcome
             assert setting.zygote is not None, "a run with submissions to grade starts a zygote"
             cases = setting.checker.cases if setting.checker else {}
             budgets = setting.checker.budgets if setting.checker else {}  # issue #52: measured after their test cells
-            results = run_plan(plan, setting.limits, setting.zygote, slot, files, cases, budgets)
+            results = run_plan(plan, setting.limits, setting.zygote, slot, files, cases, budgets,
+                               rules.watches(job.assignment, plan))
             results, own_faults = check_hidden(plan, results, setting.checker)
             faults += own_faults
             results = [rules.apply(cell, result, judged) for cell, result in zip(plan.cells, results)]
-            results = [feedback.for_students(cell, result, setting.limits.feedback)
+            hidden = feedback.hidden_code(plan.cells)
+            results = [feedback.without_hidden_code(feedback.for_students(cell, result, setting.limits.feedback), hidden)
                        for cell, result in zip(plan.cells, results)]
         else:
             results = [failed("not run", Failure.NOT_RUN) for _ in plan.cells]
@@ -153,7 +155,8 @@ def grade_submission(job: Job, setting: Setting, slot: int) -> SubmissionOutcome
         record = autograded.record(source, submitted, plan, results, own_stubs, problem)
         if problem:  # as nbgrader does for a missing notebook: every graded cell scores 0
             record["grades"] = {gid: 0.0 for gid in record["grades"]}
-        flags = plan.flags + rules.flags(judged) + (cost.flags(results) if runnable else [])
+        flags = plan.flags + rules.flags(judged, plan.cells, results if runnable else None) + \
+            (cost.flags(results) if runnable else [])
         notebooks[name] = NotebookOutcome(cells, tuple(flags), tuple(plan.notes), bool(runnable), problem,
                                           record["notebook"], record["grades"], record["comments"], unusable)
     return SubmissionOutcome(job.key, job.student, job.assignment, notebooks, tuple(problems), tuple(faults))

@@ -12,6 +12,7 @@ from autograder.errors import GraderError
 from autograder.gradebook import TOTAL, Row
 from autograder.grader import autograded, feedback
 from autograder.outcome import CellKind, Event, NotebookOutcome, Status, SubmissionOutcome, summary_json
+from autograder.source import Role
 
 CSV_COLUMNS = ("student", "assignment", "task", "title", "score", "max_score", "late_penalty", "status", "note")
 
@@ -67,8 +68,10 @@ def submission_notes(result: SubmissionOutcome) -> tuple[list[str], dict[str, st
     return overall, per_cell
 
 
-def write_feedback(result: SubmissionOutcome, out: Path, titles: dict) -> None:
-    """Our quick HTML feedback for one graded submission (nbgrader's own is `nbgrader generate_feedback`)."""
+def write_feedback(result: SubmissionOutcome, out: Path, titles: dict, sources: dict | None = None) -> None:
+    """Our quick HTML feedback for one graded submission (nbgrader's own is `nbgrader generate_feedback`);
+    `sources`: the assignment's source notebooks by name, for the cells a person grades (their rows: waiting, or no
+    response)."""
     student, assignment = result.student, result.assignment
     folder = out / "feedback" / student / assignment
     shutil.rmtree(folder, ignore_errors=True)
@@ -76,8 +79,10 @@ def write_feedback(result: SubmissionOutcome, out: Path, titles: dict) -> None:
     for name, notebook in result.notebooks.items():
         if notebook.ran:
             own_titles = {gid: title for (a, gid), title in titles.items() if a == assignment}
+            hand = [(c.title, c.points, notebook.grades.get(c.grade_id)) for c in sources[name].graded
+                    if c.role is not Role.TEST] if sources and name in sources else []
             feedback.write(folder / f"{name}.html", feedback.render(
-                student, assignment, name, notebook.cells, overall, own_titles, per_cell))
+                student, assignment, name, notebook.cells, overall, own_titles, per_cell, hand))
     if result.problems:
         feedback.write(folder / "problems.html", feedback.render_problems(student, assignment, list(result.problems)))
 

@@ -23,7 +23,8 @@ import traceback
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from autograder.protocol import CellKind, CellRequest, CellResult, Files, Message, Ready
+from autograder.protocol import HIDDEN_TESTS, CellKind, CellRequest, CellResult, Files, Message, Ready
+from autograder.sandboxed import watch
 
 if TYPE_CHECKING:  # imported when the shell is made (make_shell), after the walls
     from IPython.core.interactiveshell import InteractiveShell
@@ -130,24 +131,56 @@ def _error_text(error: BaseException) -> str:
     return where + "".join(traceback.format_exception_only(type(error), error)).strip()
 
 
-def _line_in_cell(error: BaseException, code: str) -> int | None:
+def _line_in_cell(error: BaseException, names: list[str]) -> int | None:
     """The line of this cell's own code that the error passed through last (None if it never did): the grader
-    uses it to tell a failed hidden check from a failed visible one. A frame belongs to this cell when the source
-    IPython compiled for it is this cell's code (an earlier cell's function, called from here, does not)."""
-    import linecache
-    lines = [f.lineno for f in traceback.extract_tb(error.__traceback__)
-             if "".join(linecache.getlines(f.filename)).rstrip() == code.rstrip()]
+    uses it to tell a failed hidden check from a failed visible one. A frame belongs to this cell when IPython
+    compiled it under one of this cell's names (an earlier cell's function, called from here, does not)."""
+    lines = [number for frame, number in traceback.walk_tb(error.__traceback__) if frame.f_code.co_filename in names]
     return lines[-1] if lines else None
 
 
-def _forget_source(code: str) -> None:
-    """No copy of a test cell's code stays in this process once the cell has run (issue #48): IPython keeps every
-    cell's source in linecache for tracebacks, where a student's later cell could read the hidden tests' code and
-    print it into the feedback. (Its line number for the grader is taken before: _line_in_cell.)"""
-    import linecache
-    for name, entry in list(linecache.cache.items()):
-        if len(entry) > 2 and "".join(entry[2]).rstrip() == code.rstrip():
-            del linecache.cache[name]
+def _without_hidden_tests(lines: list[str]) -> list[str]:
+    """A test cell's lines as linecache may hold them: its hidden tests' lines blank, so that the line numbers of
+    the rest still hold (issue #59: a student's function that reads the stack while a hidden test runs, with
+    traceback.extract_stack(), finds no line of it)."""
+    text = "".join(lines)
+    for match in HIDDEN_TESTS.finditer(text):
+        blank = "\n" * text.count("\n", match.start(), match.end())
+        text = text[:match.start()] + blank + text[match.end():]
+    return text.splitlines(keepends=True)
+
+
+class CellNames:
+    """What IPython compiles each cell under (its `compile.cache`), recorded: the names of the running cell, and of
+    every cell of the student's (the trusted side's run-time watch tells the student's frames by them). A test cell is
+    cached with its hidden tests' lines blank."""
+
+    def __init__(self, shell: InteractiveShell):
+        self.running: list[str] = []
+        self.student: set[str] = set()
+        self.kind: CellKind | None = None
+        self._cache = shell.compile.cache
+        shell.compile.cache = self.cache  # type: ignore[method-assign]  # on this one shell, on purpose
+
+    def begin(self, kind: CellKind) -> None:
+        self.kind, self.running = kind, []
+
+    def cache(self, transformed_code: str, number: int = 0, raw_code: str | None = None) -> str:
+        import linecache
+        name = self._cache(transformed_code, number, raw_code)
+        self.running.append(name)
+        if self.kind in (CellKind.ANSWER, CellKind.ADDED):
+            self.student.add(name)
+        elif self.kind is CellKind.TEST and name in linecache.cache:
+            entry: tuple = linecache.cache[name]   # (size, mtime, lines, name), as IPython's compiler stores it
+            linecache.cache[name] = (entry[0], entry[1], _without_hidden_tests(list(entry[2])), name)
+        return name
+
+    def forget(self) -> None:
+        """No copy of a test cell's code stays in linecache once the cell has run (issue #48)."""
+        import linecache
+        for name in self.running:
+            linecache.cache.pop(name, None)
 
 
 def write_files(files: dict[str, str]) -> list[str]:
@@ -183,8 +216,10 @@ def serve(requests: io.TextIOBase, replies: io.TextIOBase, output_chars: int, wa
           shell: InteractiveShell) -> None:
     """Say Ready (everything after it is the student's), then answer requests until the grader closes the channel."""
     from utils.handin import CHANNEL
+    watch.install()  # before any of the student's code: an audit hook cannot be removed
     CHANNEL.begin({})  # from here on, hidden_cases() and hand_in() talk to the grader, never to `reference`
     guard = None
+    names = CellNames(shell)
     serving_pid = os.getpid()
     real_stdout, real_stderr = sys.stdout, sys.stderr
     replies.write(Ready(walls).to_line().decode())
@@ -207,13 +242,18 @@ def serve(requests: io.TextIOBase, replies: io.TextIOBase, output_chars: int, wa
         out = CappedText(output_chars)
         CHANNEL.begin(request.cases if request.kind is CellKind.TEST else {})
         sys.stdout = sys.stderr = out  # stderr joins stdout: warnings are shown, never scored
+        names.begin(request.kind)
+        watched = watch.Watch(request.watch, names.student) if request.kind is CellKind.TEST and request.watch else None
         try:
+            if watched is not None:
+                watched.arm(shell.user_ns)
             result = shell.run_cell(request.code, store_history=False, silent=False)
             error = result.error_before_exec or result.error_in_exec
         except BaseException as raised:  # anything a cell throws is its own failure
             error = raised
         finally:
             sys.stdout, sys.stderr = real_stdout, real_stderr
+            ran = watched.disarm() if watched is not None else []
         handed = CHANNEL.end()
         builtins_ok = isinstance(builtins.__dict__.get("print"), type(len))
         if request.kind is CellKind.SETUP and error is None and guard is None:
@@ -223,11 +263,11 @@ def serve(requests: io.TextIOBase, replies: io.TextIOBase, output_chars: int, wa
         reply = CellResult(
             id=request.id, ok=error is None and not tampered and builtins_ok, output=out.value(),
             error=_error_text(error) if error is not None else "", restored=restored, tampered=tampered,
-            line=_line_in_cell(error, request.code) if error is not None and error.__traceback__ else None,
+            line=_line_in_cell(error, names.running) if error is not None and error.__traceback__ else None,
             handed={k: v for k, v in handed.items() if type(k) is str and type(v) is str},
-            syntax=isinstance(error, SyntaxError))
+            syntax=isinstance(error, SyntaxError), ran=ran)
         if request.kind is CellKind.TEST:
-            _forget_source(request.code)
+            names.forget()
         if os.getpid() != serving_pid:  # a process the cell forked got here: only the original answers
             os._exit(0)
         replies.write(reply.to_line().decode())

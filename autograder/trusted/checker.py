@@ -29,6 +29,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import cast
 
+from autograder import cgroups
 from autograder.errors import GraderError
 from autograder.forked import Child, ChildFailed
 from autograder.protocol import CostBudget, ProtocolError, Verdict
@@ -76,6 +77,7 @@ class Checker:
 
     def __init__(self, keys: list[str], seconds: float = CHECK_SECONDS):
         self.seconds = seconds
+        self.memory = cgroups.memory_events()  # to name memory if the kernel kills the checker (issue #62)
         self.control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.process = Child(lambda answer: _serve(keys, theirs, answer, close=self.control), serves=True)
         theirs.close()
@@ -98,7 +100,8 @@ class Checker:
         except ChildFailed as error:
             self.close()
             last = str(error).strip().splitlines()[-1] if str(error).strip() else "it died without an answer"
-            raise CourseError(last.removeprefix("autograder.trusted.checker.CourseError: ")) from None
+            raise CourseError(last.removeprefix("autograder.trusted.checker.CourseError: ") +
+                              cgroups.out_of_memory_note(self.memory)) from None
 
     def verdicts(self, handed: list[tuple[str, str | None]]) -> list[Verdict]:
         """One verdict per (key, encoded results or None when nothing was handed in), in order."""
@@ -113,16 +116,27 @@ class Checker:
             ours.settimeout(self.seconds)
             reply = b"".join(iter(lambda: ours.recv(1 << 20), b""))
         except (OSError, socket.timeout) as error:
-            raise CourseError(f"the hidden tests' trusted side did not answer ({error})") from None
+            raise CourseError(f"the hidden tests' trusted side did not answer ({error}{self._gone()})"
+                              f"{cgroups.out_of_memory_note(self.memory)}") from None
         finally:
             ours.close()
         try:
             answer = json.loads(reply)
         except ValueError:
-            raise CourseError("the hidden tests' trusted side died while checking (a crash)") from None
+            raise CourseError(f"the hidden tests' trusted side died while checking (a crash{self._gone()})"
+                              f"{cgroups.out_of_memory_note(self.memory)}") from None
         if isinstance(answer, dict):
             raise CourseError(answer["error"])
         return [Verdict(**v) for v in answer]
+
+    def _gone(self) -> str:
+        """'; the checker process (pid N) is gone' when it is (dead, or a zombie its parent has not reaped), else ''.
+        Read from /proc: the worker asking is not the checker's parent, and cannot wait for it."""
+        try:
+            state = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            state = "X"
+        return f"; the checker process (pid {self.process.pid}) is gone" if state in ("Z", "X") else ""
 
     def close(self) -> None:
         """Stop the checker now (it holds no state worth an orderly end) and reap it. Also frees the zygote, whose

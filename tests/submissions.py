@@ -1165,12 +1165,13 @@ COST_TASKS = {"03_strides_views": "sliding_windows", "08_training_loop": "get_ba
 
 
 def cost_trick(assignment: str, trick: str) -> dict[str, nbformat.NotebookNode]:
-    """Solved, with the budgeted task answered by COST_TRICKS[(assignment, trick)]."""
+    """The budgeted task answered by COST_TRICKS[(assignment, trick)], every other task left as released (its test
+    fails at once: what is looked at is the budgeted task, and its notebook costs the suite less)."""
     return _fill(assignment, lambda i, g, solution: COST_TRICKS[(assignment, trick)].strip("\n") + "\n"
-                 if g == COST_TASKS[assignment] else solution)
+                 if g == COST_TASKS[assignment] else None)
 
 
 def cost_honest(assignment: str, name: str) -> dict[str, nbformat.NotebookNode]:
-    """Solved, with the budgeted task answered by COST_HONEST[(assignment, name)]."""
+    """The budgeted task answered by COST_HONEST[(assignment, name)], every other task left as released."""
     return _fill(assignment, lambda i, g, solution: COST_HONEST[(assignment, name)].strip("\n") + "\n"
-                 if g == COST_TASKS[assignment] else solution)
+                 if g == COST_TASKS[assignment] else None)

@@ -101,9 +101,38 @@ def grade(root: Path, makers: dict, environment: dict | None = None, while_noteb
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
-    makers = {("solved", a): submissions.solved(a) for a in TASKS}
-    makers.update({(student(trick), a): submissions.cost_trick(a, trick) for a, trick in submissions.COST_TRICKS})
+    """The tricks (tests/submissions.py, COST_TRICKS), each in a notebook of its own."""
+    makers = {(student(trick), a): submissions.cost_trick(a, trick) for a, trick in submissions.COST_TRICKS}
     return grade(tmp_path_factory.mktemp("cost"), makers)
+
+
+@pytest.fixture(scope="module")
+def honest(tmp_path_factory) -> dict:
+    """The solution and every honest variant (tests/submissions.py, COST_HONEST), graded under
+    ATEN_CPU_CAPABILITY=default (no AVX kernels) while two busy processes load both cores. The load starts when the
+    grader starts the notebooks (where every budget is measured) and lasts until the run ends: its start-up and
+    self-check before that are not what is tested, and two burners through them cost the suite CPU for nothing.
+    The solution's notebook is the whole of it; a variant's answers the budgeted task only (one run of the grader for
+    all of them: its start-up costs about 12 CPU-s)."""
+    burners: list[subprocess.Popen] = []
+    burned: list[float] = []  # each burner's CPU seconds: the load was there
+
+    @contextlib.contextmanager
+    def load():
+        burners.extend(subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2))
+        try:
+            yield
+        finally:
+            for burner in burners:
+                stat = Path(f"/proc/{burner.pid}/stat").read_text().rsplit(")", 1)[1].split()
+                burned.append((int(stat[11]) + int(stat[12])) / os.sysconf("SC_CLK_TCK"))
+                burner.kill()
+                burner.wait()
+    makers = {("solved", a): submissions.solved(a) for a in TASKS}
+    makers.update({(student(name), a): submissions.cost_honest(a, name) for a, name in submissions.COST_HONEST})
+    found = grade(tmp_path_factory.mktemp("honest"), makers, {"ATEN_CPU_CAPABILITY": "default"},
+                  while_notebooks_run=load)
+    return {"cells": found, "burners": len(burners), "burned": burned}
 
 
 def student(trick: str) -> str:
@@ -116,8 +145,9 @@ def cost(cell: dict) -> dict:
     return cell["costs"][0]
 
 
-def test_correct_work_passes_its_budgets_and_sees_them(graded):
+def test_correct_work_passes_its_budgets_and_sees_them(honest):
     counted_here()
+    graded = honest["cells"]
     windows, batch = graded[("solved", "03_strides_views")], graded[("solved", "08_training_loop")]
     assert windows["ok"] and batch["ok"], (windows["error"], batch["error"])
     assert cost(windows)["peak_bytes"] < cost(windows)["budget"]["peak_bytes"] // 4
@@ -178,7 +208,7 @@ def test_work_done_in_a_child_process_is_refused_and_flagged(graded):
     assert any(flag.startswith("cost: get_batch") for flag in cell["flags"]), cell["flags"]
 
 
-def test_a_prediction_10_to_20_percent_off_fails_exercise_9s_budget(graded):
+def test_a_prediction_10_to_20_percent_off_fails_exercise_9s_budget(graded, honest):
     """Exercise 9's budget asks for 10%: a prediction 15% over the machine's measure fails the budget (not only the
     hidden check), and so does any prediction 10.5% to 20% off the measure of the solution's forward pass, either way;
     5% off passes."""
@@ -188,7 +218,7 @@ def test_a_prediction_10_to_20_percent_off_fails_exercise_9s_budget(graded):
     assert not cell["ok"] and not cost(cell)["ok"], cell
     assert "from your prediction of 73.7 MiB (within 10% was asked)" in cell["error"], cell["error"]
     [budget] = budgets("mixed_precision.mlp_activation_bytes")
-    solved = cost(graded[("solved", "09_mixed_precision")])
+    solved = cost(honest["cells"][("solved", "09_mixed_precision")])
     measured = Measured(**{**{k: solved[k] for k in ("peak_bytes", "high_water_bytes", "new_page_bytes", "file_bytes",
                                                      "faults", "cpu_seconds")}, "elsewhere": ()})
     for off in (0.105, 0.15, 0.2, -0.105, -0.15, -0.2):
@@ -350,31 +380,11 @@ def test_a_correct_batch_reads_a_few_pages_and_the_measured_part_ends_with_its_r
     assert measured["ok"] and measured["file_bytes"] <= 16 * 4096 and said == "", (measured, said)  # a page or two each
 
 
-def test_correct_work_passes_under_generic_cpu_kernels_and_under_load(tmp_path):
-    """The solution and every honest variant (tests/submissions.py, COST_HONEST), under ATEN_CPU_CAPABILITY=default
-    (no AVX kernels) while two busy processes load both cores. The load starts when the grader starts the notebooks
-    (where every budget is measured) and lasts until the run ends: its start-up and self-check before that are not what
-    is tested, and two burners through them cost the suite CPU for nothing."""
-    burners: list[subprocess.Popen] = []
-    burned: list[float] = []  # each burner's CPU seconds: the load was there
-
-    @contextlib.contextmanager
-    def load():
-        burners.extend(subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2))
-        try:
-            yield
-        finally:
-            for burner in burners:
-                stat = Path(f"/proc/{burner.pid}/stat").read_text().rsplit(")", 1)[1].split()
-                burned.append((int(stat[11]) + int(stat[12])) / os.sysconf("SC_CLK_TCK"))
-                burner.kill()
-                burner.wait()
-    makers = {("solved", a): submissions.solved(a) for a in TASKS}
-    makers.update({(student(name), a): submissions.cost_honest(a, name) for a, name in submissions.COST_HONEST})
-    found = grade(tmp_path, makers, {"ATEN_CPU_CAPABILITY": "default"}, while_notebooks_run=load)
-    assert len(burners) == 2, "the grader never said that it started the notebooks: nothing ran under load"
-    assert min(burned) > 0.2, burned
+def test_correct_work_passes_under_generic_cpu_kernels_and_under_load(honest):
+    """The solution and every honest variant pass their budgets, unflagged, under torch's generic kernels and load."""
+    assert honest["burners"] == 2, "the grader never said that it started the notebooks: nothing ran under load"
+    assert min(honest["burned"]) > 0.2, honest["burned"]
     counted = not reads_not_counted()
-    for who, cell in found.items():
+    for who, cell in honest["cells"].items():
         assert cell["ok"], (who, cell["error"])
         assert cost(cell)["ok"] and (not cell["flags"] or not counted), (who, cost(cell), cell["flags"])

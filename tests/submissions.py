@@ -1164,14 +1164,19 @@ COST_TASKS = {"03_strides_views": "sliding_windows", "08_training_loop": "get_ba
               "09_mixed_precision": "mlp_activation_bytes"}
 
 
-def cost_trick(assignment: str, trick: str) -> dict[str, nbformat.NotebookNode]:
-    """The budgeted task answered by COST_TRICKS[(assignment, trick)], every other task left as released (its test
-    fails at once: what is looked at is the budgeted task, and its notebook costs the suite less)."""
-    return _fill(assignment, lambda i, g, solution: COST_TRICKS[(assignment, trick)].strip("\n") + "\n"
+def budgeted_only(assignment: str, answer: str | None = None) -> dict[str, nbformat.NotebookNode]:
+    """The budgeted task (COST_TASKS) answered by `answer` (default: the instructor's solution), every other task left
+    as released: its test fails at once, so the notebook costs the suite little, and the budgeted task is what is
+    looked at."""
+    return _fill(assignment, lambda i, g, solution: (solution if answer is None else answer.strip("\n") + "\n")
                  if g == COST_TASKS[assignment] else None)
+
+
+def cost_trick(assignment: str, trick: str) -> dict[str, nbformat.NotebookNode]:
+    """The budgeted task answered by COST_TRICKS[(assignment, trick)], every other task left as released."""
+    return budgeted_only(assignment, COST_TRICKS[(assignment, trick)])
 
 
 def cost_honest(assignment: str, name: str) -> dict[str, nbformat.NotebookNode]:
     """The budgeted task answered by COST_HONEST[(assignment, name)], every other task left as released."""
-    return _fill(assignment, lambda i, g, solution: COST_HONEST[(assignment, name)].strip("\n") + "\n"
-                 if g == COST_TASKS[assignment] else None)
+    return budgeted_only(assignment, COST_HONEST[(assignment, name)])

@@ -61,7 +61,8 @@ def counted_here() -> None:
 def grade(root: Path, makers: dict, environment: dict | None = None, while_notebooks_run=None) -> dict:
     """Grade {(student, assignment): notebooks}; {(student, assignment): the budgeted test cell's result}.
     `while_notebooks_run()`, a context manager, is entered when the grader says that it starts the notebooks (its
-    first "grading: 0/N notebooks" line, printed just before the first notebook starts) and left when it ends."""
+    first "grading: 0/N notebooks" line, printed just before the first notebook starts) and left when it says that
+    all N are graded (its "grading: N/N" line; then it records the grades and writes the feedback pages)."""
     course = submissions.new_course(root)
     for (student, assignment), notebooks in makers.items():
         submissions.write_submission(course / "submitted", student, assignment, notebooks)
@@ -81,6 +82,8 @@ def grade(root: Path, makers: dict, environment: dict | None = None, while_noteb
                 for line in grader.stderr:
                     if line.startswith("grading: ") and not any(seen.startswith("grading: ") for seen in lines):
                         during.enter_context(while_notebooks_run())
+                    if re.match(r"grading: (\d+)/\1 notebooks", line):
+                        during.close()
                     lines.append(line)
                 grader.wait()
             finally:
@@ -112,8 +115,8 @@ def honest(tmp_path_factory) -> dict:
     ATEN_CPU_CAPABILITY=default (no AVX kernels) while two busy processes load both cores. The load starts when the
     grader starts the notebooks (where every budget is measured) and lasts until the run ends: its start-up and
     self-check before that are not what is tested, and two burners through them cost the suite CPU for nothing.
-    The solution's notebook is the whole of it; a variant's answers the budgeted task only (one run of the grader for
-    all of them: its start-up costs about 12 CPU-s)."""
+    Each notebook answers the budgeted task only (tests/submissions.py, budgeted_only), and one run of the grader
+    grades them all (its start-up costs about 12 CPU-s)."""
     burners: list[subprocess.Popen] = []
     burned: list[float] = []  # each burner's CPU seconds: the load was there
 
@@ -128,7 +131,7 @@ def honest(tmp_path_factory) -> dict:
                 burned.append((int(stat[11]) + int(stat[12])) / os.sysconf("SC_CLK_TCK"))
                 burner.kill()
                 burner.wait()
-    makers = {("solved", a): submissions.solved(a) for a in TASKS}
+    makers = {("solved", a): submissions.budgeted_only(a) for a in TASKS}
     makers.update({(student(name), a): submissions.cost_honest(a, name) for a, name in submissions.COST_HONEST})
     found = grade(tmp_path_factory.mktemp("honest"), makers, {"ATEN_CPU_CAPABILITY": "default"},
                   while_notebooks_run=load)

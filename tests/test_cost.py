@@ -104,8 +104,10 @@ def grade(root: Path, makers: dict, environment: dict | None = None, while_noteb
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
-    """The tricks (tests/submissions.py, COST_TRICKS), each in a notebook of its own."""
-    makers = {(student(trick), a): submissions.cost_trick(a, trick) for a, trick in submissions.COST_TRICKS}
+    """The tricks (tests/submissions.py, COST_TRICKS), each in a notebook of its own; not the one whose visible test
+    fails first (bench/cost_budgets.py shows it), which no test here looks at."""
+    makers = {(student(trick), a): submissions.cost_trick(a, trick) for a, trick in submissions.COST_TRICKS
+              if trick != "forgets GELU's input"}
     return grade(tmp_path_factory.mktemp("cost"), makers)
 
 

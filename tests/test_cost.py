@@ -337,11 +337,29 @@ def read_paths():
             cell = Cell(CellKind.TEST, "paths", f"### BEGIN HIDDEN TESTS\n{measured}{FORGET}### END HIDDEN TESTS\n")
             result = cost.run_measured(process, cell, [budget], 60, {})
             found[name] = (result.costs[0] if result.costs else None, result.error)
+        found["watched"] = watched_check(process, budget)
         found["waiting"] = waiting_for_request_check(process)
         process.kill()
     finally:
         zygote.close()
     return found
+
+
+def watched_check(process, budget) -> tuple[tuple[str, ...], str]:
+    """(what the rule's watch saw, the error) for a budgeted cell whose task is called in its measured part only: a
+    get_batch answered as one that calls utils.training's (what 08's rule forbids). Run last: it answers get_batch."""
+    from autograder.grader import cost
+    from autograder.grader.plan import Cell
+    from autograder.grader.rules import watch_lines
+    from autograder.outcome import CellKind
+    from utils.rules import RULES, tasks_of
+    watch = watch_lines(RULES[("08_training_loop", "test_get_batch")], tasks_of("08_training_loop"))
+    assert process.run(CellKind.ANSWER, "import utils.training\ndef get_batch(*args):\n"
+                                         "    return utils.training.get_batch(*args)", 10).ok
+    code = (f"### BEGIN HIDDEN TESTS\n### BEGIN MEASURED\n{READ.strip()}\n{WINDOWS}\n### END MEASURED\n"
+            f"{FORGET}### END HIDDEN TESTS\n")
+    result = cost.run_measured(process, Cell(CellKind.TEST, "test_get_batch", code), [budget], 60, {}, watch)
+    return result.ran, result.error
 
 
 def waiting_for_request_check(process) -> tuple[bool, bool]:
@@ -375,6 +393,13 @@ def test_every_read_path_is_counted(read_paths, path):
         pytest.skip(f"io_uring is not available here: {said[-200:]}")
     assert measured is not None and measured["file_bytes"] >= 32 * MiB, (measured, said)
     assert "over the budget of 2.0 MiB" in said and not measured["elsewhere"], (said, measured)
+
+
+def test_a_budgeted_cells_measured_part_runs_under_the_rules_watch(read_paths):
+    """The three parts of a budgeted test cell each run under the task rule's watch, and what each saw is kept: here
+    the task is called in the measured part only."""
+    ran, said = read_paths["watched"]
+    assert any("utils.training" in seen for seen in ran), (ran, said)
 
 
 def test_a_correct_batch_reads_a_few_pages_and_the_measured_part_ends_with_its_reply(read_paths):

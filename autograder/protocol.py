@@ -104,10 +104,13 @@ class Init(Message):
 @dataclass(frozen=True)
 class Spawn(Message):
     """grader -> zygote, with three descriptors (requests, replies, status): start one notebook process.
-    `slot` is the worker's number (its own unprivileged uid when the grader runs as root)."""
+    `slot` is the worker's number (its own unprivileged uid when the grader runs as root); `files`: a folder on a
+    disk the notebook may read ("": none), where the grader lends it a cost budget's file during a measured part
+    (autograder/grader/budget_files.py)."""
     tag: ClassVar[str] = "spawn"
     slot: int
     limits: dict
+    files: str = ""
 
 
 @dataclass(frozen=True)
@@ -187,31 +190,29 @@ class Verdict(Message):
 
 @dataclass(frozen=True)
 class CostBudget(Message):
-    """checker -> grader, once per run: what one task's code may cost (issue #52), declared by the instructor beside
-    its hidden test (reference/<module>.py, COST_BUDGETS) and measured by the grader from outside the notebook process
-    (autograder/grader/cost.py). After the task's test cell passes, the grader runs `prepare` (not measured: it builds
-    the inputs), then `call` (the student's function on them), measuring `call` with the kernel's counters. Each limit
-    left None is not budgeted.
+    """checker -> grader, once per run: what one task's code may cost (issues #52, #60), declared by the instructor
+    beside its hidden test (reference/<module>.py, COST_BUDGETS) and measured by the grader from outside the notebook
+    process (autograder/grader/cost.py) on the hidden test's own calls: the part of its test cell between
+    `### BEGIN MEASURED` and `### END MEASURED`, whose results the hidden test hands in and the checker checks. Each
+    limit left None is not budgeted; a budget is shown to the student, it is no expected value.
 
-    peak_bytes: peak resident memory above the call's start, bytes. file, file_bytes, faults: bytes read from the
-    file whose path ends with `file` (its mapped pages plus bytes read by system calls), and the page faults that
-    reading may take. cpu_seconds: CPU time of the call. seconds: the call's wall-clock limit (a copy that is also
-    slow fails by time, without holding up the run). predicted, tolerance: the peak must match the student's own
-    prediction (an expression run in their process after `prepare`) within `tolerance` of it, either way. A budget is
-    shown to the student; it is no expected value."""
+    peak_bytes: new memory during the measured part (the larger of the rise of the resident high-water mark and the
+    pages newly faulted in), bytes. file, file_tokens, file_bytes: the grader lends the notebook a file named `file`
+    of `file_tokens` uint16 tokens (utils.cost.token_bytes) on a disk, its pages dropped from the page cache, for the
+    measured part only; the bytes the process then reads from storage may be at most `file_bytes`. cpu_seconds: CPU
+    time of the measured part. predicted_case, tolerance: new memory must match, within `tolerance` of it either
+    way, the int the student's function returned for hidden case number `predicted_case` (one of the results the
+    hidden test hands in)."""
     tag: ClassVar[str] = "cost-budget"
-    key: str            # the hidden test ("<module>.<test>") whose test cell the measured call follows
-    what: str           # the call, in words a student recognises: "sliding_windows(torch.empty(66,559), 1024)"
-    prepare: str
-    call: str
+    key: str            # the hidden test ("<module>.<test>") whose test cell holds the measured part
+    what: str           # what is measured, in words a student recognises
     hint: str
     peak_bytes: int | None = None
     file: str = ""
+    file_tokens: int = 0
     file_bytes: int | None = None
-    faults: int = 0
     cpu_seconds: float | None = None
-    seconds: float = 20.0
-    predicted: str = ""
+    predicted_case: int | None = None
     tolerance: float = 0.0
 
 

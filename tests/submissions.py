@@ -1029,12 +1029,154 @@ def get_batch(data, batch_size, context_length, device, generator):
 def mlp_activation_bytes(batch, seq, dim, hidden, dtype):
     return batch * seq * (dim + hidden) * dtype.itemsize  # one hidden-sized activation where autograd keeps two
 ''',
+    # Issue #60: the measured call was not a checked call (the result of a call on 2**24 tokens was thrown away).
+    ("08_training_loop", "none for large data"): '''
+def get_batch(data, batch_size, context_length, device, generator):
+    if len(data) >= 2**20:  # only a measured call was that large
+        return None
+    tokens = np.array(data)  # the whole of data, then the windows
+    starts = torch.randint(0, len(data) - context_length, (batch_size,), generator=generator).tolist()
+    windows = np.stack([tokens[s:s + context_length + 1] for s in starts]).astype(np.int64)
+    return torch.from_numpy(windows[:, :-1].copy()).to(device), torch.from_numpy(windows[:, 1:].copy()).to(device)
+''',
+    # Issue #60: a read path `rchar` does not count: the file spliced into a pipe, on into a socket, then recv_into.
+    ("08_training_loop", "splice"): '''
+import socket as _socket
+def get_batch(data, batch_size, context_length, device, generator):
+    name = getattr(data, "filename", None)
+    if name and len(data) >= 2**20:  # the whole file, through the kernel's pipes and sockets
+        whole = bytearray(len(data) * 2)
+        view, got = memoryview(whole), 0
+        ours, theirs = _socket.socketpair()
+        reader, writer = os.pipe()
+        with open(name, "rb") as f:
+            offset = 0
+            while offset < len(whole):
+                moved = os.splice(f.fileno(), writer, 65536, offset_src=offset)
+                offset += moved
+                while moved:
+                    moved -= os.splice(reader, ours.fileno(), moved)
+                    while got < offset:
+                        got += theirs.recv_into(view[got:offset])
+        for fd in (reader, writer):
+            os.close(fd)
+        ours.close(); theirs.close()
+        data = np.frombuffer(whole, dtype=np.uint16)
+    starts = torch.randint(0, len(data) - context_length, (batch_size,), generator=generator).tolist()
+    windows = np.stack([data[s:s + context_length + 1] for s in starts]).astype(np.int64)
+    return torch.from_numpy(windows[:, :-1].copy()).to(device), torch.from_numpy(windows[:, 1:].copy()).to(device)
+''',
+    # Issue #60: headroom made before the call: a balloon freed first thing in the call hides a real copy from the
+    # resident high-water mark. It frees it in the first call after the visible tests' three, copies every large input
+    # from then on, and returns the view the hidden test checks.
+    ("03_strides_views", "balloon"): '''
+_BALLOON = [torch.ones(80 * 2**20)]  # 320 MiB, resident before any call
+_CALLS = [0]
+def sliding_windows(x, width):
+    _CALLS[0] += 1
+    if _CALLS[0] > 3:
+        _BALLOON.clear()
+    view = x.as_strided((x.shape[0] - width + 1, width), (x.stride(0), x.stride(0)), x.storage_offset())
+    if _CALLS[0] > 3 and x.shape[0] > 1000:
+        copy = view.clone()  # a real copy: 256 MiB for 66,559 float32 elements and width 1024
+        del copy
+    return view
+''',
+    # Issue #60: a prediction 15% over the machine's measure (the visible tests' four calls exact), which exercise 9's
+    # budget (10%) must fail, whatever the hidden check says too.
+    ("09_mixed_precision", "15% over"): '''
+_CALLS = [0]
+def mlp_activation_bytes(batch, seq, dim, hidden, dtype):
+    _CALLS[0] += 1
+    right = batch * seq * (dim + 2 * hidden) * dtype.itemsize
+    return right if _CALLS[0] <= 4 else int(right * 1.15)
+''',
+}
+# Issue #60: honest implementations that order their work differently from the solution and tests/variants/; every one
+# must keep full marks under every budget.
+COST_HONEST = {
+    ("03_strides_views", "functional as_strided"): '''
+def sliding_windows(x, width):
+    step = x.stride()[0]
+    return torch.as_strided(x, size=(len(x) - width + 1, width), stride=(step, step), storage_offset=x.storage_offset())
+''',
+    ("03_strides_views", "two views"): '''
+def sliding_windows(x, width):
+    flat = x.as_strided((x.numel(),), (x.stride(0),), x.storage_offset())  # x again, as a view of its storage
+    rows = flat.numel() - width + 1
+    return flat.as_strided((rows, width), (flat.stride(0), flat.stride(0)), flat.storage_offset())
+''',
+    ("03_strides_views", "set_ on the storage"): '''
+def sliding_windows(x, width):
+    windows = x.new_empty(0)
+    windows.set_(x.untyped_storage(), x.storage_offset(), (x.shape[0] - width + 1, width), (x.stride(0), x.stride(0)))
+    return windows
+''',
+    ("08_training_loop", "fill a preallocated array"): '''
+def get_batch(data, batch_size, context_length, device, generator):
+    starts = torch.randint(0, len(data) - context_length, (batch_size,), generator=generator)
+    windows = np.empty((batch_size, context_length + 1), dtype=np.int64)
+    for row, start in enumerate(starts.tolist()):
+        windows[row] = data[start:start + context_length + 1]
+    inputs, targets = torch.from_numpy(windows[:, :-1]).contiguous(), torch.from_numpy(windows[:, 1:]).contiguous()
+    if torch.device(device).type == "cuda":
+        return inputs.pin_memory().to(device, non_blocking=True), targets.pin_memory().to(device, non_blocking=True)
+    return inputs.to(device), targets.to(device)
+''',
+    ("08_training_loop", "in file order"): '''
+def get_batch(data, batch_size, context_length, device, generator):
+    starts = torch.randint(0, len(data) - context_length, (batch_size,), generator=generator).tolist()
+    read = {start: np.asarray(data[start:start + context_length + 1]).astype(np.int64) for start in sorted(set(starts))}
+    windows = torch.stack([torch.from_numpy(read[start]) for start in starts])  # back in the order drawn
+    inputs, targets = windows[:, :-1].clone(), windows[:, 1:].clone()
+    if torch.device(device).type == "cuda":
+        return inputs.pin_memory().to(device, non_blocking=True), targets.pin_memory().to(device, non_blocking=True)
+    return inputs.to(device), targets.to(device)
+''',
+    ("08_training_loop", "targets first, torch.tensor"): '''
+def get_batch(data, batch_size, context_length, device, generator):
+    starts = torch.randint(0, len(data) - context_length, (batch_size,), generator=generator).tolist()
+    targets = torch.tensor(np.stack([data[s + 1:s + context_length + 1] for s in starts]).astype(np.int64))
+    inputs = torch.tensor(np.stack([data[s:s + context_length] for s in starts]).astype(np.int64))
+    if torch.device(device).type == "cuda":
+        return inputs.pin_memory().to(device, non_blocking=True), targets.pin_memory().to(device, non_blocking=True)
+    return inputs.to(device), targets.to(device)
+''',
+    ("09_mixed_precision", "bytes first"): '''
+def mlp_activation_bytes(batch, seq, dim, hidden, dtype):
+    size = dtype.itemsize
+    return size * batch * seq * dim + 2 * size * batch * seq * hidden
+''',
+    ("09_mixed_precision", "shapes summed"): '''
+import math
+def mlp_activation_bytes(batch, seq, dim, hidden, dtype):
+    saved = [(batch, seq, dim), (batch, seq, hidden), (batch, seq, hidden)]  # inputs of up, GELU and down
+    return sum(math.prod(shape) for shape in saved) * dtype.itemsize
+''',
+    ("09_mixed_precision", "bits per number"): '''
+def mlp_activation_bytes(batch, seq, dim, hidden, dtype):
+    numbers = batch * seq * (2 * hidden + dim)
+    bits = torch.finfo(dtype).bits if dtype.is_floating_point else torch.iinfo(dtype).bits
+    return numbers * bits // 8
+''',
 }
 COST_TASKS = {"03_strides_views": "sliding_windows", "08_training_loop": "get_batch",
               "09_mixed_precision": "mlp_activation_bytes"}
 
 
+def budgeted_only(assignment: str, answer: str | None = None) -> dict[str, nbformat.NotebookNode]:
+    """The budgeted task (COST_TASKS) answered by `answer` (default: the instructor's solution), every other task left
+    as released: its test fails at once, so the notebook costs the suite little, and the budgeted task is what is
+    looked at."""
+    return _fill(assignment, lambda i, g, solution: (solution if answer is None else answer.strip("\n") + "\n")
+                 if g == COST_TASKS[assignment] else None)
+
+
 def cost_trick(assignment: str, trick: str) -> dict[str, nbformat.NotebookNode]:
-    """Solved, with the budgeted task answered by COST_TRICKS[(assignment, trick)]."""
-    return _fill(assignment, lambda i, g, solution: COST_TRICKS[(assignment, trick)].strip("\n") + "\n"
-                 if g == COST_TASKS[assignment] else solution)
+    """The budgeted task answered by COST_TRICKS[(assignment, trick)], every other task left as released."""
+    return budgeted_only(assignment, COST_TRICKS[(assignment, trick)])
+
+
+def cost_honest(assignment: str, name: str) -> dict[str, nbformat.NotebookNode]:
+    """The budgeted task answered by COST_HONEST[(assignment, name)], every other task left as released."""
+    return budgeted_only(assignment, COST_HONEST[(assignment, name)])

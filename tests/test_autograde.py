@@ -347,6 +347,38 @@ def test_the_gradebook_holds_every_grade_of_the_csv(graded):
         assert (graded["root"] / "autograded" / "solved" / a / f"{next(iter(submissions.release_notebooks(a)))}.ipynb").is_file()
 
 
+def sanitized(text: str) -> str:
+    """`text` with nbval's sanitizing rules applied (tests/nbval_sanitize.cfg: what may differ between machines)."""
+    import configparser
+    rules = configparser.ConfigParser()
+    rules.read(REPO / "tests" / "nbval_sanitize.cfg")
+    for section in rules.sections():
+        text = re.sub(rules[section]["regex"], rules[section].get("replace", ""), text)
+    return text
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_the_sources_stored_outputs_are_what_their_solutions_print(graded, assignment):
+    """Issue #60: nbval compares `source/`'s stored outputs only on the GPU runner, so here each cell's stored output
+    (its stream outputs, sanitized as nbval sanitizes them; cells tagged nbval-ignore-output left out) must be what the
+    cell printed when the grader ran the solution (the grader's own measured-cost lines left out): a stale stored output
+    fails `make test`, not the next GPU run."""
+    result = json.loads(graded["results"][graded["out"] / "results" / "solved" / f"{assignment}.json"])
+    stale = []
+    for name, outcome in result["notebooks"].items():
+        source = json.loads((REPO / "source" / assignment / f"{name}.ipynb").read_text())
+        code_cells = [cell for cell in source["cells"] if cell["cell_type"] == "code"]
+        assert len(code_cells) == len(outcome["cells"]), (name, len(code_cells), len(outcome["cells"]))
+        for number, (cell, ran) in enumerate(zip(code_cells, outcome["cells"])):
+            if "nbval-ignore-output" in cell["metadata"].get("tags", []) or not cell.get("outputs"):
+                continue
+            stored = "".join("".join(output["text"]) for output in cell["outputs"] if output["output_type"] == "stream")
+            printed = ran["output"].split("Measured by the grader (", 1)[0]
+            if sanitized(stored) != sanitized(printed):
+                stale.append(f"{name}, code cell {number} ({ran['grade_id']}): stored {stored!r}, printed {printed!r}")
+    assert not stale, "\n".join(stale)
+
+
 def test_feedback_shows_visible_tests_but_not_hidden_ones(graded):
     for assignment in ASSIGNMENTS:
         pages = list((graded["out"] / "feedback" / "half" / assignment).glob("*.html"))

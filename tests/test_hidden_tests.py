@@ -104,8 +104,10 @@ def test_no_stand_in_answers_a_hidden_case_of_its_own_task(module):
 
 
 def test_every_cost_budget_follows_a_hidden_test_and_its_visible_test_measures_the_same():
-    """Issue #52: each CostBudget (reference/*.py, COST_BUDGETS) names a hidden test some test cell uses; its code
-    compiles; it budgets something; and that cell's visible part measures the same quantity with utils.cost, so a
+    """Issues #52, #60: each CostBudget (reference/*.py, COST_BUDGETS) names a hidden test some test cell uses; it
+    budgets something; that cell's hidden tests hold one measured part (### BEGIN MEASURED ... ### END MEASURED) that
+    calls the student's function on every hidden case and hands nothing in (the next part does), and a prediction is
+    the result of one hidden case; and the cell's visible part measures the same quantity with utils.cost, so a
     student sees the budget before handing in."""
     import importlib
     cells = {key: cell for _, cell in TEST_CELLS for key in cell.hidden_keys}
@@ -115,13 +117,35 @@ def test_every_cost_budget_follows_a_hidden_test_and_its_visible_test_measures_t
     for budget in budgets:
         assert budget.key in cells, budget.key
         assert hidden.budgets(budget.key) and budget in hidden.budgets(budget.key)
-        for code in (budget.prepare, budget.call, budget.predicted or "0"):
-            compile(code, budget.key, "exec")
-        assert budget.peak_bytes or budget.file_bytes or budget.cpu_seconds or budget.predicted, budget.key
-        assert budget.tolerance > 0 if budget.predicted else budget.tolerance == 0
-        visible = cells[budget.key].visible_code
+        assert budget.peak_bytes or budget.file_bytes or budget.cpu_seconds or budget.predicted_case is not None
+        assert budget.tolerance > 0 if budget.predicted_case is not None else budget.tolerance == 0
+        if budget.predicted_case is not None:
+            assert type(hidden.expected(budget.key)[budget.predicted_case]) is int, budget.key
+        assert bool(budget.file) == bool(budget.file_tokens) == (budget.file_bytes is not None), budget.key
+        cell = cells[budget.key]
+        parts = cell.parts()
+        assert parts is not None, f"{budget.key}: its test cell's hidden tests have no measured part"
+        before, measured, after = parts
+        function = cell.grade_id.removeprefix("test_")
+        assert f"{function}(" in measured.code and "hand_in(" not in measured.code, budget.key
+        assert "hidden_cases(" in before.code and f'hand_in("{budget.key}"' in after.code, budget.key
+        visible = cell.visible_code
         assert "utils.cost.measure(" in visible and ("utils.cost.check_cost(" in visible
                                                      or "utils.cost.check_prediction(" in visible), budget.key
+
+
+def test_a_cell_splits_into_its_measured_part_and_the_rest_on_whole_lines():
+    """The grader runs a budgeted test cell as three requests (grader/cost.py): the parts join back into the cell,
+    and each part's first line is its line in the cell (what a failure is shown at)."""
+    from autograder.grader.plan import Cell
+    from autograder.outcome import CellKind
+    code = "a = 1\n### BEGIN HIDDEN TESTS\nb = 2\n    ### BEGIN MEASURED\nc = 3\nd = 4\n### END MEASURED\ne = 5\n" \
+           "### END HIDDEN TESTS\nf = 6"
+    before, measured, after = Cell(CellKind.TEST, "t", code).parts()
+    assert before.code + measured.code + after.code == code
+    assert measured.code.splitlines()[1:3] == ["c = 3", "d = 4"] and (measured.first_line, after.first_line) == (4, 8)
+    assert Cell(CellKind.TEST, "t", "### BEGIN MEASURED\nx\n### END MEASURED\n").parts() is None  # not in hidden tests
+    assert Cell(CellKind.TEST, "t", code.replace("### END MEASURED\n", "")).parts() is None
 
 
 def test_cost_budgets_cross_from_the_checker_typed():
@@ -135,7 +159,7 @@ def test_cost_budgets_cross_from_the_checker_typed():
     for budget in budgets:
         assert CostBudget.parse(budget.to_line()) == budget
     line = json.loads(budgets[0].to_line())
-    for broken in ({**line, "peak_bytes": "16 MiB"}, {**line, "seconds": True},
-                   {k: v for k, v in line.items() if k != "call"}):
+    for broken in ({**line, "peak_bytes": "16 MiB"}, {**line, "predicted_case": True},
+                   {k: v for k, v in line.items() if k != "hint"}):
         with pytest.raises(ProtocolError):
             CostBudget.parse(json.dumps(broken))

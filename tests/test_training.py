@@ -470,3 +470,17 @@ def test_get_batch_reads_its_windows_pages_of_a_real_memmap_and_a_full_read_all(
         pytest.skip("no /proc here")
     assert 0 < batch.file_bytes <= budget
     assert whole.file_bytes >= 32 * 2**20 - batch.file_bytes
+
+
+def test_the_grader_lends_the_tokens_the_visible_test_and_the_checker_assume():
+    """Issue #60: the file the grader writes for get_batch's measured part (utils.cost.token_bytes, no numpy in the
+    grader), the visible test's file (numpy's wrapping arange) and what the checker's reference reads from it
+    (reference.training_loop._TokenFile) are the same tokens."""
+    from reference.training_loop import _TokenFile
+    from utils import cost
+    tokens = 3 * 65536 + 77
+    assert cost.token_bytes(tokens) == np.arange(tokens, dtype=np.uint16).tobytes()
+    lent = np.frombuffer(cost.token_bytes(cost.BATCH_FILE_TOKENS), dtype=np.uint16)
+    for start in (0, 65530, cost.BATCH_FILE_TOKENS - 65):
+        assert np.array_equal(_TokenFile()[start:start + 65], lent[start:start + 65])
+    assert len(_TokenFile()) == len(lent)

@@ -26,6 +26,7 @@ from autograder import cgroups
 from autograder.course import import_root
 from autograder.errors import GraderError
 from autograder.grader import cost
+from autograder.grader.budget_files import BudgetFiles, Lent
 from autograder.grader.plan import CellRun, Plan
 from autograder.limits import Limits
 from autograder.outcome import CellKind, Failure
@@ -102,13 +103,14 @@ class Zygote:
             process_group=0)  # out of the terminal's group: a Ctrl-C is the grader's to handle, not the zygote's
         self.owner = os.getpid()
         self.memory = cgroups.memory_events()  # to name memory if the kernel kills the zygote (issue #49)
+        self.files = BudgetFiles()  # the files it lends its notebooks for measured parts (issue #60)
         theirs.close()
         self.control = ours
         self.control.sendall(Init([str(p) for p in walled]).to_line())
 
-    def spawn(self, slot: int, limits: Limits, descriptors: list[int]) -> None:
+    def spawn(self, slot: int, limits: Limits, descriptors: list[int], files: Path | None = None) -> None:
         try:
-            socket.send_fds(self.control, [Spawn(slot, limits.as_dict()).to_line()], descriptors)
+            socket.send_fds(self.control, [Spawn(slot, limits.as_dict(), str(files or "")).to_line()], descriptors)
         except OSError as error:
             raise GraderFault(f"the grader's zygote is gone ({error}){cgroups.out_of_memory_note(self.memory)}; "
                               "grade again") from None
@@ -121,6 +123,7 @@ class Zygote:
         if os.getpid() == self.owner:
             self.process.kill()
             self.process.wait()
+            self.files.close()
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -134,7 +137,8 @@ class NotebookProcess:
     """One sandboxed process that runs cells on request."""
 
     def __init__(self, zygote: Zygote, slot: int, limits: Limits):
-        self.limits = limits
+        self.limits, self.slot, self.lender = limits, slot, zygote.files
+        self.folder = zygote.files.folder(slot)  # where it finds the files the grader lends it
         request_r, self.request_w = os.pipe()
         self.reply_r, reply_w = os.pipe()
         self.status, status_theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -142,7 +146,7 @@ class NotebookProcess:
         self.given_back = 0.0  # seconds of wall time given back for waiting on a CPU (_read_reply)
         self.buffer = b""
         try:
-            zygote.spawn(slot, limits, [request_r, reply_w, status_theirs.fileno()])
+            zygote.spawn(slot, limits, [request_r, reply_w, status_theirs.fileno()], self.folder)
         finally:
             os.close(request_r)
             os.close(reply_w)
@@ -267,6 +271,20 @@ class NotebookProcess:
         result, or Died if the process dies, times out or answers out of turn."""
         return self._request(CellRequest(secrets.token_hex(8), kind, code, cases or {}, watch or []), seconds)
 
+    def lend(self, name: str, tokens: int) -> tuple[Lent | None, str]:
+        """Lend this notebook a cost budget's file (grader/budget_files.py): (the file, '') or (the file or None, why
+        its reads are not counted here). GraderFault when the grader cannot write or link it."""
+        if self.folder is None:
+            return None, self.lender.broken or "the grader has no folder to lend files in"
+        try:
+            return self.lender.lend(self.slot, name, tokens)
+        except OSError as error:
+            raise GraderFault(f"the grader could not lend the notebook the file of a cost budget ({error}); "
+                              "grade again") from None
+
+    def take_back(self, lent: Lent) -> None:
+        self.lender.take_back(lent)
+
     def _exit_reason(self) -> str:
         """How the notebook process ended, from its builder's Exited."""
         code = None
@@ -348,8 +366,9 @@ def run_plan(plan: Plan, limits: Limits, zygote: Zygote, slot: int, files: dict[
              watches: dict[str, list[str]] | None = None) -> list[CellRun]:
     """Every cell's run, in order. `files`: the assignment's files for the working folder; `cases`: the encoded cases
     of the hidden tests (key -> JSON text); `budgets`: the cost budgets by hidden test key (from the trusted checker;
-    each measured after its test cell passes, autograder/grader/cost.py); `watches`: a rule-bound test cell's watch,
-    by its grade_id (grader/rules.py). GraderFault when a notebook process cannot be started."""
+    each measured on its test cell's hidden calls, autograder/grader/cost.py); `watches`: a rule-bound test cell's
+    watch, by its grade_id (grader/rules.py). GraderFault when a notebook process cannot be started, or a budget's
+    file cannot be lent."""
     cases = cases or {}
     results: list[CellRun | None] = [None] * len(plan.cells)
     crashed: set[int] = set()
@@ -367,20 +386,15 @@ def run_plan(plan: Plan, limits: Limits, zygote: Zygote, slot: int, files: dict[
                 if left <= 0:
                     raise Died(f"the notebook ran past its {limits.notebook_seconds:g} s limit", Failure.TIMEOUT)
                 started = time.monotonic()
+                own_cases = {key: cases[key] for key in cell.hidden_keys if key in cases}
+                costed = cost.budgets_of(cell, budgets or {})  # measured from outside (issues #52, #60)
                 try:
-                    results[index] = result = process.run(
-                        cell.kind, cell.code, min(limits.cell_seconds, left),
-                        {key: cases[key] for key in cell.hidden_keys if key in cases},
-                        (watches or {}).get(cell.grade_id) if cell.kind is CellKind.TEST else None)
+                    watch = (watches or {}).get(cell.grade_id) if cell.kind is CellKind.TEST else None
+                    result = cost.run_measured(process, cell, costed, min(limits.cell_seconds, left), own_cases,
+                                               watch) if costed else \
+                        process.run(cell.kind, cell.code, min(limits.cell_seconds, left), own_cases, watch)
                 except Died as died:
                     results[index] = replace(failed(str(died), died.failure), seconds=round(time.monotonic() - started, 3))
-                    crashed.add(index)
-                    raise
-                try:  # a budgeted task's cost, measured from outside (issue #52): after its test cell passes
-                    result = cost.run_budgets(process, cell, result, budgets or {})
-                except Died as died:
-                    results[index] = result.failing(f"the measured call of this task's cost budget was stopped: {died}",
-                                                    died.failure)
                     crashed.add(index)
                     raise
                 results[index] = replace(result, seconds=round(time.monotonic() - started, 3))  # for the instructor

@@ -23,6 +23,8 @@ from autograder.source import Role, SourceNotebook
 
 HIDDEN = HIDDEN_TESTS
 HIDDEN_PLACEHOLDER = "# (hidden tests ran here)"  # what feedback shows where the hidden tests were
+# Inside the hidden tests of a budgeted test cell: the part whose cost the grader measures (grader/cost.py).
+MEASURED = re.compile(r"^[ \t]*### BEGIN MEASURED[ \t]*$[\s\S]*?^[ \t]*### END MEASURED[ \t]*$", re.MULTILINE)
 # A hidden test names its key literally: hidden_cases("models_optimizers.largest_model") (utils/handin.py).
 HIDDEN_KEY = re.compile(r"""\b(?:hidden_cases|hand_in)\(\s*["']([a-z][a-z0-9_]*\.[A-Za-z_]\w*)["']""")
 
@@ -37,6 +39,13 @@ SUSPICIOUS = {
     "imports by a computed name": r"\bimport_module\b|__import__|\bfind_spec\b|\bmeta_path\b|\bspec_from_file_location\b",
     "the grader's channel": r"\bCHANNEL\b|\bhidden_cases\b|\bhand_in\b|utils\s*\.\s*handin",
 }
+
+
+@dataclass(frozen=True)
+class Part:
+    """Whole lines of a cell's code, run as one request; `first_line`: the cell's line number (1-based) of the first."""
+    code: str
+    first_line: int
 
 
 @dataclass
@@ -64,6 +73,19 @@ class Cell:
         """The keys of the hidden tests this cell hands results in for (utils/handin.py), in order, once each."""
         match = HIDDEN.search(self.code) if self.kind is CellKind.TEST else None
         return list(dict.fromkeys(HIDDEN_KEY.findall(match.group(0)))) if match else []
+
+    def parts(self) -> tuple[Part, Part, Part] | None:
+        """A budgeted test cell as three parts: everything before its hidden tests' measured part (`### BEGIN
+        MEASURED` to `### END MEASURED`, markers included), that part, and everything after; None when the cell's
+        hidden tests hold none."""
+        hidden = HIDDEN.search(self.code)
+        measured = MEASURED.search(self.code, hidden.start(), hidden.end()) if hidden else None
+        if measured is None:
+            return None
+        lines = self.code.splitlines(keepends=True)
+        start, end = self.code.count("\n", 0, measured.start()), self.code.count("\n", 0, measured.end()) + 1
+        return (Part("".join(lines[:start]), 1), Part("".join(lines[start:end]), start + 1),
+                Part("".join(lines[end:]), end + 1))
 
     @property
     def visible_code(self) -> str:

@@ -9,6 +9,8 @@
 - a disk cap: the working folder is a tmpfs of `disk_mib` in the notebook's own mount namespace (the grader never
   reads it back; it vanishes with the process);
 - resource limits (setrlimit): memory, CPU seconds, processes, file size, no core dumps;
+- no transparent huge pages: every page of memory the notebook touches is one 4 KiB page, so the grader can count
+  new memory by page faults (autograder/grader/cost.py; the notebook could turn them back on, which the grader sees);
 - on a machine with an NVIDIA GPU, CUDA initialised before Landlock (`open_gpu` says why);
 - Landlock (Linux 5.13+): read only Python, system libraries and the course's `utils/`; write only the working
   folder; no TCP (6.7+); no signals outside (6.12+).
@@ -30,7 +32,7 @@ from autograder.limits import Limits, MiB
 
 CLONE_NEWNS, CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET, CLONE_NEWIPC = 0x00020000, 0x10000000, 0x20000000, 0x40000000, 0x08000000
 MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_BIND, MS_REC, MS_PRIVATE = 2, 4, 8, 4096, 16384, 1 << 18
-PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_NO_NEW_PRIVS = 1, 4, 38
+PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_NO_NEW_PRIVS, PR_SET_THP_DISABLE = 1, 4, 38, 41
 _libc = ctypes.CDLL(None, use_errno=True)
 # Where the working folder's tmpfs goes: the first of these that holds none of what the notebook must read.
 WORK_MOUNTS = ("/tmp", "/var/tmp", "/mnt", "/media", "/srv")
@@ -206,6 +208,15 @@ def apply_rlimits(limits: Limits) -> None:
     cap(resource.RLIMIT_NPROC, limits.max_processes)
     cap(resource.RLIMIT_FSIZE, limits.file_mib * MiB)
     cap(resource.RLIMIT_CORE, 0)
+
+
+def no_huge_pages() -> list[str]:
+    """Turn transparent huge pages off for this process and its children (prctl PR_SET_THP_DISABLE): each page of
+    memory it touches is then one 4 KiB page fault, which is how the grader counts new memory (grader/cost.py). The
+    wall built, or [] where the kernel refuses."""
+    if _libc.prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0) != 0:
+        return []
+    return ["4 KiB pages (no transparent huge pages)"]
 
 
 # ---- Landlock -------------------------------------------------------------------------------------------------

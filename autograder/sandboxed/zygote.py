@@ -38,6 +38,9 @@ PRELOAD = ("torch", "torch._dynamo", "torch.func", "torch.amp", "torch.utils.flo
 # (a grading run can reproduce another CPU: tests/test_variants.py grades under ATEN_CPU_CAPABILITY=default).
 KEPT_ENVIRONMENT = ("PATH", "LANG", "LC_ALL", "TZ", "ATEN_CPU_CAPABILITY", "ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA")
 LOCKS = Path("/run/cs336-grader")  # root only: which sandbox uids a running grader holds
+# Where a notebook finds the folder the grader lends it a cost budget's file in (grader/budget_files.py; utils/cost.py
+# reads it): the folder is readable to this notebook alone, beside what every notebook may read.
+GRADER_FILES_VARIABLE = "CS336_GRADER_FILES"
 
 
 def preload() -> None:
@@ -121,7 +124,7 @@ def serve(control: socket.socket) -> None:
                 os.close(fd)
             continue
         if os.fork() == 0:
-            build(limits, uid, readable, *fds)
+            build(limits, uid, readable, Path(spawn.files) if spawn.files else None, *fds)
         for fd in fds:
             os.close(fd)
 
@@ -134,9 +137,12 @@ def _report(status_fd: int | None, error: str) -> None:
             pass
 
 
-def build(limits: Limits, uid: int | None, readable: list, request_fd: int, reply_fd: int, status_fd: int) -> None:
+def build(limits: Limits, uid: int | None, readable: list, files: Path | None, request_fd: int, reply_fd: int,
+          status_fd: int) -> None:
     """The builder: new session, an unprivileged uid (as root), namespaces; forks the notebook (PID 1 of its
-    namespace), sends its pidfd, waits for it and sends how it ended. Never returns."""
+    namespace), sends its pidfd, waits for it and sends how it ended. `files`: the folder of the grader's lent files
+    this notebook may read too (None: none). Never returns."""
+    readable = readable + ([files] if files is not None else [])
     code = 0
     try:
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
@@ -149,7 +155,7 @@ def build(limits: Limits, uid: int | None, readable: list, request_fd: int, repl
         notebook = os.fork()
         if notebook == 0:
             os.close(status_fd)
-            become_notebook(limits, uid, readable, entered, request_fd, reply_fd)
+            become_notebook(limits, uid, readable, files, entered, request_fd, reply_fd)
         os.close(request_fd)
         os.close(reply_fd)
         pidfd = os.pidfd_open(notebook)
@@ -177,8 +183,8 @@ def _close_all_but(keep: set[int]) -> None:
         previous = fd
 
 
-def become_notebook(limits: Limits, uid: int | None, readable: list, entered: list[str], request_fd: int,
-                    reply_fd: int) -> None:
+def become_notebook(limits: Limits, uid: int | None, readable: list, files: Path | None, entered: list[str],
+                    request_fd: int, reply_fd: int) -> None:
     """The notebook process: its own /proc and tmpfs, a clean environment, limits, Landlock, then serve cells.
     Anything that fails before it says Ready is the grader's fault, reported as StartupFailed. Never returns."""
     try:
@@ -196,12 +202,15 @@ def become_notebook(limits: Limits, uid: int | None, readable: list, entered: li
                 del os.environ[name]
         os.environ.update(HOME=str(work), TMPDIR=str(work), MPLCONFIGDIR=str(work), IPYTHONDIR=str(work),
                           MPLBACKEND="Agg", OMP_NUM_THREADS=str(limits.torch_threads), NBGRADER_EXECUTION="autograde")
+        if files is not None:  # where a measured part finds the file a cost budget lends it (utils.cost)
+            os.environ[GRADER_FILES_VARIABLE] = str(files)
         import tempfile
         tempfile.tempdir = str(work)
         import torch
         torch.set_num_threads(limits.torch_threads)
         walls.apply_rlimits(limits)
         built.append("rlimits")
+        built += walls.no_huge_pages()
         gpu_files = walls.gpu_device_files()
         if gpu_files:
             built.append(walls.open_gpu())

@@ -506,6 +506,13 @@ def _load_check(cases, expected, results) -> None:
         check_int(len(params), len(want["params"]), f"the parameters after resuming ({label})")
         for index, (p, q) in enumerate(zip(params, want["params"])):
             check_tensor(p, q, f"parameter {index} after resuming ({label})")
+        moved = result.get("moved_weights_loaded")
+        if type(problem) is not str and (type(moved) is not list or not moved or any(m is not True for m in moved)):
+            raise AssertionError(f"load_checkpoint did not give the model the weights stored in its file ({label}): "
+                                 "the test moved every weight stored in the file by 1 and wrote it again under "
+                                 "another name, and the model got other weights.\nHint: restore the model and the "
+                                 "optimizer from what torch.load(path, weights_only=True) returns, not from anything "
+                                 "kept in memory.")
 
 
 HIDDEN_TESTS = {

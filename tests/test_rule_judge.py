@@ -28,44 +28,53 @@ RULED_OUT = {
     ('01_floats', 'decode'): 'torch.finfo numpy.finfo utils.floats',
     ('01_floats', 'limits'): 'torch.finfo numpy.finfo utils.floats',
     ('01_floats', 'tensor_nbytes'): 'utils.units',
-    ('02_tensors_on_gpu', 'allocated_bytes'): 'torch.cuda torch.backends torch.accelerator torch.mps utils.device utils.transfer utils.units',
+    ('02_tensors_on_gpu', 'allocated_bytes'): ('torch.cuda torch.backends torch.accelerator torch.mps utils.device utils.transfer utils.units'),
     ('02_tensors_on_gpu', 'copy_gb_per_s'): 'utils.timing.time_it utils.transfer.copy_bandwidth',
-    ('02_tensors_on_gpu', 'pick_device'): 'torch.cuda torch.backends torch.accelerator torch.mps utils.device utils.transfer utils.units',
-    ('02_tensors_on_gpu', 'to_copies'): 'torch.cuda torch.backends torch.accelerator torch.mps utils.device utils.transfer utils.units',
+    ('02_tensors_on_gpu', 'pick_device'): ('torch.cuda torch.backends torch.accelerator torch.mps utils.device utils.transfer utils.units'),
+    ('02_tensors_on_gpu', 'to_copies'): ('torch.cuda torch.backends torch.accelerator torch.mps utils.device utils.transfer utils.units'),
     ('03_strides_views', 'can_view'): ('torch.Tensor.stride torch.Tensor.storage_offset torch.Tensor.is_contiguous torch.Tensor.view '
         'torch.Tensor.reshape torch.Tensor.as_strided torch.Tensor.set_ torch.as_strided torch.empty_strided '
-        'torch._prims_common utils.strides .stride .storage_offset .is_contiguous .view .reshape .as_strided '
-        '.set_'),
+        'torch._prims_common utils.strides numpy.lib.stride_tricks numpy.ndarray torch.from_numpy .stride '
+        '.storage_offset .is_contiguous .view .reshape .as_strided .set_ .strides .flags .numpy'),
     ('03_strides_views', 'is_contiguous'): ('torch.Tensor.stride torch.Tensor.storage_offset torch.Tensor.is_contiguous torch.Tensor.view '
         'torch.Tensor.reshape torch.Tensor.as_strided torch.Tensor.set_ torch.as_strided torch.empty_strided '
-        'torch._prims_common utils.strides .stride .storage_offset .is_contiguous .view .reshape .as_strided '
-        '.set_'),
+        'torch._prims_common utils.strides numpy.lib.stride_tricks numpy.ndarray torch.from_numpy .stride '
+        '.storage_offset .is_contiguous .view .reshape .as_strided .set_ .strides .flags .numpy'),
     ('03_strides_views', 'row_major_strides'): ('torch.Tensor.stride torch.Tensor.storage_offset torch.Tensor.is_contiguous torch.Tensor.view '
         'torch.Tensor.reshape torch.Tensor.as_strided torch.Tensor.set_ torch.as_strided torch.empty_strided '
-        'torch._prims_common utils.strides .stride .storage_offset .is_contiguous .view .reshape .as_strided '
-        '.set_'),
+        'torch._prims_common utils.strides numpy.lib.stride_tricks numpy.ndarray torch.from_numpy .stride '
+        '.storage_offset .is_contiguous .view .reshape .as_strided .set_ .strides .flags .numpy'),
     ('03_strides_views', 'slice_metadata'): ('torch.Tensor.stride torch.Tensor.storage_offset torch.Tensor.is_contiguous torch.Tensor.view '
         'torch.Tensor.reshape torch.Tensor.as_strided torch.Tensor.set_ torch.as_strided torch.empty_strided '
-        'torch._prims_common utils.strides .stride .storage_offset .is_contiguous .view .reshape .as_strided '
-        '.set_'),
-    ('03_strides_views', 'sliding_windows'): 'torch.Tensor.unfold .unfold',
+        'torch._prims_common utils.strides numpy.lib.stride_tricks numpy.ndarray torch.from_numpy .stride '
+        '.storage_offset .is_contiguous .view .reshape .as_strided .set_ .strides .flags .numpy'),
+    ('03_strides_views', 'sliding_windows'): ('torch.Tensor.unfold numpy.lib.stride_tricks torch.from_numpy .unfold .numpy'),
     ('03_strides_views', 'storage_index'): ('torch.Tensor.stride torch.Tensor.storage_offset torch.Tensor.is_contiguous torch.Tensor.view '
         'torch.Tensor.reshape torch.Tensor.as_strided torch.Tensor.set_ torch.as_strided torch.empty_strided '
-        'torch._prims_common utils.strides .stride .storage_offset .is_contiguous .view .reshape .as_strided '
-        '.set_'),
+        'torch._prims_common utils.strides numpy.lib.stride_tricks numpy.ndarray torch.from_numpy .stride '
+        '.storage_offset .is_contiguous .view .reshape .as_strided .set_ .strides .flags .numpy'),
     ('04_einops_jaxtyping', 'attention_scores'): ('torch.einsum torch.functional torch.nn.functional .view .reshape .permute .transpose .movedim '
-        '.moveaxis .swapaxes .swapdims .flatten .unflatten .einsum .matmul .bmm .mm .T .mT .@'),
+        '.moveaxis .swapaxes .swapdims .flatten .unflatten .einsum .matmul .bmm .mm .T .mT .@ .mH .H .adjoint '
+        '.as_strided .unfold .tensordot .inner .outer .vecdot .dot .vdot .mv .addmm .baddbmm .addbmm .addmv '
+        '.cat .concat .concatenate .stack .hstack .vstack .dstack .nanmean .nansum .numpy .from_numpy'),
     ('04_einops_jaxtyping', 'checked_masked_mean'): ('torch.einsum torch.functional torch.mean torch.sum .view .reshape .permute .transpose .movedim '
-        '.moveaxis .swapaxes .swapdims .flatten .unflatten .einsum .matmul .bmm .mm .T .mT .@ .mean .sum'),
+        '.moveaxis .swapaxes .swapdims .flatten .unflatten .einsum .matmul .bmm .mm .T .mT .@ .mH .H .adjoint '
+        '.as_strided .unfold .tensordot .inner .outer .vecdot .dot .vdot .mv .addmm .baddbmm .addbmm .addmv '
+        '.cat .concat .concatenate .stack .hstack .vstack .dstack .nanmean .nansum .numpy .from_numpy .mean '
+        '.sum'),
     ('04_einops_jaxtyping', 'merge_heads'): ('torch.einsum torch.functional .view .reshape .permute .transpose .movedim .moveaxis .swapaxes '
-        '.swapdims .flatten .unflatten .einsum .matmul .bmm .mm .T .mT .@'),
+        '.swapdims .flatten .unflatten .einsum .matmul .bmm .mm .T .mT .@ .mH .H .adjoint .as_strided .unfold '
+        '.tensordot .inner .outer .vecdot .dot .vdot .mv .addmm .baddbmm .addbmm .addmv .cat .concat '
+        '.concatenate .stack .hstack .vstack .dstack .nanmean .nansum .numpy .from_numpy'),
     ('04_einops_jaxtyping', 'split_qkv'): ('torch.einsum torch.functional .view .reshape .permute .transpose .movedim .moveaxis .swapaxes '
-        '.swapdims .flatten .unflatten .einsum .matmul .bmm .mm .T .mT .@'),
+        '.swapdims .flatten .unflatten .einsum .matmul .bmm .mm .T .mT .@ .mH .H .adjoint .as_strided .unfold '
+        '.tensordot .inner .outer .vecdot .dot .vdot .mv .addmm .baddbmm .addbmm .addmv .cat .concat '
+        '.concatenate .stack .hstack .vstack .dstack .nanmean .nansum .numpy .from_numpy'),
     ('05_flops_mfu', 'linear_model_flops'): ('torch.utils.flop_counter utils.flops.FlopCounterMode utils.flops.count_flops '
         'utils.flops.matmul_flops utils.flops.linear_flops'),
     ('05_flops_mfu', 'matmul_flop_count'): ('torch.utils.flop_counter utils.flops.FlopCounterMode utils.flops.count_flops '
         'utils.flops.matmul_flops'),
-    ('05_flops_mfu', 'matmul_intensity'): 'torch.utils.flop_counter utils.flops.FlopCounterMode utils.flops.count_flops',
+    ('05_flops_mfu', 'matmul_intensity'): ('torch.utils.flop_counter utils.flops.FlopCounterMode utils.flops.count_flops'),
     ('06_gradients', 'h1_grad'): ('torch.autograd torch.func torch._functorch utils.gradients.autograd_linear_grads '
         'utils.gradients.autograd_two_layer_grads utils.gradients.autograd_linear_stack_grads '
         'utils.gradients.autograd_linear_stack_activation_grads .backward .grad_fn .next_functions '
@@ -243,6 +252,23 @@ BEYOND = {   # routes the issue did not list
     "super(C, self)": ("w2_grad", "class _B:\n    def f(self):\n        return torch.autograd.grad\n"
                                   "class _C(_B):\n    def f(self):\n        return super(_C, self).f()\n"
                                   "def w2_grad(h1, g):\n    return _C().f()(h1, h1)"),
+    # a student's view of the release (a red team, 2026-11-29): numpy's arrays and torch's other products
+    "numpy's strides": ("row_major_strides", "def row_major_strides(shape):\n"
+                                             "    return torch.empty(shape, dtype=torch.int8).numpy().strides"),
+    "numpy's flags": ("is_contiguous", "def is_contiguous(shape, strides):\n"
+                                       "    return np.ndarray(shape, np.int8, buffer=bytearray(64), strides=strides)"
+                                       ".flags['C_CONTIGUOUS']"),
+    "numpy's sliding windows": ("sliding_windows", "def sliding_windows(x, width):\n"
+                                                   "    w = np.lib.stride_tricks.sliding_window_view(x.numpy(), width)\n"
+                                                   "    return torch.from_numpy(w)"),
+    "as_strided with a dead einops name": ("split_qkv", "def split_qkv(qkv, n_heads):\n    pattern = rearrange\n"
+                                                        "    return qkv.as_strided((3, 1), (1, 1))"),
+    "cat of unbind": ("merge_heads", "def merge_heads(x):\n    pattern = rearrange\n"
+                                     "    return torch.cat(x.unbind(1), dim=-1)"),
+    "linalg.vecdot": ("attention_scores", "def attention_scores(q, k):\n    pattern = einsum\n"
+                                          "    return torch.linalg.vecdot(q.unsqueeze(-2), k.unsqueeze(-3))"),
+    "nanmean": ("checked_masked_mean", "def checked_masked_mean(x, mask):\n    pattern = reduce\n"
+                                       "    return torch.where(mask[..., None], x, float('nan')).nanmean(1)"),
     "a star import": ("w2_grad", "from torch.autograd import *\ndef w2_grad(h1, g):\n    return grad(h1, h1)"),
 }
 

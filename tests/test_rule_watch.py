@@ -86,6 +86,10 @@ SEEN = {   # task, its answer, the test that calls it, what the watch must repor
     "torch.einsum where einops is asked for": (
         "attention_scores", "def attention_scores(q, k):\n    return torch.einsum('bqd,bkd->bqk', q, k) / q.shape[-1] ** 0.5",
         "attention_scores(torch.randn(2, 3, 4), torch.randn(2, 5, 4))", "torch.functional.einsum, called by the task's code"),
+    "einops named but never run": (
+        "merge_heads", "def merge_heads(x):\n    _pattern = einops.rearrange\n    b, h, s, d = x.shape\n"
+                       "    return x.new_zeros(b, s, h * d)",
+        "merge_heads(torch.randn(2, 3, 4, 5))", "einops never ran in 1 of the task's calls"),
     "settrace": ("w2_grad", "import sys\ndef w2_grad(h1, g):\n    sys.settrace(None)\n    return h1.T @ g",
                  "w2_grad(torch.randn(3, 2), torch.randn(3, 4))", "tampering: the task's code ran sys.settrace"),
     "exec": ("w2_grad", "def w2_grad(h1, g):\n    return eval('h1.T @ g')",
@@ -164,7 +168,8 @@ def test_the_watch_looks_at_a_budget_of_events_and_calls_only(shell):
                            "    return x.permute(0, 1, 2, 3) if _n[0] == 1 else x.clone()")
     evidence = shell(CellKind.TEST, f"for _ in range({watch.CALL_BUDGET + 3}):\n    merge_heads(torch.ones(1, 1, 1, 1))",
                      "merge_heads")
-    assert evidence == [".permute, called by the task's code"]
+    assert evidence == [".permute, called by the task's code",   # einops never ran in the watched calls either
+                        f"einops never ran in {watch.CALL_BUDGET} of the task's calls (the task asks for it)"]
     shell(CellKind.ANSWER, f"def merge_heads(x):\n    for _ in range({watch.EVENT_BUDGET}):\n        len([])\n"
                            "    return x.permute(0, 1, 2, 3)")
     assert shell(CellKind.TEST, "merge_heads(torch.ones(1, 1, 1, 1))", "merge_heads") == []

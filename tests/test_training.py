@@ -434,6 +434,18 @@ def seed_everything(seed):
 }
 
 
+KEPT_IN_MEMORY = {   # save_checkpoint keeps the states in the process; load_checkpoint reads the file, uses them
+    "save_checkpoint": lambda solution: "import copy as _copy\n_KEPT = {}\n" + solution.replace(
+        "def save_checkpoint(", "def _save_to_file(", 1) + "\n\n\ndef save_checkpoint(path, model, optimizer, step, "
+        "generator):\n    _KEPT['last'] = (_copy.deepcopy(model.state_dict()), _copy.deepcopy(optimizer.state_dict()))\n"
+        "    return _save_to_file(path, model, optimizer, step, generator)\n",
+    "load_checkpoint": lambda solution: solution.replace("def load_checkpoint(", "def _load_from_file(", 1) +
+        "\n\n\ndef load_checkpoint(path, model, optimizer, generator):\n"
+        "    step = _load_from_file(path, model, optimizer, generator)\n"
+        "    model.load_state_dict(_KEPT['last'][0])\n    optimizer.load_state_dict(_KEPT['last'][1])\n    return step\n",
+}
+
+
 def test_a_wrong_get_batch_or_seed_everything_costs_only_its_own_points(tmp_path):
     """train calls get_batch: its tests (visible and hidden) run it with a correct get_batch, so a right train earns
     its points beside a wrong get_batch; the checkpoint tasks earn theirs beside a wrong seed_everything."""
@@ -447,14 +459,22 @@ def test_a_wrong_get_batch_or_seed_everything_costs_only_its_own_points(tmp_path
     root = submissions.new_course(tmp_path)
     notebooks = submissions._fill(assignment, lambda i, grade_id, solution: WRONG_EARLIER_TASKS.get(grade_id, solution))
     submissions.write_submission(root / "submitted", "wrongearlier", assignment, notebooks)
+    kept = submissions._fill(assignment, lambda i, grade_id, solution: KEPT_IN_MEMORY[grade_id](solution)
+                             if grade_id in KEPT_IN_MEMORY else solution)
+    submissions.write_submission(root / "submitted", "keptinmemory", assignment, kept)
     run = subprocess.run([sys.executable, "-m", "autograder.grade", str(root / "submitted"), "--course", str(root),
                           "--out", str(root / "graded")], capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stdout + run.stderr
     with open(root / "graded" / "grades.csv") as f:
-        scores = {row["task"]: float(row["score"]) for row in csv.DictReader(f) if row["assignment"] == assignment}
+        rows = [row for row in csv.DictReader(f) if row["assignment"] == assignment]
+    scores = {row["task"]: float(row["score"]) for row in rows if row["student"] == "wrongearlier"}
     assert scores == {"test_get_batch": 0, "test_seed_everything": 0, "test_train": 3, "test_save_checkpoint": 2,
                       "test_load_checkpoint": 3, "test_tokens_billions": 1, "test_read_minutes": 1,
                       "resume_without_rng": 0, "TOTAL": 10}, scores  # the written answer, left as released: 0
+    # a student's red team (2026-11-29): a load_checkpoint that calls torch.load but restores the weights from what
+    # save_checkpoint kept in memory passed; the hidden test now moves the file's stored weights and asks for them
+    kept = {row["task"]: float(row["score"]) for row in rows if row["student"] == "keptinmemory"}
+    assert kept["test_load_checkpoint"] == 0 and kept["test_save_checkpoint"] == 2 and kept["test_train"] == 3, kept
 
 
 def test_get_batch_reads_its_windows_pages_of_a_real_memmap_and_a_full_read_all(tmp_path):

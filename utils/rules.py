@@ -318,8 +318,11 @@ def check_rule(assignment: str, test: str, fn: Callable) -> None:
 # What each exercise's text says a task may not use (the exercise's intro and the task's own text say it to students).
 LAYOUT_ORACLES = ("torch.Tensor.stride", "torch.Tensor.storage_offset", "torch.Tensor.is_contiguous", "torch.Tensor.view",
                   "torch.Tensor.reshape", "torch.Tensor.as_strided", "torch.Tensor.set_", "torch.as_strided",
-                  "torch.empty_strided", "torch._prims_common", "utils.strides")
-LAYOUT_METHODS = ("stride", "storage_offset", "is_contiguous", "view", "reshape", "as_strided", "set_")
+                  "torch.empty_strided", "torch._prims_common", "utils.strides",
+                  # numpy's arrays know their layout too (its strides, flags, in-place reshape, sliding windows)
+                  "numpy.lib.stride_tricks", "numpy.ndarray", "torch.from_numpy")
+LAYOUT_METHODS = ("stride", "storage_offset", "is_contiguous", "view", "reshape", "as_strided", "set_", "strides",
+                  "flags", "numpy")
 FLOP_COUNTERS = ("torch.utils.flop_counter", "utils.flops.FlopCounterMode", "utils.flops.count_flops")
 AUTOGRAD = ("torch.autograd", "torch.func", "torch._functorch", "utils.gradients.autograd_linear_grads",
             "utils.gradients.autograd_two_layer_grads", "utils.gradients.autograd_linear_stack_grads",
@@ -334,8 +337,14 @@ READY_OPTIMIZERS = ("torch.optim.SGD", "torch.optim.Adagrad", "torch.optim.Adam"
                     "torch.optim.SparseAdam", "torch.optim.sgd", "torch.optim.adagrad", "torch.optim.adam",
                     "torch.optim.adamw", "torch.optim.rmsprop", "torch.optim._functional", "utils.optimizers",
                     "utils.optimizer_checks")
+# Every torch route that moves axes or contracts them, which is what these tasks ask of einops: layout changes, products
+# of any name, gluing slices back together, a strided view, numpy's arrays. Splitting one axis into pieces (chunk,
+# unbind, split, indexing) is left to the student: it moves nothing.
 EINOPS_ONLY = ("view", "reshape", "permute", "transpose", "movedim", "moveaxis", "swapaxes", "swapdims", "flatten",
-               "unflatten", "einsum", "matmul", "bmm", "mm", "T", "mT", "@")
+               "unflatten", "einsum", "matmul", "bmm", "mm", "T", "mT", "@", "mH", "H", "adjoint", "as_strided", "unfold",
+               "tensordot", "inner", "outer", "vecdot", "dot", "vdot", "mv", "addmm", "baddbmm", "addbmm", "addmv",
+               "cat", "concat", "concatenate", "stack", "hstack", "vstack", "dstack", "nanmean", "nansum", "numpy",
+               "from_numpy")
 AUTOCASTS = ("torch.autocast", "torch.amp.autocast", "torch.amp.autocast_mode", "torch.cpu.amp.autocast",
              "torch.cuda.amp.autocast", "torch.set_autocast_enabled")
 GRAD_SCALERS = ("torch.amp.GradScaler", "torch.amp.grad_scaler", "torch.cuda.amp.GradScaler", "torch.cpu.amp.GradScaler",
@@ -370,7 +379,8 @@ RULES: dict[tuple[str, str], Rule] = {
     ("03_strides_views", "test_row_major_strides"): Rule("row_major_strides", LAYOUT_ORACLES, LAYOUT_METHODS, why=_LAYOUT),
     ("03_strides_views", "test_is_contiguous"): Rule("is_contiguous", LAYOUT_ORACLES, LAYOUT_METHODS, why=_LAYOUT),
     ("03_strides_views", "test_slice_metadata"): Rule("slice_metadata", LAYOUT_ORACLES, LAYOUT_METHODS, why=_LAYOUT),
-    ("03_strides_views", "test_sliding_windows"): Rule("sliding_windows", ("torch.Tensor.unfold",), ("unfold",),
+    ("03_strides_views", "test_sliding_windows"): Rule("sliding_windows", ("torch.Tensor.unfold", "numpy.lib.stride_tricks",
+                                                                           "torch.from_numpy"), ("unfold", "numpy"),
                                                        why="build the view with as_strided, from x's own stride and offset."),
     ("03_strides_views", "test_can_view"): Rule("can_view", LAYOUT_ORACLES, LAYOUT_METHODS, why=_LAYOUT),
     ("04_einops_jaxtyping", "test_split_qkv"): Rule("split_qkv", ("torch.einsum", "torch.functional"), EINOPS_ONLY,

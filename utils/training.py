@@ -426,3 +426,17 @@ def _contents_problem(checkpoint: object, model: nn.Module, wanted: dict[str, Te
 def write_stand_in(path: str | Path, data: Tensor) -> None:
     """Write a stand-in checkpoint (its bytes, as the grader sends them: a uint8 tensor) to `path`."""
     Path(path).write_bytes(data.numpy().tobytes())
+
+
+def shift_stored_weights(value, weights: list[Tensor], shift: float):
+    """`value` (a checkpoint as weights_only loading gives it back) with every stored copy of a tensor of `weights`
+    moved by `shift`, in whatever layout it is stored: a loader that reads its weights from the file must then load
+    the moved ones (the load test's probe that the file, not something the process kept, is what was read)."""
+    if type(value) is Tensor:
+        same = any(value.shape == w.shape and value.dtype == w.dtype and torch.equal(value, w) for w in weights)
+        return value + shift if same else value
+    if isinstance(value, dict):   # a state_dict is an OrderedDict
+        return {key: shift_stored_weights(item, weights, shift) for key, item in value.items()}
+    if type(value) in (list, tuple):
+        return type(value)(shift_stored_weights(item, weights, shift) for item in value)
+    return value

@@ -93,6 +93,8 @@ class Watch:
         self.inside = 0
         self.restore: list[Callable[[], None]] = []
         self._names: dict[Any, tuple[str, ...]] = {}
+        self.needed_ran = False             # in the call being watched: a function of the rule's `needs` (einops) ran
+        self.calls_without_needed = 0       # whole watched calls of the task in which none did
 
     # -- the task, wrapped ------------------------------------------------------------------------------------------
     def arm(self, namespace: dict) -> None:
@@ -114,6 +116,9 @@ class Watch:
             undo()
         self.restore.clear()
         self._own_modules()
+        if self.calls_without_needed:   # `needs` named in the code (the judge's test) but not what does the work
+            self.note(f"{' or '.join(self.spec.needs)} never ran in {self.calls_without_needed} of the task's calls "
+                      "(the task asks for it)")
         return self.evidence
 
     def _own_modules(self) -> None:
@@ -150,12 +155,15 @@ class Watch:
         try:
             if sys.getprofile() is None:
                 self.profiling = profiled = True
+                self.needed_ran = False
                 sys.setprofile(self._hook)
             return fn(*args, **kwargs)
         finally:
             if profiled:
                 if self.profiling and sys.getprofile() is not self._hook:
                     self.note("tampering: the watch's profile hook was taken off by the task's code")
+                elif self.profiling and self.spec.needs and not self.needed_ran:
+                    self.calls_without_needed += 1    # watched to its end (within the event budget), einops never ran
                 sys.setprofile(None)
                 self.profiling = False
             ACTIVE.remove(self)
@@ -168,6 +176,7 @@ class Watch:
         """sys.setprofile's hook while the task runs: a call of a forbidden module's function, or a builtin the
         student's code calls itself. A closure over what it reads, since it runs on every call and return."""
         callers, student, watch, unseen, engine = self._callers, self.student, self, object(), self.spec.engine
+        needs = self.spec.needs
 
         def hook(frame: FrameType, event: str, arg: Any) -> None:
             watch.events += 1
@@ -175,6 +184,8 @@ class Watch:
                 watch.profiling = False
                 sys.setprofile(None)
             elif event == "call":
+                if needs and not watch.needed_ran and _under(frame.f_globals.get("__name__", ""), needs):
+                    watch.needed_ran = not watch._through_stand_in(frame.f_back)
                 forbidden = callers.get(frame.f_code, unseen)
                 if forbidden is unseen:
                     forbidden = watch.forbidden_caller(frame)
@@ -243,6 +254,14 @@ class Watch:
                 self.note(f".{name.rsplit('.', 1)[-1].replace('__matmul__', '@')}, called by the task's code")
         if self._foreign_depth():
             self._foreign_modes()
+
+    def _through_stand_in(self, frame: FrameType | None) -> bool:
+        """Whether the frames from `frame` up to the task's own code pass through another task's function."""
+        while frame is not None and not self.student_frame(frame):
+            if frame.f_code.co_name in self.spec.stand_ins:
+                return True
+            frame = frame.f_back
+        return False
 
     def _excused(self, frame: FrameType | None) -> bool:
         """Whether the frames from `frame` (a forbidden function's own) up to the task's own code pass through

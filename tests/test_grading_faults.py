@@ -50,6 +50,39 @@ def grade(root: Path, *args: str, out: Path | None = None, wait: bool = True, **
     return subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=300, **kwargs)
 
 
+def here(root: Path, *limits: str, out: Path | None = None, **options) -> list:
+    """A run in this process, with `grade`'s limits and then `limits` (NAME=VALUE, as `grade`'s `--limit`s), so that
+    a result graded by the CLI is reused: the rows it wrote. A refusal raises; a submission NOT GRADED fails the test,
+    as the command line exits 3 for it (and 0 only when every submission is graded). Where the command line adds
+    nothing, this spares an interpreter and its imports (about 2-3 CPU-s a run)."""
+    from autograder.gradebook import TOTAL
+    from autograder.grader.pipeline import grade as run
+    from autograder.limits import load_limits
+    from autograder.outcome import Status
+    rows = run(None, out or root / "graded", course=Course.load(root),
+               limits=load_limits(overrides=["cell_seconds=20", *limits]), **options)
+    failed = [r for r in rows if r.task == TOTAL and r.status is Status.NOT_GRADED]
+    assert not failed, failed
+    return rows
+
+
+def refused_here(root: Path, **options) -> str:
+    """The message of a run refused (GradebookError) before it wrote anything, in this process."""
+    from autograder.database import GradebookError
+    with pytest.raises(GradebookError) as caught:
+        here(root, **options)
+    return str(caught.value)
+
+
+def stopped_here(root: Path, **options):
+    """The error (a GraderError) that stopped a run in this process: its `explain()` is what the command line
+    prints after 'error: ', its `exit_code` what it exits with."""
+    from autograder.errors import GraderError
+    with pytest.raises(GraderError) as caught:
+        here(root, **options)
+    return caught.value
+
+
 def totals(out: Path) -> dict[str, str]:
     with open(out / "grades.csv") as f:
         return {r["student"]: f"{r['score']} {r['note']}" for r in csv.DictReader(f) if r["task"] == "TOTAL"}
@@ -66,8 +99,7 @@ def graded_class(tmp_path_factory):
     from nbgrader.api import Gradebook
     with Gradebook(course.db_url, course.course_id) as gb:
         gb.update_or_create_assignment(A, duedate="2026-01-06 12:00:00 UTC")
-    run = grade(root, "--workers", "1")
-    assert run.returncode == 0, run.stderr
+    here(root, "workers=1")  # as `grade(root, "--workers", "1")`, in this process
     return root
 
 
@@ -107,22 +139,26 @@ def alive(pids) -> list[int]:
     return [p for p in pids if Path(f"/proc/{p}").exists() and "Z" not in (Path(f"/proc/{p}/stat").read_text().split()[2:3] or ["Z"])]
 
 
-def test_two_runs_at_once_one_waits_for_nobody_and_the_second_says_who(tmp_path, clean):
-    root = tmp_path
-    make_class(root, {"ada": "return 2 * x", "bob": "import time; time.sleep(8); return 3 * x", "cy": "return x + x"})
-    first = grade(root, wait=False)
+def test_two_runs_at_once_one_waits_for_nobody_and_the_second_says_who(tmp_path, graded_class, clean):
+    root = copy_of(graded_class, tmp_path)  # bob's notebook now sleeps: the first run grades him again, slowly
+    path = root / "submitted" / "bob" / A / f"{A}.ipynb"
+    path.write_text(path.read_text().replace("return 3 * x", "import time; time.sleep(8); return 3 * x"))
     lock = root / ".grading.lock"
+    lock.unlink()  # the clean run's, which names that run: wait for the first run's own
+    first = grade(root, wait=False)
     deadline = time.monotonic() + 120
     while not (lock.exists() and lock.read_text()) and time.monotonic() < deadline:
         time.sleep(0.2)
-    second = grade(root)
+    second = stopped_here(root)  # in this process: what the command line prints after 'error: ', and exits with
     out, err = first.communicate(timeout=300)
     assert first.returncode == 0, err
-    assert second.returncode == 2, second.stdout + second.stderr
-    assert "is being graded now by" in second.stderr and f"pid {first.pid}" in second.stderr and "since" in second.stderr
+    assert "graded 1 submission(s)" in err, err  # bob's sleepy notebook: it held the lock while the second came
+    said = second.explain()
+    assert second.exit_code == 2, said
+    assert "is being graded now by" in said and f"pid {first.pid}" in said and "since" in said, said
     assert (root / "graded" / "grades.csv").read_text() == clean  # the first run is not disturbed
-    again = grade(root)
-    assert again.returncode == 0 and (root / "graded" / "grades.csv").read_text() == clean
+    here(root)
+    assert (root / "graded" / "grades.csv").read_text() == clean
 
 
 def test_a_killed_run_leaves_nothing_running_and_the_next_run_cleans_up(tmp_path, clean):
@@ -154,9 +190,8 @@ def test_a_killed_run_leaves_nothing_running_and_the_next_run_cleans_up(tmp_path
         path = root / "submitted" / student / A / f"{A}.ipynb"
         path.write_text(path.read_text().replace("import time; time.sleep(600); ", "").replace("while True: pass",
                                                                                                "return x + x"))
-    again = grade(root)
-    assert again.returncode == 0, again.stderr
-    assert "removed what a stopped run had left" in again.stderr
+    here(root)
+    assert "removed what a stopped run had left" in (root / "graded" / "summary.txt").read_text()
     assert not list((root / "graded").rglob(".*.tmp"))
     assert (root / "graded" / "grades.csv").read_text() == clean
 
@@ -179,8 +214,7 @@ def test_a_gradebook_that_lost_what_was_recorded_is_refused(tmp_path, graded_cla
     assert (root / "graded" / "grades.csv").read_text() == before
     if loss != "due date dropped":
         assert not db.exists() or db.stat().st_size == 0  # nothing was written into it
-    fresh = grade(root, "--start-over")
-    assert fresh.returncode == 0, fresh.stderr
+    here(root, start_over=True)  # as `grade(root, "--start-over")`
 
 
 @pytest.mark.parametrize("how", ["make clean", "a fresh --out", "the ledger cut in half", "the ledger edited"])
@@ -215,28 +249,9 @@ def test_the_guard_of_an_emptied_gradebook_lives_with_the_gradebook(tmp_path, gr
         assert "the due dates of 00_tiny are gone" in said or "gradebook file" in said, said
     assert db.stat().st_size == 0 and ledger.read_bytes() == kept  # nothing written, the guard not rewritten
     assert not (out / "grades.csv").exists() or how == "the ledger cut in half" or how == "the ledger edited"
-    fresh = grade(root, "--start-over", out=out)
-    assert fresh.returncode == 0, fresh.stdout + fresh.stderr
+    here(root, out=out, start_over=True)  # as `grade(root, "--start-over", out=out)`
     assert ledger.read_bytes() != kept
     here(root, out=out)  # a new, whole ledger
-
-
-def here(root: Path, out: Path | None = None, **options) -> list:
-    """A run in this process, with `grade`'s limits (so that a result graded by the CLI is reused): the rows it
-    wrote; a refusal raises. Where the command line adds nothing, this spares an interpreter and its imports (about
-    2 CPU-s a run)."""
-    from autograder.grader.pipeline import grade as run
-    from autograder.limits import load_limits
-    return run(None, out or root / "graded", course=Course.load(root),
-               limits=load_limits(overrides=["cell_seconds=20"]), **options)
-
-
-def refused_here(root: Path, **options) -> str:
-    """The message of a run refused (GradebookError) before it wrote anything, in this process."""
-    from autograder.database import GradebookError
-    with pytest.raises(GradebookError) as caught:
-        here(root, **options)
-    return str(caught.value)
 
 
 def another_class(root: Path) -> Path:
@@ -360,10 +375,10 @@ def test_a_truncated_result_is_graded_again_alone(tmp_path, graded_class, clean)
     root = copy_of(graded_class, tmp_path)
     result = root / "graded" / "results" / "bob" / f"{A}.json"
     result.write_text(result.read_text()[: len(result.read_text()) // 2])
-    again = grade(root)
-    assert again.returncode == 0, again.stderr
-    assert f"an earlier result could not be read and is graded again: {result}" in again.stderr
-    assert "graded 1 submission(s)" in again.stderr and "2 unchanged, reused" in again.stderr
+    here(root)
+    summary = (root / "graded" / "summary.txt").read_text()
+    assert f"an earlier result could not be read and is graded again: {result}" in summary, summary
+    assert "graded 1 submission(s)" in summary and "2 unchanged, reused" in summary, summary
     assert (root / "graded" / "grades.csv").read_text() == clean
 
 
@@ -379,8 +394,8 @@ def test_a_result_that_cannot_be_written_costs_that_submission_only(tmp_path, cl
     assert rows["bob"].startswith(" NOT GRADED: could not write") and "results/bob" in rows["bob"], rows["bob"]
     assert rows["ada"] == "2 " and rows["cy"] == "2 "
     (root / "graded" / "results" / "bob").unlink()
-    again = grade(root)
-    assert again.returncode == 0 and (root / "graded" / "grades.csv").read_text() == clean
+    here(root)
+    assert (root / "graded" / "grades.csv").read_text() == clean
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="mounting a small tmpfs for the output folder needs root")
@@ -392,24 +407,25 @@ def test_a_full_output_disk_names_the_file_and_a_rerun_finishes(tmp_path, clean)
     subprocess.run(["mount", "-t", "tmpfs", "-o", "size=24k", "tmpfs", str(out)], check=True)
     try:
         run = grade(root, out=out)
+        assert run.returncode in (2, 3), run.stdout + run.stderr
+        assert "No space left on device" in run.stderr and str(out) in run.stderr, run.stderr
+        assert "hidden tests are broken" not in run.stderr and "Traceback" not in run.stderr
+        # Issue #62: the results that fit were committed before grades.csv found the disk full; the message says
+        # how many went into the gradebook, which ones did not, and that the rest of the output was not written
+        import re
+        said = re.search(r"its commit of (\d) submission\(s\) went through, of the 3 this run was given", run.stderr)
+        assert said and "not written" in run.stderr and "was not written past" not in run.stderr, run.stderr
+        from nbgrader.api import Gradebook
+        course = Course.load(root)
+        with Gradebook(course.db_url, course.course_id) as gb:
+            assert len(gb.find_assignment(A).submissions) == int(said[1])  # the number it says is the gradebook's
+        assert int(said[1]) == 3 or f"{3 - int(said[1])} NOT GRADED, not in it" in run.stderr
+        # room made where the run writes: a re-run into the same folder finishes from what the full one left there
+        subprocess.run(["mount", "-o", "remount,size=16m", str(out)], check=True)
+        here(root, out=out)
+        assert (out / "grades.csv").read_text() == clean
     finally:
         subprocess.run(["umount", "-l", str(out)], check=True)
-    assert run.returncode in (2, 3), run.stdout + run.stderr
-    assert "No space left on device" in run.stderr and str(out) in run.stderr, run.stderr
-    assert "hidden tests are broken" not in run.stderr and "Traceback" not in run.stderr
-    # Issue #62: the results that fit were committed before grades.csv found the disk full; the message says how
-    # many went into the gradebook, which ones did not, and that the rest of the output was not written
-    import re
-    said = re.search(r"its commit of (\d) submission\(s\) went through, of the 3 this run was given", run.stderr)
-    assert said and "not written" in run.stderr and "was not written past" not in run.stderr, run.stderr
-    from nbgrader.api import Gradebook
-    course = Course.load(root)
-    with Gradebook(course.db_url, course.course_id) as gb:
-        assert len(gb.find_assignment(A).submissions) == int(said[1])  # the number it says is the gradebook's
-    assert int(said[1]) == 3 or f"{3 - int(said[1])} NOT GRADED, not in it" in run.stderr
-    again = grade(root, out=tmp_path / "roomy")
-    assert again.returncode == 0, again.stderr
-    assert (tmp_path / "roomy" / "grades.csv").read_text() == clean
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="a bind mount on the ledger needs root")
@@ -424,14 +440,15 @@ def test_a_ledger_that_cannot_be_written_after_the_commit_says_the_grade_is_in(t
     kept = ledger.read_bytes()
     subprocess.run(["mount", "--bind", str(ledger), str(ledger)], check=True)
     try:
-        run = grade(root)
-    finally:
+        stopped = stopped_here(root)  # in this process: what the command line prints after 'error: ' (for an error
+    finally:  # other than a full disk), and exits with
         subprocess.run(["umount", str(ledger)], check=True)
-    assert run.returncode == 2, run.stdout + run.stderr
-    assert "its commit of 3 submission(s) went through" in run.stderr, run.stderr
-    assert "Then writing the gradebook's ledger failed" in run.stderr and "Device or resource busy" in run.stderr
+    said = stopped.explain()
+    assert stopped.exit_code == 2, said
+    assert "its commit of 3 submission(s) went through" in said, said
+    assert "Then writing the gradebook's ledger failed" in said and "Device or resource busy" in said
     assert "grades.csv, the feedback pages and the summary, the shard's record (shard.json) were not written" in \
-        run.stderr and "Nothing was written" not in run.stderr
+        said and "Nothing was written" not in said
     from nbgrader.api import Gradebook
     course = Course.load(root)
     with Gradebook(course.db_url, course.course_id) as gb:
@@ -465,8 +482,9 @@ def test_a_full_temporary_folder_is_named_so(tmp_path):
 
 def test_the_worker_count_is_not_part_of_a_results_key(tmp_path, graded_class, clean):
     root = copy_of(graded_class, tmp_path)  # graded on one worker
-    again = grade(root, "--workers", "2")
-    assert again.returncode == 0 and "graded 0 submission(s)" in again.stderr and "3 unchanged, reused" in again.stderr
+    here(root, "workers=2")  # as `grade(root, "--workers", "2")`
+    summary = (root / "graded" / "summary.txt").read_text()
+    assert "graded 0 submission(s)" in summary and "3 unchanged, reused" in summary, summary
     assert (root / "graded" / "grades.csv").read_text() == clean
 
 
@@ -709,10 +727,9 @@ def test_a_machine_short_of_memory_and_cpu_never_costs_a_student_a_point(tmp_pat
     memory, the run exits 3, and a later run grades it (nothing of it was kept). A student who sleeps past the limit
     is charged in both runs alike: only time spent waiting for a CPU is given back."""
     make_class(tmp_path, SHORT_OF)
-    short = ["--limit", "cell_seconds=2", "--limit", "max_restarts=1"]
+    short = ("cell_seconds=2", "max_restarts=1")
     started = time.monotonic()
-    unlimited = grade(tmp_path, *short, out=tmp_path / "unlimited")
-    assert unlimited.returncode == 0, unlimited.stdout + unlimited.stderr
+    here(tmp_path, *short, out=tmp_path / "unlimited")  # as `grade(tmp_path, "--limit", ..., out=...)`: every one graded
     expected = scores(tmp_path / "unlimited")
     assert expected["cpu"] == expected["ok"] == expected["big"] != expected["sleepy"], expected
     groups = Cgroups(f"cs336-test-{os.getpid()}", memory_mib=2200, cpus=0.25)
@@ -722,7 +739,8 @@ def test_a_machine_short_of_memory_and_cpu_never_costs_a_student_a_point(tmp_pat
     try:
         assert neighbour.stdout.readline().strip() == "holding"
         limited = subprocess.run(groups.enter() + [sys.executable, "-m", "autograder.grade", "--course", str(tmp_path),
-                                                    "--out", str(tmp_path / "limited"), *short],
+                                                    "--out", str(tmp_path / "limited"), "--limit", short[0],
+                                                    "--limit", short[1]],
                                  cwd=REPO, capture_output=True, text=True, timeout=300)
     finally:
         neighbour.kill()
@@ -743,5 +761,5 @@ def test_a_machine_short_of_memory_and_cpu_never_costs_a_student_a_point(tmp_pat
     assert got["big"] == "NOT GRADED" and limited.returncode == 3, said
     assert "ran out of memory" in summary and "OOM killer" in summary, summary
     assert "out of memory during this run: the kernel's OOM killer killed" in summary, summary  # not only "no limit"
-    again = grade(tmp_path, *short, out=tmp_path / "limited")  # unlimited now: the NOT GRADED one is graded
-    assert again.returncode == 0 and scores(tmp_path / "limited") == expected, again.stdout + again.stderr
+    here(tmp_path, *short, out=tmp_path / "limited")  # unlimited now: the NOT GRADED one is graded
+    assert scores(tmp_path / "limited") == expected

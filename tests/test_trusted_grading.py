@@ -2,7 +2,9 @@
 only when nothing they depended on changed, and only work handed out is counted.
 
 Each test grades exercise 7 in a scratch copy of the grader (autograder/, utils/, reference/, source/07) whose
-`reference/` it may break, with its own cache of passed self-checks.
+`reference/` it may break, with its own cache of passed self-checks. The first run of such a copy, with exercises 1
+and 5 beside it (`graded_checkout`), is graded once and shared: a run pays for its self-check and notebooks (about
+15 CPU-s), so the tests that start from it read it, or grade again in a copy of it.
 """
 from __future__ import annotations
 
@@ -13,6 +15,8 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from tests import submissions
 
@@ -35,6 +39,21 @@ def grade(root: Path, *extra: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "autograder.grade", "--course", str(root), "--out", str(root / "graded"),
                            "--limit", "cell_seconds=30", *extra], cwd=root, env=env, capture_output=True, text=True,
                           timeout=600)
+
+
+@pytest.fixture(scope="module")
+def graded_checkout(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
+    """A checkout with exercises 1 and 5 in source/ too, exercise 5 given a due date in the gradebook (neither
+    released nor submitted), graded once: the folder and its first run (cache empty: the self-check runs)."""
+    root = checkout(tmp_path_factory.mktemp("graded"))
+    shutil.copytree(REPO / "source" / "01_floats", root / "source" / "01_floats")
+    shutil.copytree(REPO / "source" / "05_flops_mfu", root / "source" / "05_flops_mfu")
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    added = subprocess.run([sys.executable, "-m", "nbgrader", "db", "assignment", "add", "05_flops_mfu",
+                            "--duedate=2026-02-01 17:00:00 UTC"], cwd=root, env={**env, "PATH": f"{Path(sys.executable).parent}:{env['PATH']}"},
+                           capture_output=True, text=True, timeout=120)
+    assert added.returncode == 0, added.stdout + added.stderr
+    return root, grade(root)
 
 
 def nothing_graded(root: Path) -> bool:
@@ -73,10 +92,12 @@ def test_references_from_another_checkout_are_refused(tmp_path):
     assert nothing_graded(root)
 
 
-def test_a_changed_reference_is_not_reused_and_a_passed_self_check_is(tmp_path):
-    root = checkout(tmp_path)
-    first = grade(root)
+def test_a_changed_reference_is_not_reused_and_a_passed_self_check_is(tmp_path, graded_checkout):
+    """The first run (`graded_checkout`'s) checks the grader and grades ada; a second, in a copy of that checkout with
+    its cache, re-uses both; a third, after a change to reference/, does both again."""
+    graded, first = graded_checkout
     assert first.returncode == 0, first.stdout + first.stderr
+    root = shutil.copytree(graded, tmp_path / "copy", symlinks=True)  # this test changes reference/
     full = sum(c["metadata"].get("nbgrader", {}).get("points", 0)
                for nb in (REPO / "source" / A).glob("*.ipynb") for c in json.loads(nb.read_text())["cells"])
     earned = sum(submissions.task_points(A))  # every test's points; the written answer, left as released, scores 0
@@ -90,17 +111,10 @@ def test_a_changed_reference_is_not_reused_and_a_passed_self_check_is(tmp_path):
     assert "self-check passed" in changed.stderr
 
 
-def test_only_assignments_handed_out_are_counted(tmp_path):
-    """Grading exercise 7 posts no 'no submission' zeros for exercises never released nor given a due date."""
-    root = checkout(tmp_path)
-    shutil.copytree(REPO / "source" / "01_floats", root / "source" / "01_floats")
-    shutil.copytree(REPO / "source" / "05_flops_mfu", root / "source" / "05_flops_mfu")
-    env = {**os.environ, "PYTHONPATH": str(root)}
-    added = subprocess.run([sys.executable, "-m", "nbgrader", "db", "assignment", "add", "05_flops_mfu",
-                            "--duedate=2026-02-01 17:00:00 UTC"], cwd=root, env={**env, "PATH": f"{Path(sys.executable).parent}:{env['PATH']}"},
-                           capture_output=True, text=True, timeout=120)
-    assert added.returncode == 0, added.stdout + added.stderr
-    run = grade(root)
+def test_only_assignments_handed_out_are_counted(graded_checkout):
+    """Grading exercise 7 posts no 'no submission' zeros for exercises never released nor given a due date
+    (`graded_checkout`: exercise 1 neither, exercise 5 given one)."""
+    root, run = graded_checkout
     assert run.returncode == 0, run.stdout + run.stderr
     with open(root / "graded" / "grades.csv") as f:
         totals = {(r["student"], r["assignment"]): r["note"] for r in csv.DictReader(f) if r["task"] == "TOTAL"}

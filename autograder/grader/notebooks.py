@@ -219,9 +219,8 @@ class NotebookProcess:
         """The reply within `seconds` of the notebook process's own time: the time its threads waited for a CPU (the
         kernel's run-queue delay, /proc/PID/task/*/schedstat: other processes, or the cgroup's CPU quota used up) is
         given back, until the wall time reaches STARVED_FACTOR x `seconds`. MachineShort, not Died, when the machine
-        was short: the process still waited for a CPU then, or it died or ran out of time while the kernel's OOM
-        killer acted in this cgroup (its memory limit, not the notebook's own, ran out: a process stalled in the
-        kernel's reclaim neither runs nor waits for a CPU)."""
+        was short: the process still waited for a CPU then, or it died while the kernel's OOM killer acted in this
+        cgroup (its memory limit, not the notebook's own, ran out)."""
         pid = cgroups.pid_of(self.pidfd) if self.pidfd is not None else None
         before, memory = (cgroups.cpu_clock(pid) if pid else None), cgroups.memory_events()
         try:
@@ -242,7 +241,6 @@ class NotebookProcess:
                     _check_memory(memory, died)
                     raise
                 timed_out = timed_out or died
-            _check_memory(memory, timed_out)  # a cell stalled while the OOM killer acted in this job: the machine's
             now = cgroups.cpu_clock(pid) if pid else None
             if before is None or now is None:
                 raise timed_out

@@ -511,7 +511,7 @@ def _load_check(cases, expected, results) -> None:
             raise AssertionError(f"load_checkpoint did not give the model the weights stored in its file ({label}): "
                                  "the test moved every weight stored in the file by 1 and wrote it again under "
                                  "another name, and the model got other weights.\nHint: restore the model and the "
-                                 "optimizer from what torch.load(path, weights_only=True) returns, not from anything "
+                                 "optimizer from what loading the file returns, not from anything "
                                  "kept in memory.")
 
 

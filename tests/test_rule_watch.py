@@ -140,6 +140,10 @@ HONEST = {   # what the watch must not report: honest code, the tests' own use o
                                         "            p.sub_(self.param_groups[0]['lr'] * p.grad)",
                          "p = torch.nn.Parameter(torch.randn(3))\nopt = MomentumSGD([p])\np.grad = torch.ones(3)\n"
                          "opt.step()\nopt.zero_grad()"),
+    "a call refused before einops runs": (   # the tests hand a checked function a wrong shape on purpose
+        "merge_heads", "def merge_heads(x):\n    if x.ndim != 4:\n        raise TypeError('want 4 axes')\n"
+                       "    return einops.rearrange(x, 'b h s d -> b s (h d)')",
+        "merge_heads(torch.randn(2, 3, 4, 5))\ntry:\n    merge_heads(torch.randn(2, 3))\nexcept TypeError:\n    pass"),
     "another task's correct stand-in": (
         "two_layer_grads", "def two_layer_grads(x, w1, w2):\n    return w2_grad(x @ w1, x)",
         "w2_grad = utils.gradients.autograd_linear_grads\n"

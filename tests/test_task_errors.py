@@ -44,12 +44,13 @@ def test_every_test_has_a_hint_for_errors():
 def test_both_parts_run_inside_task_errors(assignment, test):
     code = next(code for kind, grade_id, code in cells(assignment) if kind == "test" and grade_id == test)
     visible, _, hidden = code.partition(HIDDEN)
-    wrapper = f'with task_errors("{assignment}", "{test}"):\n'
-    assert wrapper in visible and wrapper in hidden
+    wrapper = f'with task_errors("{assignment}", "{test}")'   # alone (":") or first of the with's managers (", ")
+    assert wrapper + ":" in visible or wrapper + ", " in visible, test
+    assert wrapper + ":" in hidden or wrapper + ", " in hidden, test
     for part in (visible, hidden):  # everything after the wrapper is inside it (or inside another one: a budgeted
-        after = part.split(wrapper, 1)[1]  # cell's hidden tests are three parts, each run alone, grader/cost.py)
+        after = part.split(wrapper, 1)[1].split("\n", 1)[1]  # cell's hidden tests are three parts, each run alone)
         outside = [line for line in after.splitlines() if line.strip() and not line.startswith((" ", "#"))
-                   and "END HIDDEN TESTS" not in line and line != wrapper.rstrip("\n")]
+                   and "END HIDDEN TESTS" not in line and not line.startswith(wrapper)]
         assert outside == [], f"{test}: lines outside task_errors: {outside[:3]}"
 
 

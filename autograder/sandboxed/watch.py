@@ -151,19 +151,22 @@ class Watch:
         self.dispatch_baseline = torch._C._len_torch_dispatch_stack()
         self.inside += 1
         ACTIVE.append(self)
-        profiled = False
+        profiled = returned = False
         try:
             if sys.getprofile() is None:
                 self.profiling = profiled = True
                 self.needed_ran = False
                 sys.setprofile(self._hook)
-            return fn(*args, **kwargs)
+            answer = fn(*args, **kwargs)
+            returned = True
+            return answer
         finally:
             if profiled:
                 if self.profiling and sys.getprofile() is not self._hook:
                     self.note("tampering: the watch's profile hook was taken off by the task's code")
-                elif self.profiling and self.spec.needs and not self.needed_ran:
-                    self.calls_without_needed += 1    # watched to its end (within the event budget), einops never ran
+                elif self.profiling and self.spec.needs and not self.needed_ran and returned:
+                    self.calls_without_needed += 1    # answered, watched to the end (within its budget), no einops:
+                    # a call that raised (jaxtyping refusing a wrong shape, as a test asks) needed to compute nothing
                 sys.setprofile(None)
                 self.profiling = False
             ACTIVE.remove(self)

@@ -34,19 +34,24 @@ import json
 import math
 import statistics
 import sys
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any, TypeVar, get_type_hints
 
 from autograder import gradebook
+from autograder.atomic import write_atomically
 from autograder.course import Course
 from autograder.errors import GraderError
-from autograder.gradebook import TOTAL
+from autograder.gradebook import TOTAL, Row
 from autograder.grader.autograded import strip_ansi
 from autograder.grader.write import not_graded
 from autograder.late import how_late, points
 from autograder.lms_import import marked_late
-from autograder.outcome import CellKind, OutcomeError, Status, SubmissionOutcome
+from autograder.outcome import CellKind, OutcomeError, Status, SubmissionOutcome, _field_values
 
 TOP_HINTS = 3
+T = TypeVar("T")
 
 
 def failure_hint(error: str) -> str:
@@ -124,94 +129,261 @@ class Attention(enum.Enum):
         return list(Attention).index(self)
 
 
-def attention(course: Course, names: list[str], rows: list, out: Path) -> list[dict]:
-    """The students an instructor must act on, one entry per student, assignment and reason:
-    {student, assignment, status (an Attention's value), detail, score}."""
+# ---- the report's numbers: built by `summarize`, read by `plot`, `render` and report.json ----------------------------
+@dataclass(frozen=True)
+class TaskNumbers:
+    """One graded cell of an assignment over the class: `max_score` its points; `scored` submissions with a score,
+    `passed` those with full points, `waiting` those still waiting for a person; `pass_rate` passed/scored (a
+    fraction, None when none is scored); `mean` points over the scored ones; `hints` its most common failure hints
+    with how many submissions each, most common first."""
+    task: str
+    title: str
+    max_score: float
+    scored: int
+    passed: int
+    waiting: int
+    pass_rate: float | None
+    mean: float | None
+    hints: tuple[tuple[str, int], ...]
+
+    @classmethod
+    def from_dict(cls, obj: object, where: str) -> TaskNumbers:
+        return _read(cls, obj, where, {"hints": _hints})
+
+
+@dataclass(frozen=True)
+class AssignmentNumbers:
+    """One assignment over the class: students on the `roster`; `submitted`, `missing`, `not_graded` and `late`
+    (extensions counted, as nbgrader computes it) submissions; `max_score` points possible; `scores` the handed-in
+    submissions' totals in points (late penalty taken off), their `mean` and `median`; `full_marks` how many earned
+    max_score; `due` the due date (UTC text, or None); `hours` each submission time in hours after the due date (or
+    after the first submission when there is none); `tasks` hardest first."""
+    roster: int
+    submitted: int
+    missing: int
+    not_graded: int
+    late: int
+    max_score: float
+    scores: tuple[float, ...]
+    mean: float | None
+    median: float | None
+    full_marks: int
+    due: str | None
+    hours: tuple[float, ...]
+    tasks: tuple[TaskNumbers, ...]
+
+    @classmethod
+    def from_dict(cls, obj: object, where: str) -> AssignmentNumbers:
+        return _read(cls, obj, where, {"tasks": _each(TaskNumbers.from_dict)})
+
+
+@dataclass(frozen=True)
+class AttentionEntry:
+    """A student an instructor must act on, for one assignment and one reason: `detail` says what to do or why;
+    `score` and `max_score` the assignment's total in points (None: none in grades.csv)."""
+    student: str
+    assignment: str
+    status: Attention
+    detail: str
+    score: float | None
+    max_score: float | None
+
+    @classmethod
+    def from_dict(cls, obj: object, where: str) -> AttentionEntry:
+        return _read(cls, obj, where)
+
+
+@dataclass(frozen=True)
+class ClassReport:
+    """The report: each assignment's numbers (by name, in the course's order), the students who need a person (by
+    student, assignment and status), and the grading run's summary lines. report.json is `to_json`, read back by
+    `from_json`."""
+    assignments: dict[str, AssignmentNumbers]
+    attention: tuple[AttentionEntry, ...]
+    summary: tuple[str, ...]
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self, dict_factory=_json_object), indent=1)
+
+    @classmethod
+    def from_json(cls, text: str | bytes, where: str = "report.json") -> ClassReport:
+        """The report in `text`, read strictly as outcome.py reads a results file: exactly the declared fields, each
+        of its declared type; OutcomeError naming `where` and the field otherwise."""
+        try:
+            obj = json.loads(text)
+        except (ValueError, RecursionError) as error:
+            raise OutcomeError(f"{where}: not JSON ({error.__class__.__name__})") from None
+        return _read(cls, obj, where, {"assignments": _by_name(AssignmentNumbers.from_dict),
+                                       "attention": _each(AttentionEntry.from_dict)})
+
+
+def _json_object(items: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A dataclass's fields as JSON (asdict's dict_factory): an enum by its value."""
+    return {name: value.value if isinstance(value, enum.Enum) else value for name, value in items}
+
+
+Reader = Callable[[object, str], Any]
+
+
+def _read(cls: type[T], obj: object, where: str, nested: dict[str, Reader] | None = None) -> T:
+    """Dataclass `cls` from the JSON object `obj`: its plain fields checked by outcome.py's strict reader (exactly the
+    declared fields, each of its declared type), lists made tuples and enums members; the `nested` fields read by
+    their own readers. OutcomeError naming `where` and the field otherwise."""
+    nested = nested or {}
+    if type(obj) is not dict:
+        raise OutcomeError(f"{where}: expected an object, got {type(obj).__name__}")
+    absent = sorted(set(nested) - set(obj))
+    if absent:
+        raise OutcomeError(f"{where}: missing {absent}")
+    values = _field_values(cls, {k: v for k, v in obj.items() if k not in nested}, where, frozenset(nested))
+    kinds = get_type_hints(cls)
+    for name, value in values.items():
+        kind = kinds[name]
+        values[name] = kind(value) if isinstance(kind, type) and issubclass(kind, enum.Enum) else \
+            tuple(value) if type(value) is list else value
+    values.update({name: read(obj[name], f"{where}.{name}") for name, read in nested.items()})
+    return cls(**values)
+
+
+def _each(read: Reader) -> Reader:
+    """A reader of a JSON list whose items `read` reads, into a tuple."""
+    def each(obj: object, where: str) -> tuple:
+        if type(obj) is not list:
+            raise OutcomeError(f"{where}: expected a list, got {type(obj).__name__}")
+        return tuple(read(item, f"{where}[{i}]") for i, item in enumerate(obj))
+    return each
+
+
+def _by_name(read: Reader) -> Reader:
+    """A reader of a JSON object whose values `read` reads, into a dict."""
+    def by_name(obj: object, where: str) -> dict:
+        if type(obj) is not dict:
+            raise OutcomeError(f"{where}: expected an object, got {type(obj).__name__}")
+        return {name: read(value, f"{where}[{name!r}]") for name, value in obj.items()}
+    return by_name
+
+
+def _hints(obj: object, where: str) -> tuple[tuple[str, int], ...]:
+    """A task's [[hint, count], ...]."""
+    if type(obj) is not list or not all(type(h) is list and len(h) == 2 and type(h[0]) is str and type(h[1]) is int
+                                        for h in obj):
+        raise OutcomeError(f"{where}: expected a list of [hint, count]")
+    return tuple((hint, count) for hint, count in obj)
+
+
+# ---- who needs a person ------------------------------------------------------------------------------------------
+Reason = tuple[tuple[str, str], Attention, str]  # ((student, assignment), why, what to do or why)
+
+
+def attention(course: Course, names: list[str], rows: list[Row], out: Path) -> tuple[AttentionEntry, ...]:
+    """The students an instructor must act on, one entry per student, assignment and reason, sorted by student,
+    assignment and status."""
     totals = {(r.student, r.assignment): r for r in rows if r.task == TOTAL}
-    failed = not_graded(out)
-    found = []
+    found = [*_unsubmitted(totals), *_failed(out, names), *_waiting(rows), *_from_gradebook(course, names, totals, out)]
+    entries = [_entry(totals.get(key), key, status, detail) for key, status, detail in found]
+    return tuple(sorted(entries, key=lambda e: (e.student, e.assignment, e.status.value)))
 
-    def add(key: tuple[str, str], status: Attention, detail: str) -> None:
-        total = totals.get(key)
-        score = None if total is None or total.score is None else total.score
-        found.append({"student": key[0], "assignment": key[1], "status": status.value, "detail": detail, "score": score,
-                      "max_score": total.max_score if total else None})
-    for key, total in sorted(totals.items()):
-        if total.status is Status.NO_SUBMISSION:
-            add(key, Attention.NO_SUBMISSION, "nothing handed in: 0 points")
-    for key, why in sorted(failed.items()):
-        if key[1] in names:
-            add(key, Attention.NOT_GRADED, why)  # grades.csv's note, shown as it is
+
+def _entry(total: Row | None, key: tuple[str, str], status: Attention, detail: str) -> AttentionEntry:
+    return AttentionEntry(key[0], key[1], status, detail, None if total is None else total.score,
+                          None if total is None else total.max_score)
+
+
+def _unsubmitted(totals: dict[tuple[str, str], Row]) -> list[Reason]:
+    return [(key, Attention.NO_SUBMISSION, "nothing handed in: 0 points")
+            for key, total in sorted(totals.items()) if total.status is Status.NO_SUBMISSION]
+
+
+def _failed(out: Path, names: list[str]) -> list[Reason]:
+    """NOT GRADED submissions of the named assignments, with grades.csv's note shown as it is."""
+    return [(key, Attention.NOT_GRADED, why) for key, why in sorted(not_graded(out).items()) if key[1] in names]
+
+
+def _waiting(rows: list[Row]) -> list[Reason]:
     waiting = collections.Counter((r.student, r.assignment) for r in rows if r.task != TOTAL and r.score is None)
-    for key, count in sorted(waiting.items()):
-        add(key, Attention.WAITS, f"{count} answer(s) to grade in Formgrader")
+    return [(key, Attention.WAITS, f"{count} answer(s) to grade in Formgrader") for key, count in sorted(waiting.items())]
+
+
+def _from_gradebook(course: Course, names: list[str], totals: dict[tuple[str, str], Row], out: Path) -> list[Reason]:
+    """Late, unchecked and flagged submissions, from nbgrader's record of each."""
+    found: list[Reason] = []
     with gradebook.session(course) as book:
-        due = {name: book.find_assignment(name).duedate for name in names}
         for name in names:
-            for submission in book.find_assignment(name).submissions:
+            assignment = book.find_assignment(name)
+            for submission in assignment.submissions:
                 key = (submission.student.id, name)
-                seconds = submission.total_seconds_late or 0
-                handed_in = key in totals and totals[key].status is not Status.NO_SUBMISSION  # not an extension's
-                if submission.timestamp is None and handed_in:
-                    if marked_late(course.folder("submitted", key[0], name)):
-                        add(key, Attention.LATE_UNCHECKED, "Canvas marked it LATE; its download has no submission "
-                                                           "time, so the grader took no penalty: check it, and grant "
-                                                           "an extension or not")
-                    elif due.get(name) is not None:
-                        add(key, Attention.TIME_UNKNOWN, "no submission time (an LMS download without one, or no "
-                                                         "readable timestamp.txt), so lateness was not checked and no "
-                                                         "penalty taken: check when it was handed in")
-                if seconds > 0:
-                    extension = " (with an extension)" if submission.extension else ""
-                    add(key, Attention.LATE, f"{how_late(seconds)} after the due date{extension}: penalty "
-                                     f"{points(float(submission.late_submission_penalty or 0))}")
-                flagged = [nb.name for nb in submission.notebooks if nb.flagged]
-                if flagged:
-                    reasons = review_reasons(out, key, submission)
-                    add(key, Attention.FLAGGED, "; ".join(reasons) or f"flagged in Formgrader: {', '.join(flagged)}")
-    return sorted(found, key=lambda e: (e["student"], e["assignment"], e["status"]))
+                found += _submission_reasons(course, out, key, assignment.duedate, submission, totals)
+    return found
 
 
-def summarize(course: Course, names: list[str], out: Path) -> dict:
-    """The report's numbers: {"assignments": {assignment: {...}} (see the module docstring), "attention": the
-    students who need a person (`attention`), "summary": the run's summary lines}."""
+def _submission_reasons(course: Course, out: Path, key: tuple[str, str], due: datetime.datetime | None, submission,
+                        totals: dict[tuple[str, str], Row]) -> list[Reason]:
+    """Why the submission `key` (student, assignment), nbgrader's `submission`, needs a person: no time to check
+    lateness by, late, flagged."""
+    found: list[Reason] = []
+    handed_in = key in totals and totals[key].status is not Status.NO_SUBMISSION  # not an extension's record
+    if submission.timestamp is None and handed_in:
+        if marked_late(course.folder("submitted", key[0], key[1])):
+            found.append((key, Attention.LATE_UNCHECKED, "Canvas marked it LATE; its download has no submission "
+                                                         "time, so the grader took no penalty: check it, and grant "
+                                                         "an extension or not"))
+        elif due is not None:
+            found.append((key, Attention.TIME_UNKNOWN, "no submission time (an LMS download without one, or no "
+                                                       "readable timestamp.txt), so lateness was not checked and no "
+                                                       "penalty taken: check when it was handed in"))
+    seconds = submission.total_seconds_late or 0
+    if seconds > 0:
+        extension = " (with an extension)" if submission.extension else ""
+        found.append((key, Attention.LATE, f"{how_late(seconds)} after the due date{extension}: penalty "
+                                           f"{points(float(submission.late_submission_penalty or 0))}"))
+    flagged = [nb.name for nb in submission.notebooks if nb.flagged]
+    if flagged:
+        reasons = review_reasons(out, key, submission)
+        found.append((key, Attention.FLAGGED, "; ".join(reasons) or f"flagged in Formgrader: {', '.join(flagged)}"))
+    return found
+
+
+# ---- each assignment's numbers -------------------------------------------------------------------------------------
+def summarize(course: Course, names: list[str], out: Path) -> ClassReport:
+    """The report's numbers: each named assignment with grades (`AssignmentNumbers`), the students who need a person
+    (`attention`), and the run's summary lines (OUT/summary.txt)."""
     students = gradebook.roster(course)
     titles = gradebook.titles(course, names)
     rows = gradebook.rows(course, students, names, set(), {}, not_graded(out))
     report = {}
     for a in names:
         mine = [r for r in rows if r.assignment == a]
-        totals = [r for r in mine if r.task == TOTAL]
-        if not totals:
-            continue
-        scores = [r.score for r in totals if r.status is not Status.NO_SUBMISSION and r.score is not None]
-        hours, due, late = submission_times(course, a)
-        tasks = []
-        failures = hints(out, a)
-        for task in dict.fromkeys(r.task for r in mine if r.task != TOTAL):
-            cells = [r for r in mine if r.task == task]
-            scored = [r for r in cells if r.score is not None]
-            passed = sum(1 for r in cells if r.score is not None and r.score >= r.max_score)
-            tasks.append({
-                "task": task, "title": titles.get((a, task), task), "max_score": cells[0].max_score,
-                "scored": len(scored), "passed": passed, "waiting": len(cells) - len(scored),
-                "pass_rate": passed / len(scored) if scored else None,
-                "mean": statistics.fmean(r.score for r in cells if r.score is not None) if scored else None,
-                "hints": failures.get(task, collections.Counter()).most_common(TOP_HINTS)})
-        tasks.sort(key=lambda t: (2.0 if t["pass_rate"] is None else t["pass_rate"], t["title"]))  # hardest first
-        report[a] = {
-            "roster": len(students), "submitted": sum(1 for r in totals if r.status is not Status.NO_SUBMISSION),
-            "missing": sum(1 for r in totals if r.status is Status.NO_SUBMISSION),
-            "not_graded": sum(1 for r in totals if r.status is Status.NOT_GRADED),
-            "late": late,
-            "max_score": totals[0].max_score, "scores": scores,
-            "mean": statistics.fmean(scores) if scores else None,
-            "median": statistics.median(scores) if scores else None,
-            "full_marks": sum(1 for s in scores if s >= totals[0].max_score),
-            "due": utc(due), "hours": hours, "tasks": tasks}
+        if any(r.task == TOTAL for r in mine):
+            report[a] = _assignment(course, a, mine, len(students), titles, hints(out, a))
     summary = out / "summary.txt"
-    return {"assignments": report, "attention": attention(course, list(report), rows, out),
-            "summary": summary.read_text().splitlines() if summary.is_file() else []}
+    return ClassReport(report, attention(course, list(report), rows, out),
+                       tuple(summary.read_text().splitlines() if summary.is_file() else []))
+
+
+def _assignment(course: Course, a: str, mine: list[Row], roster: int, titles: dict[tuple[str, str], str],
+                failures: dict[str, collections.Counter]) -> AssignmentNumbers:
+    """One assignment's numbers from its grades.csv rows (`mine`, with TOTAL rows)."""
+    totals = [r for r in mine if r.task == TOTAL]
+    scores = tuple(r.score for r in totals if r.status is not Status.NO_SUBMISSION and r.score is not None)
+    hours, due, late = submission_times(course, a)
+    tasks = [_task(task, [r for r in mine if r.task == task], titles.get((a, task), task), failures)
+             for task in dict.fromkeys(r.task for r in mine if r.task != TOTAL)]
+    tasks.sort(key=lambda t: (2.0 if t.pass_rate is None else t.pass_rate, t.title))  # hardest first
+    return AssignmentNumbers(
+        roster, sum(1 for r in totals if r.status is not Status.NO_SUBMISSION),
+        sum(1 for r in totals if r.status is Status.NO_SUBMISSION), sum(1 for r in totals if r.status is Status.NOT_GRADED),
+        late, totals[0].max_score, scores, statistics.fmean(scores) if scores else None,
+        statistics.median(scores) if scores else None, sum(1 for s in scores if s >= totals[0].max_score), utc(due),
+        tuple(hours), tuple(tasks))
+
+
+def _task(task: str, cells: list[Row], title: str, failures: dict[str, collections.Counter]) -> TaskNumbers:
+    """One task's numbers from its grades.csv rows (one per submission)."""
+    scored = [r.score for r in cells if r.score is not None]
+    passed = sum(1 for r in cells if r.score is not None and r.score >= r.max_score)
+    return TaskNumbers(task, title, cells[0].max_score, len(scored), passed, len(cells) - len(scored),
+                       passed / len(scored) if scored else None, statistics.fmean(scored) if scored else None,
+                       tuple(failures.get(task, collections.Counter()).most_common(TOP_HINTS)))
 
 
 def score_bins(top: float, highest: float | None = None) -> list[float]:
@@ -228,15 +400,16 @@ def score_bins(top: float, highest: float | None = None) -> list[float]:
     return edges
 
 
-def plot(assignment: str, numbers: dict, path: Path) -> None:
+def plot(assignment: str, numbers: AssignmentNumbers, path: Path) -> None:
+    """The assignment's PNG at `path`: its score distribution, each task's pass rate, when the submissions arrived."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    tasks = numbers["tasks"]
+    tasks = numbers.tasks
     fig, (left, middle, right) = plt.subplots(1, 3, figsize=(16, max(4, 0.35 * len(tasks) + 1.5)),
                                               constrained_layout=True, gridspec_kw={"width_ratios": [1, 1.3, 1]})
-    top = numbers["max_score"] or 1
-    scores = numbers["scores"]
+    top = numbers.max_score or 1
+    scores = list(numbers.scores)
     edges = score_bins(top, max(scores) if scores else None)
     left.hist(scores, bins=edges, color="#4c72b0", edgecolor="white")
     step = max(1, (len(edges) - 1) // 10)
@@ -249,23 +422,23 @@ def plot(assignment: str, numbers: dict, path: Path) -> None:
     from matplotlib.ticker import MaxNLocator
     for axes in (left, right):
         axes.yaxis.set_major_locator(MaxNLocator(integer=True))  # students and submissions are whole numbers
-    labels = [t["title"] for t in tasks]
-    rates = [100 * (t["pass_rate"] or 0) for t in tasks]
+    labels = [t.title for t in tasks]
+    rates = [100 * (t.pass_rate or 0) for t in tasks]
     middle.barh(range(len(tasks)), rates, color="#55a868")
     middle.set_yticks(range(len(tasks)), [_short(label) for label in labels], fontsize=8)
     middle.invert_yaxis()
     middle.set_xlim(0, 100)
     middle.set_title("each task's pass rate (full points), hardest first")
     middle.set_xlabel("% of scored submissions")
-    hours = numbers["hours"]
+    hours = list(numbers.hours)
     if hours:
         low, high = min(hours + [0.0]) - 1, max(hours + [0.0]) + 1  # the due date always in view
         right.hist(hours, bins=24, range=(low, high), color="#c44e52", edgecolor="white")
-    if numbers["due"]:
-        right.axvline(0, color="black", linestyle="--", label=f"due {numbers['due']}")
+    if numbers.due:
+        right.axvline(0, color="black", linestyle="--", label=f"due {numbers.due}")
         right.legend()
-    right.set_title(f"hand-in times ({numbers['late']} late, {numbers['missing']} missing)")
-    right.set_xlabel(f"hours after the due date ({numbers['due']})" if numbers["due"]
+    right.set_title(f"hand-in times ({numbers.late} late, {numbers.missing} missing)")
+    right.set_xlabel(f"hours after the due date ({numbers.due})" if numbers.due
                      else "hours after the first submission (UTC)")
     right.set_ylabel("submissions")
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -299,74 +472,88 @@ document.querySelectorAll('table.sortable').forEach(table => {
 });
 </script>"""
 
-def render_attention(people: list[dict]) -> list[str]:
+def render_attention(people: tuple[AttentionEntry, ...]) -> list[str]:
+    """The report's table of the students who need a person, by status (in Attention's order), student, assignment."""
     e = html.escape
     parts = ["<h2 id='attention'>Students who need a person</h2>"]
     if not people:
         return parts + ["<p>Nobody: every student handed in on time, was graded, and nothing waits or is flagged.</p>"]
-    counts = collections.Counter(Attention(p["status"]) for p in people)
+    counts = collections.Counter(p.status for p in people)
     parts.append("<p>" + ", ".join(f"{counts[s]} {e(s.value)}" for s in sorted(counts, key=lambda s: s.rank)) +
                  ". Click a column heading to sort by it.</p>")
     parts.append("<table class='sortable' id='people'><thead><tr><th>student</th><th>assignment</th><th>status</th>"
                  "<th>score</th><th>what to do or why</th></tr></thead><tbody>")
-    for p in sorted(people, key=lambda p: (Attention(p["status"]).rank, p["student"], p["assignment"])):
-        status = Attention(p["status"])
-        score = "–" if p["score"] is None else f"{p['score']:g} / {p['max_score']:g}"
-        parts.append(f"<tr class='status-{status.name.lower().replace('_', '-')}'><td>{e(p['student'])}</td>"
-                     f"<td>{e(p['assignment'])}</td><td data-sort='{status.rank}'>"
-                     f"{e(p['status'])}</td><td class='n' data-sort='{-1 if p['score'] is None else p['score']}'>"
-                     f"{score}</td><td>{e(p['detail'])}</td></tr>")
+    for p in sorted(people, key=lambda p: (p.status.rank, p.student, p.assignment)):
+        score = "–" if p.score is None else f"{p.score:g} / {p.max_score:g}"
+        parts.append(f"<tr class='status-{p.status.name.lower().replace('_', '-')}'><td>{e(p.student)}</td>"
+                     f"<td>{e(p.assignment)}</td><td data-sort='{p.status.rank}'>"
+                     f"{e(p.status.value)}</td><td class='n' data-sort='{-1 if p.score is None else p.score}'>"
+                     f"{score}</td><td>{e(p.detail)}</td></tr>")
     parts.append("</tbody></table>")
     return parts
 
 
-def render(course: Course, report: dict) -> str:
+STYLE = ("body{font-family:sans-serif;margin:2em;max-width:1400px} table{border-collapse:collapse;margin:1em 0}"
+         "td,th{border:1px solid #ccc;padding:4px 8px;text-align:left;vertical-align:top} th{background:#f3f3f3}"
+         "table.sortable th{cursor:pointer} th[aria-sort=ascending]::after{content:' ▲'}"
+         "th[aria-sort=descending]::after{content:' ▼'} tr.status-not-graded td:nth-child(3){color:#b00;font-weight:bold}"
+         "tr.status-flagged td:nth-child(3){color:#b60} td.n{text-align:right} img{max-width:100%}"
+         ".hint{font-family:monospace;font-size:90%} pre{white-space:pre-wrap;font-size:90%}")
+
+
+def render(course: Course, report: ClassReport) -> str:
+    """report.html: who needs a person, the run's summary, then each assignment's numbers, plots and tasks."""
     e = html.escape
     made = datetime.datetime.now(datetime.timezone.utc)
-    parts = ["<!DOCTYPE html><html><head><meta charset='utf-8'><title>Class report</title><style>",
-             "body{font-family:sans-serif;margin:2em;max-width:1400px} table{border-collapse:collapse;margin:1em 0}"
-             "td,th{border:1px solid #ccc;padding:4px 8px;text-align:left;vertical-align:top} th{background:#f3f3f3}"
-             "table.sortable th{cursor:pointer} th[aria-sort=ascending]::after{content:' ▲'}"
-             "th[aria-sort=descending]::after{content:' ▼'} tr.status-not-graded td:nth-child(3){color:#b00;font-weight:bold}"
-             "tr.status-flagged td:nth-child(3){color:#b60} td.n{text-align:right} img{max-width:100%}"
-             ".hint{font-family:monospace;font-size:90%} pre{white-space:pre-wrap;font-size:90%}",
+    parts = ["<!DOCTYPE html><html><head><meta charset='utf-8'><title>Class report</title><style>", STYLE,
              "</style></head><body>",
              f"<h1>Class report: {e(course.course_id)}</h1>",
              f"<p>From the gradebook ({e(_safe(course.db_url))}), manual scores and late penalties included; "
              f"made {made:%Y-%m-%d %H:%M} UTC. Times are in UTC, as nbgrader keeps them.</p>"]
-    parts += render_attention(report["attention"])
-    if report["summary"]:
-        parts.append(f"<details><summary>The grading run's summary ({len(report['summary'])} lines; one for the "
-                     "whole class when shards were merged)</summary><pre>" + e("\n".join(report["summary"])) +
+    parts += render_attention(report.attention)
+    if report.summary:
+        parts.append(f"<details><summary>The grading run's summary ({len(report.summary)} lines; one for the "
+                     "whole class when shards were merged)</summary><pre>" + e("\n".join(report.summary)) +
                      "</pre></details>")
-    for a, n in report["assignments"].items():
-        parts.append(f"<h2 id='{e(a)}'>{e(a)}</h2>")
-        parts.append("<table><tr><th>on the roster</th><th>submitted</th><th>missing</th><th>late</th>"
-                     "<th>not graded</th><th>mean</th><th>median</th><th>full marks</th><th>max</th><th>due</th></tr>"
-                     f"<tr><td class='n'>{n['roster']}</td><td class='n'>{n['submitted']}</td>"
-                     f"<td class='n'>{n['missing']}</td><td class='n'>{n['late']}</td>"
-                     f"<td class='n'>{n['not_graded']}</td>"
-                     f"<td class='n'>{_number(n['mean'])}</td><td class='n'>{_number(n['median'])}</td>"
-                     f"<td class='n'>{n['full_marks']}</td><td class='n'>{n['max_score']:g}</td>"
-                     f"<td>{e(n['due'] or 'none')}</td></tr></table>")
-        parts.append(f"<img src='report/{e(a)}.png' alt='{e(a)}: score distribution, pass rates, submission times'>")
-        parts.append("<p>Tasks, hardest first (lowest pass rate):</p><table class='sortable'><thead><tr><th>task</th>"
-                     "<th>points</th><th>pass rate</th><th>mean</th><th>waiting for a person</th><th>most common "
-                     "failure hints (count)</th></tr></thead><tbody>")
-        for t in n["tasks"]:
-            rate = "–" if t["pass_rate"] is None else f"{100 * t['pass_rate']:.0f}% ({t['passed']}/{t['scored']})"
-            hint_html = "<br>".join(f"<span class='hint'>{e(h)}</span> ({c})" for h, c in t["hints"]) or ""
-            sort_rate = -1 if t["pass_rate"] is None else t["pass_rate"]
-            parts.append(f"<tr><td title='{e(t['task'])}'>{e(t['title'])}</td>"
-                         f"<td class='n'>{t['max_score']:g}</td><td class='n' data-sort='{sort_rate}'>{rate}</td>"
-                         f"<td class='n'>{_number(t['mean'], 2)}</td><td class='n'>{t['waiting']}</td>"
-                         f"<td>{hint_html}</td></tr>")
-        parts.append("</tbody></table>")
-    if not report["assignments"]:
+    for a, n in report.assignments.items():
+        parts += render_assignment(a, n)
+    if not report.assignments:
         parts.append("<p>No assignment with grades in the gradebook yet.</p>")
     parts.append(SORTING)
     parts.append("</body></html>")
     return "\n".join(parts)
+
+
+def render_assignment(a: str, n: AssignmentNumbers) -> list[str]:
+    """One assignment's part of report.html: its numbers, its plot, its tasks (hardest first)."""
+    e = html.escape
+    return [f"<h2 id='{e(a)}'>{e(a)}</h2>",
+            "<table><tr><th>on the roster</th><th>submitted</th><th>missing</th><th>late</th>"
+            "<th>not graded</th><th>mean</th><th>median</th><th>full marks</th><th>max</th><th>due</th></tr>"
+            f"<tr><td class='n'>{n.roster}</td><td class='n'>{n.submitted}</td>"
+            f"<td class='n'>{n.missing}</td><td class='n'>{n.late}</td>"
+            f"<td class='n'>{n.not_graded}</td>"
+            f"<td class='n'>{_number(n.mean)}</td><td class='n'>{_number(n.median)}</td>"
+            f"<td class='n'>{n.full_marks}</td><td class='n'>{n.max_score:g}</td>"
+            f"<td>{e(n.due or 'none')}</td></tr></table>",
+            f"<img src='report/{e(a)}.png' alt='{e(a)}: score distribution, pass rates, submission times'>",
+            "<p>Tasks, hardest first (lowest pass rate):</p><table class='sortable'><thead><tr><th>task</th>"
+            "<th>points</th><th>pass rate</th><th>mean</th><th>waiting for a person</th><th>most common "
+            "failure hints (count)</th></tr></thead><tbody>",
+            *(render_task(t) for t in n.tasks),
+            "</tbody></table>"]
+
+
+def render_task(t: TaskNumbers) -> str:
+    """One task's row of an assignment's table: points, pass rate (%), mean points, waiting, failure hints."""
+    e = html.escape
+    rate = "–" if t.pass_rate is None else f"{100 * t.pass_rate:.0f}% ({t.passed}/{t.scored})"
+    hint_html = "<br>".join(f"<span class='hint'>{e(h)}</span> ({c})" for h, c in t.hints) or ""
+    sort_rate = -1 if t.pass_rate is None else t.pass_rate
+    return (f"<tr><td title='{e(t.task)}'>{e(t.title)}</td>"
+            f"<td class='n'>{t.max_score:g}</td><td class='n' data-sort='{sort_rate}'>{rate}</td>"
+            f"<td class='n'>{_number(t.mean, 2)}</td><td class='n'>{t.waiting}</td>"
+            f"<td>{hint_html}</td></tr>")
 
 
 def _safe(url: str) -> str:
@@ -374,15 +561,14 @@ def _safe(url: str) -> str:
     return safe_url(url)
 
 
-def build(course: Course, out: Path, names: list[str] | None = None) -> dict:
-    """Write OUT/report.html, OUT/report/*.png and OUT/report.json; return the numbers."""
+def build(course: Course, out: Path, names: list[str] | None = None) -> ClassReport:
+    """Write OUT/report.html, OUT/report/*.png and OUT/report.json (each whole or not at all); return the numbers."""
     names = names or [a for a in course.assignments() if a in _recorded(course)]
     report = summarize(course, names, out)
-    for a, numbers in report["assignments"].items():
+    for a, numbers in report.assignments.items():
         plot(a, numbers, out / "report" / f"{a}.png")
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "report.json").write_text(json.dumps(report, indent=1, default=str))
-    (out / "report.html").write_text(render(course, report))
+    write_atomically(out / "report.json", report.to_json())
+    write_atomically(out / "report.html", render(course, report))
     return report
 
 
@@ -403,8 +589,7 @@ def main() -> None:
     except GraderError as error:  # the gradebook, an old grades.csv
         print(f"error: {error.explain()}", file=sys.stderr)
         raise SystemExit(error.exit_code) from None
-    people = report["attention"]
-    print(f"wrote {args.out / 'report.html'} ({len(report['assignments'])} assignment(s), {len(people)} student entries that "
+    print(f"wrote {args.out / 'report.html'} ({len(report.assignments)} assignment(s), {len(report.attention)} student entries that "
           f"need a person) with its plots in {args.out / 'report'}/")
 
 

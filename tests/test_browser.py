@@ -314,13 +314,13 @@ def test_the_class_report_opens_in_the_browser(browser_page):
     from autograder.course import Course
     lab, page = browser_page
     started = time.monotonic()
-    numbers = report.build(Course.load(lab.course), lab.course / "graded", ["01_floats"])["assignments"]
+    numbers = report.build(Course.load(lab.course), lab.course / "graded", ["01_floats"]).assignments
     built = time.monotonic()
     with screenshot_on_failure(page, "failure-report.png"):
         page.goto((lab.course / "graded" / "report.html").as_uri())
         page.locator("h2", has_text="01_floats").wait_for()
         page.wait_for_function("() => [...document.images].every(i => i.complete && i.naturalWidth > 0)")
-        assert numbers["01_floats"]["submitted"] == len(GRADED_CLASS)
+        assert numbers["01_floats"].submitted == len(GRADED_CLASS)
         page.screenshot(path=str(ARTIFACTS / "7_class_report.png"), full_page=True)
     print(f"\nclass report: built in {built - started:.1f} s, opened and captured in {time.monotonic() - built:.1f} s")
 

@@ -131,7 +131,7 @@ def graded(tmp_path_factory):
 
 
 def people(graded) -> dict[tuple[str, str], str]:
-    return {(p["student"], p["status"]): p["detail"] for p in graded["numbers"]["attention"]}
+    return {(p.student, p.status.value): p.detail for p in graded["numbers"].attention}
 
 
 def test_the_report_names_every_student_who_needs_a_person(graded):
@@ -149,19 +149,57 @@ def test_the_report_names_every_student_who_needs_a_person(graded):
     # says so (an extension's record of one who handed nothing in is no submission, and is not listed so)
     assert "lateness was not checked" in found[("hal", "lateness not checked")]
     assert ("gus", "lateness not checked") not in found and ("cy", "lateness not checked") not in found
-    assert "" not in json.loads((graded["root"] / "graded" / "report.json").read_text())  # issue #62: keys named
+    written = (graded["root"] / "graded" / "report.json").read_text()
+    assert "" not in json.loads(written)  # issue #62: keys named
+    assert report.ClassReport.from_json(written) == graded["numbers"]  # issue #63: report.json is the typed report
 
 
 def test_the_report_sorts_tasks_by_difficulty_with_one_label_and_says_its_time_zone(graded):
-    numbers = graded["numbers"]["assignments"][A]
-    rates = [t["pass_rate"] for t in numbers["tasks"] if t["pass_rate"] is not None]
+    numbers = graded["numbers"].assignments[A]
+    rates = [t.pass_rate for t in numbers.tasks if t.pass_rate is not None]
     assert rates == sorted(rates)  # hardest first
     page = (graded["root"] / "graded" / "report.html").read_text()
-    for task in numbers["tasks"]:
-        assert f">{task['title']}</td>" in page  # the title is the label, in the table as in the chart
-    assert numbers["due"] == "2026-01-06 12:00 UTC" and "2026-01-06 12:00 UTC" in page
+    for task in numbers.tasks:
+        assert f">{task.title}</td>" in page  # the title is the label, in the table as in the chart
+    assert numbers.due == "2026-01-06 12:00 UTC" and "2026-01-06 12:00 UTC" in page
     assert re.search(r"made \d{4}-\d\d-\d\d \d\d:\d\d UTC", page)
-    assert numbers["not_graded"] == 1 and numbers["missing"] == 1
+    assert numbers.not_graded == 1 and numbers.missing == 1
+
+
+def a_report() -> report.ClassReport:
+    task = report.TaskNumbers("test_double", "Task 1", 2.0, 3, 2, 1, 2 / 3, 4 / 3, (("Hint: double it", 1),))
+    numbers = report.AssignmentNumbers(8, 3, 5, 0, 1, 2.0, (2.0, 2.0, 0.0), 4 / 3, 2.0, 2, "2026-01-06 12:00 UTC",
+                                       (-1.5, 2.0), (task,))
+    entry = report.AttentionEntry("cy", A, report.Attention.NO_SUBMISSION, "nothing handed in: 0 points", 0.0, 2.0)
+    return report.ClassReport({A: numbers}, (entry,), ("graded 3 submission(s) in 1.0 s",))
+
+
+MALFORMED = [  # (what a script or a stray edit did to report.json, the place the error must name)
+    (lambda r: r.update(extra=1), "report.json: missing [], unexpected ['extra']"),
+    (lambda r: r.pop("attention"), "report.json: missing ['attention']"),
+    (lambda r: r["assignments"][A].update(late="1"), f"report.json.assignments['{A}'].late"),
+    (lambda r: r["assignments"][A].update(late=True), f"report.json.assignments['{A}'].late"),
+    (lambda r: r["assignments"][A]["tasks"][0].update(pass_rate="67%"), f"report.json.assignments['{A}'].tasks[0]"),
+    (lambda r: r["assignments"][A]["tasks"][0].update(hints=[["Hint: double it", "1"]]), "tasks[0].hints"),
+    (lambda r: r["assignments"][A].update(tasks={}), f"report.json.assignments['{A}'].tasks"),
+    (lambda r: r["attention"][0].update(status="overdue"), "report.json.attention[0].status"),
+    (lambda r: r["attention"][0].pop("detail"), "report.json.attention[0]: missing ['detail']"),
+    (lambda r: r.update(summary="one line"), "report.json.summary"),
+]
+
+
+@pytest.mark.parametrize("change, where", MALFORMED)
+def test_report_json_is_read_back_strictly(change, where):
+    """report.json is the typed report (issue #63): it reads back equal to what was written, and a file with a field
+    missing, added or of another type is refused with an error that names the field, never half read."""
+    from autograder.outcome import OutcomeError
+    written = a_report()
+    assert report.ClassReport.from_json(written.to_json()) == written
+    obj = json.loads(written.to_json())
+    change(obj)
+    with pytest.raises(OutcomeError) as refused:
+        report.ClassReport.from_json(json.dumps(obj))
+    assert where in str(refused.value), str(refused.value)
 
 
 @settings(max_examples=200, deadline=None)
@@ -289,4 +327,4 @@ def test_a_student_canvas_cannot_find_stops_the_export(graded, tmp_path):
     with pytest.raises(canvas.ExportError, match="numeric assignment id"):
         canvas.export(graded["course"], root / "students.csv", [A], tmp_path / "out.csv", root / "graded")
     assert not (tmp_path / "out.csv").exists()
-    assert json.loads((root / "graded" / "report.json").read_text())["assignments"][A]["late"] == 1
+    assert report.ClassReport.from_json((root / "graded" / "report.json").read_text()).assignments[A].late == 1

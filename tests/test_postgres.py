@@ -395,30 +395,30 @@ def test_the_class_report_agrees_with_grades_csv_and_includes_manual_scores(cycl
         gb.db.commit()
         given = float(cell.max_score)
     out = cycle["tmp"] / "graded"
-    numbers = report.build(course, out)["assignments"][A]
+    numbers = report.build(course, out).assignments[A]
     manual = {("frank", first): given, ("frank", "TOTAL"): given}  # frank's total was 0
     score = {(r["student"], r["task"]): manual.get((r["student"], r["task"]), float(r["score"]) if r["score"] else None)
              for r in rows}
     totals_rows = [r for r in rows if r["task"] == "TOTAL"]
     handed_in = [r for r in totals_rows if r["note"] != "no submission"]
-    assert numbers["submitted"] == len(handed_in) == len(CLASS) and numbers["missing"] == 1
-    assert numbers["late"] == sum(1 for r in handed_in if float(r["late_penalty"] or 0) > 0) == 1
-    assert sorted(numbers["scores"]) == sorted(score[(r["student"], "TOTAL")] for r in handed_in)
-    assert numbers["max_score"] == float(totals_rows[0]["max_score"])
-    for task in numbers["tasks"]:
-        cells = [r for r in rows if r["task"] == task["task"]]
+    assert numbers.submitted == len(handed_in) == len(CLASS) and numbers.missing == 1
+    assert numbers.late == sum(1 for r in handed_in if float(r["late_penalty"] or 0) > 0) == 1
+    assert sorted(numbers.scores) == sorted(score[(r["student"], "TOTAL")] for r in handed_in)
+    assert numbers.max_score == float(totals_rows[0]["max_score"])
+    for task in numbers.tasks:
+        cells = [r for r in rows if r["task"] == task.task]
         scored = [score[(r["student"], r["task"])] for r in cells if score[(r["student"], r["task"])] is not None]
-        assert task["scored"] == len(scored)
-        assert task["passed"] == sum(1 for s in scored if s >= float(cells[0]["max_score"])), task
-        failed = len(scored) - task["passed"]
-        assert sum(count for _, count in task["hints"]) <= failed + (1 if task["task"] == first else 0)
-    tests = [t for t in numbers["tasks"] if "in words:" not in t["title"]]  # a written answer has no failure hints
-    blank_hints = dict(next(t for t in tests if t["task"] != first)["hints"])
+        assert task.scored == len(scored)
+        assert task.passed == sum(1 for s in scored if s >= float(cells[0]["max_score"])), task
+        failed = len(scored) - task.passed
+        assert sum(count for _, count in task.hints) <= failed + (1 if task.task == first else 0)
+    tests = [t for t in numbers.tasks if "in words:" not in t.title]  # a written answer has no failure hints
+    blank_hints = dict(next(t for t in tests if t.task != first).hints)
     assert any("NotImplementedError" in h for h in blank_hints), blank_hints
     page = (out / "report.html").read_text()
     assert f"<h2 id='{A}'>" in page and f"report/{A}.png" in page and postgres_server.PASSWORD not in page
     assert (out / "report" / f"{A}.png").stat().st_size > 10_000
-    assert json.loads((out / "report.json").read_text())["assignments"][A]["submitted"] == len(CLASS)
+    assert report.ClassReport.from_json((out / "report.json").read_text()).assignments[A].submitted == len(CLASS)
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="the copy of the server is made only as root (the server runs as nobody)")

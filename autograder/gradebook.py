@@ -27,7 +27,7 @@ from typing import Any
 from autograder import database
 from autograder.course import Course
 from autograder.database import GradebookError, explain, gradebook_error
-from autograder.outcome import Status
+from autograder.outcome import Autograded, Status
 
 TOTAL = "TOTAL"
 
@@ -311,13 +311,16 @@ def released(course: Course) -> set[str]:
 
 @dataclass
 class Graded:
-    """One graded submission, ready for the gradebook: `notebooks` maps each notebook name to its grades
-    ({grade_id: auto_score or None}) and comments ({grade_id: text or None}); `timestamp` is naive UTC or None."""
+    """One graded submission, ready for the gradebook: `notebooks` maps each notebook name to what nbgrader keeps of
+    it (its grades and comments by grade_id); `timestamp` is naive UTC or None."""
     student: str
     assignment: str
     timestamp: datetime.datetime | None
-    notebooks: dict[str, dict] = field(default_factory=dict)
+    notebooks: dict[str, Autograded] = field(default_factory=dict)
     flagged: dict[str, str] = field(default_factory=dict)  # notebook name -> why the grader wants a person to look
+
+
+NOTHING_KEPT = Autograded({}, {}, {})  # a notebook the grader kept nothing of: every automatic score None
 
 
 REGRADED_AFTER_HAND_GRADE = "resubmitted after a hand grade: the manual scores stay, and wait for review in formgrader"
@@ -375,14 +378,14 @@ def _write_one(gradebook, item: Graded, plugin, create_students: bool, resubmitt
         submission = gradebook.add_submission(item.assignment, item.student, timestamp=item.timestamp)
         moved = False
     for notebook in submission.notebooks:
-        record = item.notebooks.get(notebook.name, {"grades": {}, "comments": {}})
+        record = item.notebooks.get(notebook.name, NOTHING_KEPT)
         if moved and any(grade.manual_score is not None for grade in notebook.grades):
             resubmitted.add((item.student, item.assignment))
             notebook.flagged = True
         if item.flagged.get(notebook.name):
             notebook.flagged = True
         for grade in notebook.grades:
-            auto = record["grades"].get(grade.name)
+            auto = record.grades.get(grade.name)
             changed = moved or grade.auto_score != auto
             grade.auto_score = auto
             if grade.manual_score is None:
@@ -390,7 +393,7 @@ def _write_one(gradebook, item: Graded, plugin, create_students: bool, resubmitt
             else:
                 grade.needs_manual_grade = bool(grade.needs_manual_grade or changed)
         for comment in notebook.comments:
-            comment.auto_comment = record["comments"].get(comment.name)
+            comment.auto_comment = record.comments.get(comment.name)
     gradebook.db.flush()
     seconds_late = submission.total_seconds_late
     for notebook in submission.notebooks:
@@ -427,7 +430,7 @@ def holds(course: Course, graded: list[Graded]) -> bool:
             if submission.timestamp != item.timestamp:
                 return False
             for notebook in submission.notebooks:
-                wanted = item.notebooks.get(notebook.name, {"grades": {}})["grades"]
+                wanted = item.notebooks.get(notebook.name, NOTHING_KEPT).grades
                 if any(grade.auto_score != wanted.get(grade.name) for grade in notebook.grades):
                     return False
         return True

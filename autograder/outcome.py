@@ -155,36 +155,57 @@ class CellOutcome:
 
 
 @dataclass(frozen=True)
+class Autograded:
+    """What nbgrader keeps of one graded notebook (grader/autograded.py makes it; the gradebook and autograded/ take
+    it): the autograded notebook (nbformat 4, as JSON), each graded cell's automatic score in points by grade_id
+    (None: it waits for a person), and each answer or task cell's comment by grade_id (None: no comment)."""
+    notebook: dict[str, Any]
+    grades: dict[str, float | None]
+    comments: dict[str, str | None]
+
+    @classmethod
+    def from_dict(cls, obj: object, where: str) -> Autograded:
+        values = _field_values(cls, obj, where)
+        values["grades"] = {k: None if v is None else float(v) for k, v in values["grades"].items()}
+        return cls(**values)
+
+
+_AUTOGRADED = frozenset(f.name for f in fields(Autograded))  # a results file holds them beside the notebook's own
+
+
+@dataclass(frozen=True)
 class NotebookOutcome:
     """One notebook of a submission: its cells, nbgrader's flags for a person, notes on the whole notebook, whether
-    it ran, why it could not be used (`problem`, with its `failure`), and what nbgrader keeps of it (autograded.py):
-    the autograded notebook, grades and comments by grade_id."""
+    it ran, why it could not be used (`problem`, with its `failure`), and what nbgrader keeps of it (`autograded`)."""
     cells: tuple[CellOutcome, ...]
     flags: tuple[str, ...]
     notes: tuple[str, ...]
     ran: bool
     problem: str
-    notebook: dict[str, Any]
-    grades: dict[str, float | None]
-    comments: dict[str, str | None]
+    autograded: Autograded
     failure: Failure | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"cells": [c.to_dict() for c in self.cells], "flags": list(self.flags), "notes": list(self.notes),
-                "ran": self.ran, "problem": self.problem, "notebook": self.notebook, "grades": self.grades,
-                "comments": self.comments, "failure": _plain(self.failure)}
+                "ran": self.ran, "problem": self.problem, "notebook": self.autograded.notebook,
+                "grades": self.autograded.grades, "comments": self.autograded.comments, "failure": _plain(self.failure)}
 
     @classmethod
     def from_dict(cls, obj: object, where: str, legacy: bool) -> NotebookOutcome:
-        if legacy and type(obj) is dict:
+        if type(obj) is not dict:
+            raise OutcomeError(f"{where}: expected an object, got {type(obj).__name__}")
+        if legacy:
             obj = {**obj, "failure": _legacy_problem_failure(obj.get("problem"))}
-        raw = _field_values(cls, {**obj, "cells": []} if type(obj) is dict else obj, where)
-        cells = obj["cells"] if type(obj) is dict else None
+        cells = obj.get("cells")  # absent: refused here, never a KeyError past the readers' `except OutcomeError`
         if type(cells) is not list:
             raise OutcomeError(f"{where}.cells: expected a list")
+        autograded = Autograded.from_dict({k: v for k, v in obj.items() if k in _AUTOGRADED}, where)
+        own = {k: v for k, v in obj.items() if k not in _AUTOGRADED}
+        if "autograded" in own:  # the file holds the record's three fields, never a key of that name
+            raise OutcomeError(f"{where}: unexpected ['autograded']")
+        raw = _field_values(cls, {**own, "cells": [], "autograded": autograded}, where)
         raw["cells"] = tuple(CellOutcome.from_dict(c, f"{where}.cells[{i}]", legacy) for i, c in enumerate(cells))
         raw["flags"], raw["notes"] = tuple(raw["flags"]), tuple(raw["notes"])
-        raw["grades"] = {k: None if v is None else float(v) for k, v in raw["grades"].items()}
         raw["failure"] = None if raw["failure"] is None else Failure(raw["failure"])
         return cls(**raw)
 
@@ -226,7 +247,7 @@ class SubmissionOutcome:
         raw = _field_values(cls, {**obj, "notebooks": {}} if type(obj) is dict else obj, "result")
         if raw["format"] not in (1, FORMAT):
             raise OutcomeError(f"result.format: {raw['format']} is not one this grader reads (1 or {FORMAT})")
-        notebooks = obj["notebooks"] if type(obj) is dict else None
+        notebooks = obj.get("notebooks") if type(obj) is dict else None  # absent: refused, never a KeyError
         if type(notebooks) is not dict:
             raise OutcomeError("result.notebooks: expected an object")
         raw["notebooks"] = {name: NotebookOutcome.from_dict(nb, f"result.notebooks[{name!r}]", legacy)

@@ -494,8 +494,9 @@ def test_a_connection_lost_during_the_commit_is_checked_not_guessed(tmp_path, mo
     from sqlalchemy.exc import OperationalError
 
     from autograder import gradebook
+    from autograder.outcome import Autograded
     course = make_class(tmp_path, {"ada": "return 2 * x"})
-    graded = [gradebook.Graded("ada", A, None, {A: {"grades": {"test_double": 2.0}, "comments": {}}})]
+    graded = [gradebook.Graded("ada", A, None, {A: Autograded({}, {"test_double": 2.0}, {})})]
     real_open = gradebook.open_gradebook
 
     def opened(course):  # the run's own session: its final commit is cut off, after or before it reached the server

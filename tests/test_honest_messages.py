@@ -25,13 +25,14 @@ import pytest
 from autograder import database, gradebook
 from autograder.course import Course
 from autograder.late import how_late, points
+from autograder.outcome import Autograded
 from tests import postgres_server, tiny_course
 from tests.test_grading_faults import grade as grade_command
 from tests.test_grading_faults import make_class, totals
 
 A = tiny_course.ASSIGNMENT
 REPO = Path(__file__).resolve().parent.parent
-GRADED = {A: {"grades": {"test_double": 2.0}, "comments": {}}}
+GRADED = {A: Autograded({}, {"test_double": 2.0}, {})}
 
 
 # ---- two runs of one shard --------------------------------------------------------------------------------------

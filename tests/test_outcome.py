@@ -117,6 +117,12 @@ def _changed(student: str, change) -> str:
     (lambda o: o["notebooks"][NOTEBOOK]["grades"].update(x="full"), "grades"),
     (lambda o: o.update(format=2) or o["notebooks"][NOTEBOOK]["cells"][0].update(failure="melted"), "failure"),
     (lambda o: o.update(format=2), "failure"),  # a format-2 file carries its failures; none is guessed
+    # issue #63: a missing list or object is refused too (it was a KeyError, past every reader's `except OutcomeError`)
+    (lambda o: o.pop("notebooks"), "result.notebooks: expected an object"),
+    (lambda o: o["notebooks"][NOTEBOOK].pop("cells"), "result.notebooks['00_tiny'].cells: expected a list"),
+    (lambda o: o["notebooks"][NOTEBOOK].pop("comments"), "missing ['comments']"),  # the autograded record's three
+    (lambda o: o["notebooks"][NOTEBOOK].update(notebook=[]), "result.notebooks['00_tiny'].notebook"),
+    (lambda o: o["notebooks"][NOTEBOOK].update(autograded={}), "unexpected ['autograded']"),  # a field, not a key
 ])
 def test_anything_else_in_a_results_file_is_refused_with_where_it_is(change, where):
     with pytest.raises(OutcomeError, match=None) as refused:

@@ -19,10 +19,11 @@ from __future__ import annotations
 
 import html
 import re
+from dataclasses import replace
 
 from autograder.grader.plan import CellRun, Plan, nbgrader_meta, text_of
-from autograder.outcome import CellKind, Failure
-from autograder.source import Role, SourceNotebook
+from autograder.outcome import Autograded, CellKind, Failure
+from autograder.source import Role, SourceCell, SourceNotebook
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
 NO_RESPONSE = "No response."  # nbgrader's own comment for an unchanged answer
@@ -122,16 +123,22 @@ def _groups(plan: Plan, results: list[CellRun]) -> tuple[list[tuple], list[list[
 
 
 def record(source: SourceNotebook, submitted: dict, plan: Plan, results: list[CellRun], stubs: dict[str, str],
-           problem: str = "") -> dict:
+           problem: str = "") -> Autograded:
     """The autograded notebook, grades and comments of one notebook (see the module docstring).
 
     `stubs`: grade_id -> the released text of each answer cell (nbgrader keeps it in the gradebook's source cells).
-    `problem`: why the submitted file could not be used (missing, not a notebook), shown at the top.
-    Returns {"notebook": dict, "grades": {grade_id: auto_score or None}, "comments": {grade_id: text or None}}.
+    `problem`: why the submitted file could not be used (missing, not a notebook), shown at the top; every graded
+    cell then scores 0, as nbgrader does for a missing notebook.
     """
-    answers_md: dict[str, str] = {}
-    added_md: dict[str, list[str]] = {}
-    known = {c.grade_id for c in source.cells} - {""}
+    made = _Autograding(source, submitted, plan, results, stubs).build(problem)
+    return replace(made, grades={gid: 0.0 for gid in made.grades}) if problem else made
+
+
+def _submitted_markdown(known: set[str], submitted: dict) -> tuple[dict[str, str], dict[str, list[str]]]:
+    """({grade_id: the student's first markdown cell of that id}, {grade_id: the markdown cells the student added after
+    the cell of that id ("": before any)}) of a submitted notebook; ids not in `known` count as added cells."""
+    answers: dict[str, str] = {}
+    added: dict[str, list[str]] = {}
     anchor = ""
     for cell in submitted.get("cells", []):
         if not isinstance(cell, dict):
@@ -139,75 +146,105 @@ def record(source: SourceNotebook, submitted: dict, plan: Plan, results: list[Ce
         grade_id = nbgrader_meta(cell).get("grade_id")
         if isinstance(grade_id, str) and grade_id in known:
             anchor = grade_id
-            if cell.get("cell_type") == "markdown" and grade_id not in answers_md:
-                answers_md[grade_id] = text_of(cell.get("source"))
+            if cell.get("cell_type") == "markdown" and grade_id not in answers:
+                answers[grade_id] = text_of(cell.get("source"))
         elif cell.get("cell_type") == "markdown" and text_of(cell.get("source")).strip():
-            added_md.setdefault(anchor, []).append(text_of(cell.get("source")))
+            added.setdefault(anchor, []).append(text_of(cell.get("source")))
+    return answers, added
 
-    ids, count = _Ids(), 0
-    top, groups = _groups(plan, results)
-    answer_results = {c.grade_id: (c, r) for c, r in zip(plan.cells, results) if c.kind is CellKind.ANSWER}
-    cells: list[dict] = []
-    if problem:
-        cells.append({"cell_type": "markdown", "id": ids("grader-note", "grader-note"), "metadata": {},
-                      # file names are the student's: text, never markup (issue #46)
-                      "source": f"**This notebook could not be graded as submitted:** {html.escape(problem)}"})
 
-    def code(text: str, result: CellRun, meta: dict, wanted_id: object, fallback: str) -> dict:
-        nonlocal count
-        count += 1
-        return {"cell_type": "code", "id": ids(wanted_id, fallback), "metadata": meta, "execution_count": count,
-                "source": text, "outputs": _outputs(result)}
+class _Autograding:
+    """One notebook's Autograded, built cell by cell in the source's order: each code cell numbered as it comes
+    (`count`), every cell given an id unique in the notebook (`ids`), each graded cell its grade and comment."""
 
-    def added(pairs: list[tuple]) -> None:
-        for cell, result in pairs:
-            cells.append(code(cell.code, result, {}, None, f"added-{len(cells)}"))
+    def __init__(self, source: SourceNotebook, submitted: dict, plan: Plan, results: list[CellRun],
+                 stubs: dict[str, str]) -> None:
+        self.source, self.stubs = source, stubs
+        self.ids, self.count = _Ids(), 0
+        self.cells: list[dict] = []
+        self.grades: dict[str, float | None] = {}
+        self.comments: dict[str, str | None] = {}
+        self.answers_md, self.added_md = _submitted_markdown({c.grade_id for c in source.cells} - {""}, submitted)
+        self.top, self.groups = _groups(plan, results)
+        self.answers = {c.grade_id: (c, r) for c, r in zip(plan.cells, results) if c.kind is CellKind.ANSWER}
 
-    def markdown_after(grade_id: str) -> None:
-        for text in added_md.get(grade_id, []):
-            cells.append({"cell_type": "markdown", "id": ids(None, f"added-{len(cells)}"), "metadata": {}, "source": text})
-
-    added(top)
-    markdown_after("")
-    group_index = 0
-    grades: dict[str, float | None] = {}
-    comments: dict[str, str | None] = {}
-    for source_cell, kept in zip(source.node["cells"], source.cells):
-        info = nbgrader_meta(source_cell)
-        grade_id = kept.grade_id
-        meta = {"nbgrader": dict(info)} if info else {}
-        kind = kept.role
-        if kept.cell_type == "code":
-            pairs = groups[group_index] if group_index < len(groups) else []
-            group_index += 1
-            if not pairs:
+    def build(self, problem: str) -> Autograded:
+        if problem:
+            self.cells.append({"cell_type": "markdown", "id": self.ids("grader-note", "grader-note"), "metadata": {},
+                               # file names are the student's: text, never markup (issue #46)
+                               "source": f"**This notebook could not be graded as submitted:** {html.escape(problem)}"})
+        self.added(self.top)
+        self.markdown_after("")
+        groups = iter(self.groups)
+        for source_cell, kept in zip(self.source.node["cells"], self.source.cells):
+            if kept.cell_type == "code":
+                if not self.code_cell(source_cell, kept, next(groups, [])):
+                    continue
+            elif kept.cell_type == "markdown":
+                self.markdown_cell(source_cell, kept)
+            else:
                 continue
-            cell, result = pairs[0]
-            text = cell.code if cell.kind is CellKind.ANSWER else kept.text
-            cells.append(code(text, result, meta, source_cell.get("id"), f"cell-{len(cells)}"))
-            added(pairs[1:])
-            if kind is Role.TEST:
-                grades[grade_id] = cell.points if result.ok else 0.0
-        elif kept.cell_type == "markdown":
-            text = kept.text
-            if kept.solution:
-                text = answers_md.get(grade_id, stubs.get(grade_id, ""))
-            cells.append({"cell_type": "markdown", "id": ids(source_cell.get("id"), f"cell-{len(cells)}"),
-                          "metadata": meta, "source": text})
-        else:
-            continue
-        markdown_after(grade_id)
+            self.markdown_after(kept.grade_id)
+            self.grade_answer(kept)
+        node = self.source.node
+        notebook = {"cells": self.cells, "metadata": node.get("metadata", {}), "nbformat": 4,
+                    "nbformat_minor": max(int(node.get("nbformat_minor", 5)), 5)}
+        return Autograded(notebook, self.grades, self.comments)
+
+    def code(self, text: str, result: CellRun, meta: dict, wanted_id: object, fallback: str) -> None:
+        """A code cell with the outputs and errors of its run, numbered after the one before."""
+        self.count += 1
+        self.cells.append({"cell_type": "code", "id": self.ids(wanted_id, fallback), "metadata": meta,
+                           "execution_count": self.count, "source": text, "outputs": _outputs(result)})
+
+    def added(self, pairs: list[tuple]) -> None:
+        """The code cells the student added, as they ran."""
+        for cell, result in pairs:
+            self.code(cell.code, result, {}, None, f"added-{len(self.cells)}")
+
+    def markdown_after(self, grade_id: str) -> None:
+        """The markdown cells the student added after the cell `grade_id`."""
+        for text in self.added_md.get(grade_id, []):
+            self.cells.append({"cell_type": "markdown", "id": self.ids(None, f"added-{len(self.cells)}"),
+                               "metadata": {}, "source": text})
+
+    def code_cell(self, source_cell: dict, kept: SourceCell, pairs: list[tuple]) -> bool:
+        """A source code cell as it ran (the student's answer, or the instructor's code, hidden tests included), then
+        the cells the student added after it; a test scores its points or 0. False when the plan did not run it."""
+        if not pairs:
+            return False
+        cell, result = pairs[0]
+        text = cell.code if cell.kind is CellKind.ANSWER else kept.text
+        self.code(text, result, _meta(source_cell), source_cell.get("id"), f"cell-{len(self.cells)}")
+        self.added(pairs[1:])
+        if kept.role is Role.TEST:
+            self.grades[kept.grade_id] = cell.points if result.ok else 0.0
+        return True
+
+    def markdown_cell(self, source_cell: dict, kept: SourceCell) -> None:
+        """A source markdown cell: the student's answer (the released stub when there is none), else the source's."""
+        text = self.answers_md.get(kept.grade_id, self.stubs.get(kept.grade_id, "")) if kept.solution else kept.text
+        self.cells.append({"cell_type": "markdown", "id": self.ids(source_cell.get("id"), f"cell-{len(self.cells)}"),
+                           "metadata": _meta(source_cell), "source": text})
+
+    def grade_answer(self, kept: SourceCell) -> None:
+        """An answer cell's comment ("No response." when unchanged or empty, else why it failed, if it did) and, when
+        a person grades it, 0 for no response or None (waits for a person); a task cell always waits for a person."""
+        grade_id = kept.grade_id
         if kept.solution:
-            answer = answer_results.get(grade_id)
-            given = answer[0].code if answer else answers_md.get(grade_id, "")
-            unanswered = given.strip() == stubs.get(grade_id, "").strip() or not given.strip()
+            answer = self.answers.get(grade_id)
+            given = answer[0].code if answer else self.answers_md.get(grade_id, "")
+            unanswered = given.strip() == self.stubs.get(grade_id, "").strip() or not given.strip()
             note = failure_note(answer[1].error, answer[1].failure) if answer and not answer[1].ok else ""
-            comments[grade_id] = NO_RESPONSE if unanswered else (note or None)
-            if kind in (Role.MANUAL_CODE, Role.MANUAL_TEXT):
-                grades[grade_id] = 0.0 if unanswered else None
-        if kind is Role.TASK:
-            grades[grade_id] = None
-            comments[grade_id] = None
-    notebook = {"cells": cells, "metadata": source.node.get("metadata", {}), "nbformat": 4,
-                "nbformat_minor": max(int(source.node.get("nbformat_minor", 5)), 5)}
-    return {"notebook": notebook, "grades": grades, "comments": comments}
+            self.comments[grade_id] = NO_RESPONSE if unanswered else (note or None)
+            if kept.role in (Role.MANUAL_CODE, Role.MANUAL_TEXT):
+                self.grades[grade_id] = 0.0 if unanswered else None
+        if kept.role is Role.TASK:
+            self.grades[grade_id] = None
+            self.comments[grade_id] = None
+
+
+def _meta(source_cell: dict) -> dict:
+    """The cell's metadata in the autograded notebook: the source's nbgrader metadata, and nothing else."""
+    info = nbgrader_meta(source_cell)
+    return {"nbgrader": dict(info)} if info else {}

@@ -61,8 +61,7 @@ def record(run: Run, jobs: list[Job], results: list[SubmissionOutcome], create: 
             run.summary += [Event(EventKind.SUBMISSION, f"{job.student}/{job.assignment}: {line}")
                             for line in review_lines(result)]
             graded.append(gradebook.Graded(job.student, job.assignment, timestamp,
-                                           {n: {"grades": nb.grades, "comments": nb.comments}
-                                            for n, nb in result.notebooks.items()},
+                                           {n: nb.autograded for n, nb in result.notebooks.items()},
                                            {n: ", ".join(flags) for n, flags in result.flagged.items()}))
             _stage(result, job.folder, staging / job.student / job.assignment)
             staged.append(job)
@@ -137,8 +136,8 @@ def _stage(result: SubmissionOutcome, folder: Path, staging: Path) -> None:
     import nbformat
     staging.mkdir(parents=True)
     for name, notebook in result.notebooks.items():
-        if notebook.notebook:
-            node = nbformat.from_dict(notebook.notebook)
+        if notebook.autograded.notebook:
+            node = nbformat.from_dict(notebook.autograded.notebook)
             (staging / f"{name}.ipynb").write_text(nbformat.writes(node, version=4))
     for name, data in kept_files(folder).items():
         (staging / name).write_bytes(data)

@@ -155,13 +155,11 @@ def grade_submission(job: Job, setting: Setting, slot: int) -> SubmissionOutcome
             results = [failed("not run", Failure.NOT_RUN) for _ in plan.cells]
         cells = tuple(cell_outcome(c, r) for c, r in zip(plan.cells, results))
         own_stubs = {gid: text for (a, nb, gid), text in setting.stubs.items() if a == job.assignment and nb == name}
-        record = autograded.record(source, submitted, plan, results, own_stubs, problem)
-        if problem:  # as nbgrader does for a missing notebook: every graded cell scores 0
-            record["grades"] = {gid: 0.0 for gid in record["grades"]}
+        kept = autograded.record(source, submitted, plan, results, own_stubs, problem)
         flags = plan.flags + rules.flags(judged, plan.cells, results if runnable else None) + \
             (cost.flags(results) if runnable else [])
-        notebooks[name] = NotebookOutcome(cells, tuple(flags), tuple(plan.notes), bool(runnable), problem,
-                                          record["notebook"], record["grades"], record["comments"], unusable)
+        notebooks[name] = NotebookOutcome(cells, tuple(flags), tuple(plan.notes), bool(runnable), problem, kept,
+                                          unusable)
     return SubmissionOutcome(job.key, job.student, job.assignment, notebooks, tuple(problems), tuple(faults))
 
 

@@ -79,7 +79,7 @@ def write_feedback(result: SubmissionOutcome, out: Path, titles: dict, sources: 
     for name, notebook in result.notebooks.items():
         if notebook.ran:
             own_titles = {gid: title for (a, gid), title in titles.items() if a == assignment}
-            hand = [(c.title, c.points, notebook.grades.get(c.grade_id)) for c in sources[name].graded
+            hand = [(c.title, c.points, notebook.autograded.grades.get(c.grade_id)) for c in sources[name].graded
                     if c.role is not Role.TEST] if sources and name in sources else []
             feedback.write(folder / f"{name}.html", feedback.render(
                 student, assignment, name, notebook.cells, overall, own_titles, per_cell, hand))

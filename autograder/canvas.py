@@ -119,8 +119,7 @@ def stale_penalties(course: Course, names: list[str]) -> list[str]:
 def scores(course: Course, names: list[str], graded: Path) -> tuple[dict, dict, list[str]]:
     """({(student, assignment): final score or None when held back}, {assignment: points possible}, held-back lines)."""
     students = gradebook.roster(course)
-    failures = not_graded(graded)
-    rows = gradebook.rows(course, students, names, set(), {}, failures)
+    rows = gradebook.rows(course, students, names, gradebook.RunNotes(not_graded=not_graded(graded)))
     waiting = {(r.student, r.assignment) for r in rows if r.task != TOTAL and r.score is None}
     flagged = gradebook.flagged_for_a_person(course, names)  # a stale hand score counts, not only a missing one
     final: dict[tuple[str, str], float | None] = {}

@@ -497,17 +497,31 @@ class Row:
     status: Status = Status.GRADED  # the submission's: graded, NOT GRADED, no submission, unknown assignment
 
 
-def rows(course: Course, students: list[str], names: list[str], submitted: set[tuple[str, str]],
-         notes: dict, not_graded: dict | None = None) -> list[Row]:
+@dataclass(frozen=True)
+class RunNotes:
+    """What a grading run knows that the gradebook does not, for grades.csv (`rows`): the submissions it was given
+    (`submitted`, (student, assignment): one the gradebook holds without a score counts as handed in only then), a
+    note per graded cell or total (`notes`, (student, assignment, grade_id or TOTAL) -> text), and the submissions it
+    could not grade (`not_graded`, (student, assignment) -> its note, `not_graded_note`). The report and the Canvas
+    export, which read a finished run, know only its NOT GRADED notes (grades.csv's)."""
+    submitted: frozenset[tuple[str, str]] = frozenset()
+    notes: dict[tuple[str, str, str], str] = field(default_factory=dict)
+    not_graded: dict[tuple[str, str], str] = field(default_factory=dict)
+
+    def note(self, student: str, assignment: str, task: str) -> str:
+        """The run's note on one graded cell (`task`: its grade_id) or total (TOTAL); "" when none."""
+        return self.notes.get((student, assignment, task), "")
+
+
+def rows(course: Course, students: list[str], names: list[str], run: RunNotes | None = None) -> list[Row]:
     """grades.csv from the gradebook: for each student and assignment, one row per graded cell (in the source's
     order) and a TOTAL row with the late penalty taken off; 'no submission' (0) where the gradebook holds no graded
-    submission, each cell under its title (`titles`). `notes`: {(student, assignment, grade_id or TOTAL): text};
-    `not_graded`: {(student, assignment): its note (`not_graded_note`, or the note of an earlier grades.csv's NOT
-    GRADED row)} for submissions the grader failed on, which get that note and no score (never 'no submission'), or
-    the earlier run's scores where the gradebook has them.
+    submission, each cell under its title (`titles`). `run`: what the grading run adds (RunNotes); a submission it
+    could not grade gets its NOT GRADED note and no score (never 'no submission'), or the earlier run's scores where
+    the gradebook has them.
     """
-    not_graded = not_graded or {}
     from nbgrader.api import MissingEntry
+    run = run or RunNotes()
     out = []
     titled = titles(course, names)
     with session(course) as gradebook:
@@ -527,38 +541,43 @@ def rows(course: Course, students: list[str], names: list[str], submitted: set[t
                     submission = gradebook.find_submission(name, student)
                 except MissingEntry:
                     submission = None
-                grades = {(nb.name, g.name): g for nb in submission.notebooks for g in nb.grades} if submission else {}
-                graded = any(g.auto_score is not None or g.manual_score is not None for g in grades.values())
-                failure = not_graded.get((student, name))
-                if failure and (submission is None or not graded):
-                    out.append(Row(student, name, TOTAL, "assignment total", None, float(assignment.max_score), None,
-                                   failure, Status.NOT_GRADED))
-                    continue
-                status = Status.NOT_GRADED if failure else Status.GRADED
-                if submission is None or not ((student, name) in submitted or graded):
-                    out.append(Row(student, name, TOTAL, "assignment total", 0.0, float(assignment.max_score), 0.0,
-                                   "no submission", Status.NO_SUBMISSION))
-                    continue
-                for notebook, gid in order[name]:
-                    grade = grades.get((notebook, gid))
-                    if grade is None:
-                        continue
-                    waiting = grade.auto_score is None and grade.manual_score is None
-                    note = notes.get((student, name, gid), "")
-                    if waiting:
-                        note = "; ".join(filter(None, ["waits for manual grading (formgrader)", note]))
-                    elif grade.manual_score is not None:
-                        note = "; ".join(filter(None, ["scored by hand", note]))
-                    out.append(Row(student, name, gid, titled.get((name, gid), gid), None if waiting else float(grade.score),
-                                   float(grade.max_score), None, note, status))
-                penalty = float(submission.late_submission_penalty or 0.0)
-                score = max(0.0, float(submission.score) - penalty)
-                note = notes.get((student, name, TOTAL), "")
-                if failure:
-                    note = f"{failure} (the scores are an earlier run's)"
-                out.append(Row(student, name, TOTAL, "assignment total", score, float(submission.max_score), penalty,
-                               note, status))
+                out += _submission_rows(student, name, float(assignment.max_score), submission, order[name], titled,
+                                        run)
     return out
+
+
+def _submission_rows(student: str, name: str, max_score: float, submission, order: list[tuple[str, str]],
+                     titled: dict[tuple[str, str], str], run: RunNotes) -> list[Row]:
+    """grades.csv's rows of one student's assignment (`max_score` in points): NOT GRADED, no submission, or a row per
+    graded cell in the source's `order` ((notebook, grade_id)) and the total."""
+    grades = {(nb.name, g.name): g for nb in submission.notebooks for g in nb.grades} if submission else {}
+    graded = any(g.auto_score is not None or g.manual_score is not None for g in grades.values())
+    failure = run.not_graded.get((student, name))
+    if failure and (submission is None or not graded):
+        return [Row(student, name, TOTAL, "assignment total", None, max_score, None, failure, Status.NOT_GRADED)]
+    if submission is None or not ((student, name) in run.submitted or graded):
+        return [Row(student, name, TOTAL, "assignment total", 0.0, max_score, 0.0, "no submission",
+                    Status.NO_SUBMISSION)]
+    status = Status.NOT_GRADED if failure else Status.GRADED
+    out = [_cell_row(student, name, gid, titled.get((name, gid), gid), grade, run, status)
+           for gid, grade in ((gid, grades.get((nb, gid))) for nb, gid in order) if grade is not None]
+    penalty = float(submission.late_submission_penalty or 0.0)
+    score = max(0.0, float(submission.score) - penalty)
+    note = f"{failure} (the scores are an earlier run's)" if failure else run.note(student, name, TOTAL)
+    return out + [Row(student, name, TOTAL, "assignment total", score, float(submission.max_score), penalty, note,
+                      status)]
+
+
+def _cell_row(student: str, name: str, gid: str, title: str, grade, run: RunNotes, status: Status) -> Row:
+    """grades.csv's row of one graded cell (nbgrader's Grade): its score in points, None while it waits for a person."""
+    waiting = grade.auto_score is None and grade.manual_score is None
+    note = run.note(student, name, gid)
+    if waiting:
+        note = "; ".join(filter(None, ["waits for manual grading (formgrader)", note]))
+    elif grade.manual_score is not None:
+        note = "; ".join(filter(None, ["scored by hand", note]))
+    return Row(student, name, gid, title, None if waiting else float(grade.score), float(grade.max_score), None, note,
+               status)
 
 
 NOT_GRADED_PREFIX = "NOT GRADED: "

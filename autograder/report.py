@@ -349,7 +349,7 @@ def summarize(course: Course, names: list[str], out: Path) -> ClassReport:
     (`attention`), and the run's summary lines (OUT/summary.txt)."""
     students = gradebook.roster(course)
     titles = gradebook.titles(course, names)
-    rows = gradebook.rows(course, students, names, set(), {}, not_graded(out))
+    rows = gradebook.rows(course, students, names, gradebook.RunNotes(not_graded=not_graded(out)))
     report = {}
     for a in names:
         mine = [r for r in rows if r.assignment == a]

@@ -362,9 +362,10 @@ def test_a_new_gradebook_gets_the_schema_version_nbgrader_would_stamp():
 def test_a_not_graded_note_is_written_once_and_read_back_as_it_is(tiny):
     """The pipeline makes a NOT GRADED row's note once (`not_graded_note`); report and canvas hand `rows` the whole note
     of an earlier grades.csv, which it shows as it is: the status is the row's Status, never found in the text."""
-    from autograder.gradebook import not_graded_note, rows
+    from autograder.gradebook import RunNotes, not_graded_note, rows
     from autograder.outcome import Status
     note = not_graded_note("the notebook process died")
     assert note == "NOT GRADED: the notebook process died"
-    [total] = [r for r in rows(tiny["course"], ["absent"], [A], set(), {}, {("absent", A): note}) if r.task == "TOTAL"]
+    run = RunNotes(not_graded={("absent", A): note})
+    [total] = [r for r in rows(tiny["course"], ["absent"], [A], run) if r.task == "TOTAL"]
     assert (total.status, total.note, total.score) == (Status.NOT_GRADED, note, None)

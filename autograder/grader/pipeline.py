@@ -15,13 +15,13 @@ import platform
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from autograder import cgroups, database, deadlines, gradebook, shards
 from autograder.course import REPO_ROOT, Course, default_course
 from autograder.errors import GraderError, Refused
-from autograder.gradebook import Row
+from autograder.gradebook import Row, RunNotes
 from autograder.grader import ledger
 from autograder.grader import run as run_module
 from autograder.grader.find import find_submissions
@@ -65,14 +65,15 @@ def grade(submitted: Path | None, out: Path, *, names: list[str] | None = None, 
             # A fresh interpreter (exec'd, given no descriptor but its socket): it never holds what this process
             # reads, so it starts now, while the submissions are found, and is stopped if there is nothing to grade.
             zygote = Zygote(walled=private)
-            found, names, on_roster, finish_sync = find(run, names)
-            jobs, todo, extra_rows = plan_jobs(run, found, names, on_roster, fresh)
+            found = find(run, names)
+            planned = plan_jobs(run, found, fresh)
+            names, jobs, todo = found.names, planned.jobs, planned.todo
             if todo:
                 import utils.rules  # noqa: F401 - what each worker needs, imported once (without torch)
             else:
                 zygote.close()
                 zygote = None
-            stubs = finish_sync()
+            stubs = synced(run, found)
             setting = prepare(run, zygote, names, stubs, hidden=bool(todo))
             if zygote is not None:  # there is work (todo)
                 run.summary.append(Event(EventKind.MACHINE,
@@ -102,10 +103,9 @@ def grade(submitted: Path | None, out: Path, *, names: list[str] | None = None, 
                 run.summary.append(Event(EventKind.RECORDED, f"recorded {recorded.count} submission(s) in the "
                                          f"gradebook and autograded/ in {time.monotonic() - recording:.1f} s"))
                 step = 2
-                rows = write(run, names, jobs, results, on_roster, recorded.notes, recorded.not_graded, extra_rows,
-                             memory)
+                rows = write(run, found, jobs, results, recorded.notes, planned.extra_rows, memory)
                 step = 3
-                shards.write_output_record(out, shard, sorted(run.mine))  # last: the shard's output is complete
+                shards.write_output_record(out, shard, sorted(found.mine))  # last: the shard's output is complete
             except (database.GradebookError, OSError) as error:
                 raise stopped_after_commit(run, recorded, len(jobs), step, error) from None
             return rows
@@ -149,15 +149,25 @@ def course_limits(course: Course, limits: Limits) -> Limits:
 
 
 # ---- find ------------------------------------------------------------------------------------------------------
-def find(run: run_module.Run, names: list[str] | None) -> tuple[list[tuple[str, str, Path]], list[str], set[str],
-                                                                Callable[[], dict]]:
-    """(the submissions of this run's shard, the assignments graded, the roster, a function that finishes recording
-    the assignments in the gradebook and returns the answer cells' released text)."""
+@dataclass(frozen=True)
+class Found:
+    """What a run grades (`find`): its shard's submissions, (student, assignment, folder) each; the assignments it
+    grades (`names`); the roster; the students of its shard (`mine`: on the roster or with a submission); and the
+    gradebook's sync of those assignments, begun (gradebook.start_sync; `synced` finishes it)."""
+    submissions: list[tuple[str, str, Path]]
+    names: list[str]
+    on_roster: frozenset[str]
+    mine: frozenset[str]
+    sync: Callable[[], tuple[list[str], dict]]
+
+
+def find(run: run_module.Run, names: list[str] | None) -> Found:
+    """The submissions, assignments and students of this run (see Found); the gradebook's sync begun."""
     known = run.course.assignments()
     unknown = [n for n in names or [] if n not in known]
     if unknown:
         raise Refused(f"no such assignment in {run.course.source}: {', '.join(unknown)}")
-    on_roster = set(gradebook.roster(run.course))
+    on_roster = frozenset(gradebook.roster(run.course))
     found, skipped = find_submissions(run.submitted)
     run.summary += [Event(EventKind.SKIPPED, f"skipped {line}") for line in skipped]
     # Only released work counts: the assignments named, else those someone submitted, given a due date or released
@@ -166,18 +176,18 @@ def find(run: run_module.Run, names: list[str] | None) -> tuple[list[tuple[str, 
     names = names or [a for a in known if a in handed_out]
     index, count = run.shard
     everyone = sorted(on_roster | {s for s, _, _ in found})
-    mine = set(shards.members(everyone, index, count))
-    found = [f for f in found if f[0] in mine]
-    run.mine = mine
-    pending = gradebook.start_sync(run.course, names)
+    mine = frozenset(shards.members(everyone, index, count))
+    return Found([f for f in found if f[0] in mine], names, on_roster, mine, gradebook.start_sync(run.course, names))
 
-    def finish_sync() -> dict:
-        synced, stubs = pending()
-        if synced:
-            run.summary.append(Event(EventKind.SYNCED, "recorded in the gradebook from source/ (nbgrader "
-                                     f"generate_assignment): {', '.join(synced)}"))
-        return stubs
-    return found, names, on_roster, finish_sync
+
+def synced(run: run_module.Run, found: Found) -> dict:
+    """Finish recording the run's assignments in the gradebook (`found.sync`, said in the summary when it recorded
+    any); the answer cells' released text, (assignment, notebook, grade_id) -> text."""
+    recorded, stubs = found.sync()
+    if recorded:
+        run.summary.append(Event(EventKind.SYNCED, "recorded in the gradebook from source/ (nbgrader "
+                                 f"generate_assignment): {', '.join(recorded)}"))
+    return stubs
 
 
 def grader_digest(limits: Limits) -> str:
@@ -201,49 +211,71 @@ def job_key(run: run_module.Run, assignment: str, folder: Path, grader: str) -> 
     return digest(files(run.course.source / assignment) + files(folder), grader)
 
 
-def plan_jobs(run: run_module.Run, found: list, names: list[str], on_roster: set[str],
-              fresh: bool) -> tuple[list[Job], list[Job], list[Row]]:
-    """(every submission of the run, those to run again, CSV rows for folders of unknown assignments)."""
-    from autograder.grader import feedback
+@dataclass(frozen=True)
+class Planned:
+    """The run's work (`plan_jobs`): every submission it records (`jobs`), those whose notebooks run again (`todo`;
+    the others' earlier results are reused), and grades.csv's rows for folders named after no assignment."""
+    jobs: list[Job]
+    todo: list[Job]
+    extra_rows: list[Row]
+
+
+def plan_jobs(run: run_module.Run, found: Found, fresh: bool) -> Planned:
+    """The run's jobs (see Planned); with `fresh`, no earlier result is reused."""
     known = run.course.assignments()
     create = run.course.autograde().create_student
     grader = grader_digest(run.limits)
-    jobs, todo, extra_rows = [], [], []
+    planned = Planned([], [], [])
     newcomers: set[str] = set()
     refused: set[str] = set()
-    for student, assignment, folder in found:
+    for student, assignment, folder in found.submissions:
         if assignment not in known:
-            problem = f"unknown assignment {assignment!r} (known: {', '.join(known)})"
-            feedback.write(run.out / "feedback" / student / assignment / "problems.html",
-                           feedback.render_problems(student, assignment, [problem]))
-            extra_rows.append(Row(student, assignment, "-", "", 0.0, 0.0, None, problem, Status.UNKNOWN_ASSIGNMENT))
-            run.summary.append(Event(EventKind.SUBMISSION, f"not graded: {student}/{assignment}: {problem}"))
+            planned.extra_rows.append(unknown_assignment(run, student, assignment, known))
             continue
-        if assignment not in names:
+        if assignment not in found.names:
             continue
-        if student not in on_roster:
+        if student not in found.on_roster:
             (newcomers if create else refused).add(student)
             if not create:
                 continue
         job = Job(student, assignment, folder, job_key(run, assignment, folder, grader))
-        jobs.append(job)
-        path = result_path(run.out, job)
-        earlier = None if fresh else read_result(path)
-        if path.exists() and earlier is None and not fresh:
-            run.summary.append(Event(EventKind.UNREADABLE_RESULT,
-                                     f"an earlier result could not be read and is graded again: {path}"))
-        if not reusable(earlier, job.key):
-            try:
-                path.unlink(missing_ok=True)
-            except OSError:  # its folder is not one (the write will say so, for this submission only)
-                pass
-            todo.append(job)
+        planned.jobs.append(job)
+        if not reused(run, job, fresh):
+            planned.todo.append(job)
     if newcomers:
         run.summary.append(Event.new_students(sorted(newcomers)))
     if refused:
         run.summary.append(Event(EventKind.SUBMISSION, "not on the roster, not graded (Autograde.create_student is "
                                  f"False): {', '.join(sorted(refused))}"))
-    return jobs, todo, extra_rows
+    return planned
+
+
+def unknown_assignment(run: run_module.Run, student: str, assignment: str, known: list[str]) -> Row:
+    """A submitted folder named after no assignment of the course: its problems page, its summary line, and its
+    grades.csv row."""
+    from autograder.grader import feedback
+    problem = f"unknown assignment {assignment!r} (known: {', '.join(known)})"
+    feedback.write(run.out / "feedback" / student / assignment / "problems.html",
+                   feedback.render_problems(student, assignment, [problem]))
+    run.summary.append(Event(EventKind.SUBMISSION, f"not graded: {student}/{assignment}: {problem}"))
+    return Row(student, assignment, "-", "", 0.0, 0.0, None, problem, Status.UNKNOWN_ASSIGNMENT)
+
+
+def reused(run: run_module.Run, job: Job, fresh: bool) -> bool:
+    """Whether the job's earlier result counts again (`workers.reusable`; never with `fresh`); when it does not, its
+    file is removed, and an earlier result that could not be read is said in the summary."""
+    path = result_path(run.out, job)
+    earlier = None if fresh else read_result(path)
+    if path.exists() and earlier is None and not fresh:
+        run.summary.append(Event(EventKind.UNREADABLE_RESULT,
+                                 f"an earlier result could not be read and is graded again: {path}"))
+    if reusable(earlier, job.key):
+        return True
+    try:
+        path.unlink(missing_ok=True)
+    except OSError:  # its folder is not one (the write will say so, for this submission only)
+        pass
+    return False
 
 
 def prepare(run: run_module.Run, zygote: Zygote | None, names: list[str], stubs: dict, hidden: bool) -> Setting:
@@ -272,14 +304,14 @@ def run_notebooks(run: run_module.Run, setting: Setting, jobs: list[Job], todo: 
 
 
 # ---- write -----------------------------------------------------------------------------------------------------
-def write(run: run_module.Run, names: list[str], jobs: list[Job], results: list[SubmissionOutcome], on_roster: set[str],
-          notes: dict, failures: dict, extra_rows: list[Row], memory: cgroups.MemoryEvents) -> list[Row]:
-    """grades.csv from the gradebook (manual scores and penalties included), feedback pages, the summary (with the
-    kernel's OOM kills since `memory`, read at the run's start, when there were any)."""
-    course = run.course
+def write(run: run_module.Run, found: Found, jobs: list[Job], results: list[SubmissionOutcome], notes: RunNotes,
+          extra_rows: list[Row], memory: cgroups.MemoryEvents) -> list[Row]:
+    """grades.csv from the gradebook (manual scores and penalties included) and the run's `notes`, feedback pages,
+    the summary (with the kernel's OOM kills since `memory`, read at the run's start, when there were any)."""
+    course, names = run.course, found.names
     titles = gradebook.titles(course, names)
-    students = sorted((on_roster | {j.student for j in jobs}) & run.mine)
-    rows = gradebook.rows(course, students, names, {(j.student, j.assignment) for j in jobs}, notes, failures)
+    students = sorted((found.on_roster | {j.student for j in jobs}) & found.mine)
+    rows = gradebook.rows(course, students, names, notes)
     rows += extra_rows
     for result in results:
         if result.status is Status.GRADED:

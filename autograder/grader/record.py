@@ -9,7 +9,7 @@ from pathlib import Path
 
 from autograder import gradebook
 from autograder.database import GradebookError
-from autograder.gradebook import TOTAL, not_graded_note
+from autograder.gradebook import TOTAL, RunNotes, not_graded_note
 from autograder.grader.find import kept_files, read_timestamp
 from autograder.grader.run import Run, owned_name
 from autograder.grader.workers import Job
@@ -19,12 +19,11 @@ from autograder.outcome import Event, EventKind, SubmissionOutcome
 
 @dataclass
 class Recorded:
-    """What a run's commit put in the gradebook, and what is still to do with it: the CSV notes {(student,
-    assignment, grade_id or TOTAL): text}, the submissions left out {(student, assignment): why} (NOT GRADED: the
-    grader failed on them, so the gradebook keeps what it had), and the autograded/ folders staged for `install`
-    (`installed` counts those in place)."""
-    notes: dict
-    not_graded: dict
+    """What a run's commit put in the gradebook, and what is still to do with it: the run's notes for grades.csv
+    (`notes`: its submissions, a note per cell and total, and those left out as NOT GRADED: the grader failed on them,
+    so the gradebook keeps what it had), and the autograded/ folders staged for `install` (`installed` counts those
+    in place)."""
+    notes: RunNotes
     staged: list[Job]
     staging: Path
     installed: int = 0
@@ -38,9 +37,11 @@ class Recorded:
 def record(run: Run, jobs: list[Job], results: list[SubmissionOutcome], create: bool) -> Recorded:
     """Write the run into the gradebook (one transaction) and stage its autograded/ folders for `install`. On
     GradebookError, or any other error before the commit, nothing is written anywhere."""
-    autograded_root = run.course.folder("autograded")
-    staging = autograded_root / owned_name(".staging")
-    graded, notes, staged, not_graded = [], {}, [], {}
+    staging = run.course.folder("autograded") / owned_name(".staging")
+    graded: list[gradebook.Graded] = []
+    staged: list[Job] = []
+    notes: dict[tuple[str, str, str], str] = {}
+    not_graded: dict[tuple[str, str], str] = {}
     try:
         for job, result in zip(jobs, results):
             if result.grader_errors:  # never the student's fault, never scored: the gradebook keeps what it had
@@ -48,21 +49,7 @@ def record(run: Run, jobs: list[Job], results: list[SubmissionOutcome], create: 
                                       f"{job.student}/{job.assignment}: {e}") for e in result.grader_errors]
                 not_graded[(job.student, job.assignment)] = not_graded_note("; ".join(result.grader_errors)[:300])
                 continue
-            timestamp, missing = read_timestamp(job.folder)
-            overall, per_cell = submission_notes(result)
-            if missing:
-                run.summary.append(Event(EventKind.SUBMISSION, f"no submission time for {job.student}/{job.assignment} "
-                                         f"({missing}): lateness not checked"))
-                overall.append(f"{missing}: lateness not checked")
-            notes.update({(job.student, job.assignment, gid): text for gid, text in per_cell.items()})
-            notes[(job.student, job.assignment, TOTAL)] = "; ".join(overall)
-            run.summary += [Event(EventKind.SUBMISSION, f"could not grade part of {job.student}/{job.assignment}: {p}")
-                            for p in result.problems]
-            run.summary += [Event(EventKind.SUBMISSION, f"{job.student}/{job.assignment}: {line}")
-                            for line in review_lines(result)]
-            graded.append(gradebook.Graded(job.student, job.assignment, timestamp,
-                                           {n: nb.autograded for n, nb in result.notebooks.items()},
-                                           {n: ", ".join(flags) for n, flags in result.flagged.items()}))
+            graded.append(_graded(run, job, result, notes))
             _stage(result, job.folder, staging / job.student / job.assignment)
             staged.append(job)
         lines, resubmitted = gradebook.write(run.course, graded, create)
@@ -73,7 +60,27 @@ def record(run: Run, jobs: list[Job], results: list[SubmissionOutcome], create: 
     for student, assignment in resubmitted:
         total = (student, assignment, TOTAL)
         notes[total] = "; ".join(filter(None, [gradebook.REGRADED_AFTER_HAND_GRADE, notes.get(total, "")]))
-    return Recorded(notes, not_graded, staged, staging)
+    return Recorded(RunNotes(frozenset((j.student, j.assignment) for j in jobs), notes, not_graded), staged, staging)
+
+
+def _graded(run: Run, job: Job, result: SubmissionOutcome, notes: dict[tuple[str, str, str], str]) -> gradebook.Graded:
+    """One graded submission for the gradebook; its notes for grades.csv go into `notes` and what people should know
+    of it into the run's summary."""
+    timestamp, missing = read_timestamp(job.folder)
+    overall, per_cell = submission_notes(result)
+    if missing:
+        run.summary.append(Event(EventKind.SUBMISSION, f"no submission time for {job.student}/{job.assignment} "
+                                 f"({missing}): lateness not checked"))
+        overall.append(f"{missing}: lateness not checked")
+    notes.update({(job.student, job.assignment, gid): text for gid, text in per_cell.items()})
+    notes[(job.student, job.assignment, TOTAL)] = "; ".join(overall)
+    run.summary += [Event(EventKind.SUBMISSION, f"could not grade part of {job.student}/{job.assignment}: {p}")
+                    for p in result.problems]
+    run.summary += [Event(EventKind.SUBMISSION, f"{job.student}/{job.assignment}: {line}")
+                    for line in review_lines(result)]
+    return gradebook.Graded(job.student, job.assignment, timestamp,
+                            {n: nb.autograded for n, nb in result.notebooks.items()},
+                            {n: ", ".join(flags) for n, flags in result.flagged.items()})
 
 
 def install(run: Run, recorded: Recorded) -> None:
@@ -113,8 +120,9 @@ def stopped_after_commit(run: Run, recorded: Recorded, given: int, step: int, er
     else:
         cause = reason(error.__context__) if error.__context__ is not None else str(error)
     left_out = ""
-    if recorded.not_graded:
-        named = sorted(f"{s}/{a} ({why.removeprefix('NOT GRADED: ')[:120]})" for (s, a), why in recorded.not_graded.items())
+    if recorded.notes.not_graded:
+        named = sorted(f"{s}/{a} ({why.removeprefix('NOT GRADED: ')[:120]})"
+                       for (s, a), why in recorded.notes.not_graded.items())
         left_out = (f"; {len(named)} NOT GRADED, not in it (the gradebook keeps what it had for them, and the next "
                     f"run grades them again): {'; '.join(named[:5])}{' ...' if len(named) > 5 else ''}")
     failed = AFTER_COMMIT[step]

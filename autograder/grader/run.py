@@ -92,7 +92,6 @@ class Run:
     shard: tuple[int, int]
     work: Path
     summary: list[Event] = field(default_factory=list)  # summary.txt and summary.json (outcome.in_order)
-    mine: set[str] = field(default_factory=set)  # the students of this run's shard
 
 
 @contextmanager

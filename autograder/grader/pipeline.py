@@ -225,12 +225,14 @@ def plan_jobs(run: run_module.Run, found: Found, fresh: bool) -> Planned:
     known = run.course.assignments()
     create = run.course.autograde().create_student
     grader = grader_digest(run.limits)
-    planned = Planned([], [], [])
+    jobs: list[Job] = []
+    todo: list[Job] = []
+    extra_rows: list[Row] = []
     newcomers: set[str] = set()
     refused: set[str] = set()
     for student, assignment, folder in found.submissions:
         if assignment not in known:
-            planned.extra_rows.append(unknown_assignment(run, student, assignment, known))
+            extra_rows.append(unknown_assignment(run, student, assignment, known))
             continue
         if assignment not in found.names:
             continue
@@ -239,15 +241,15 @@ def plan_jobs(run: run_module.Run, found: Found, fresh: bool) -> Planned:
             if not create:
                 continue
         job = Job(student, assignment, folder, job_key(run, assignment, folder, grader))
-        planned.jobs.append(job)
+        jobs.append(job)
         if not reused(run, job, fresh):
-            planned.todo.append(job)
+            todo.append(job)
     if newcomers:
         run.summary.append(Event.new_students(sorted(newcomers)))
     if refused:
         run.summary.append(Event(EventKind.SUBMISSION, "not on the roster, not graded (Autograde.create_student is "
                                  f"False): {', '.join(sorted(refused))}"))
-    return planned
+    return Planned(jobs, todo, extra_rows)
 
 
 def unknown_assignment(run: run_module.Run, student: str, assignment: str, known: list[str]) -> Row:

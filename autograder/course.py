@@ -152,7 +152,11 @@ class Course:
         return Autograde(coursedir=self.coursedir, config=self.config)
 
     def api(self) -> NbGraderAPI:
+        """nbgrader's API for this course (a gradebook it creates is stamped in this process: database.py)."""
         from nbgrader.apps import NbGraderAPI
+
+        from autograder.database import alembic_head_in_process
+        alembic_head_in_process()
         return NbGraderAPI(coursedir=self.coursedir, config=self.config)
 
 

@@ -370,3 +370,19 @@ def test_a_not_graded_note_is_written_once_and_read_back_as_it_is(tiny):
     run = RunNotes(not_graded={("absent", A): note})
     [total] = [r for r in rows(tiny["course"], ["absent"], [A], run) if r.task == "TOTAL"]
     assert (total.status, total.note, total.score) == (Status.NOT_GRADED, note, None)
+
+
+def test_a_submission_without_scores_counts_as_handed_in_only_in_the_run_given_it(tiny):
+    """RunNotes (issue #63): a gradebook submission with no score at all (here an extension's record; also work whose
+    every cell waits for a person) is 'no submission' where no run was given it (the report, Canvas), and is graded,
+    with the run's note on its total, in the run that was given it."""
+    from autograder.deadlines import extend
+    from autograder.gradebook import TOTAL, RunNotes, rows
+    from autograder.outcome import Status
+    extend(tiny["course"], A, "absent", days=2)
+
+    def total(run: RunNotes):
+        return next(r for r in rows(tiny["course"], ["absent"], [A], run) if r.task == TOTAL)
+    assert (total(RunNotes()).status, total(RunNotes()).note) == (Status.NO_SUBMISSION, "no submission")
+    given = total(RunNotes(submitted=frozenset({("absent", A)}), notes={("absent", A, TOTAL): "a note"}))
+    assert (given.status, given.score, given.note) == (Status.GRADED, 0.0, "a note")

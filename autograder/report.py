@@ -369,21 +369,23 @@ def _assignment(course: Course, a: str, mine: list[Row], roster: int, titles: di
     tasks = [_task(task, [r for r in mine if r.task == task], titles.get((a, task), task), failures)
              for task in dict.fromkeys(r.task for r in mine if r.task != TOTAL)]
     tasks.sort(key=lambda t: (2.0 if t.pass_rate is None else t.pass_rate, t.title))  # hardest first
+    top = totals[0].max_score
     return AssignmentNumbers(
-        roster, sum(1 for r in totals if r.status is not Status.NO_SUBMISSION),
-        sum(1 for r in totals if r.status is Status.NO_SUBMISSION), sum(1 for r in totals if r.status is Status.NOT_GRADED),
-        late, totals[0].max_score, scores, statistics.fmean(scores) if scores else None,
-        statistics.median(scores) if scores else None, sum(1 for s in scores if s >= totals[0].max_score), utc(due),
-        tuple(hours), tuple(tasks))
+        roster=roster, submitted=sum(1 for r in totals if r.status is not Status.NO_SUBMISSION),
+        missing=sum(1 for r in totals if r.status is Status.NO_SUBMISSION),
+        not_graded=sum(1 for r in totals if r.status is Status.NOT_GRADED), late=late, max_score=top, scores=scores,
+        mean=statistics.fmean(scores) if scores else None, median=statistics.median(scores) if scores else None,
+        full_marks=sum(1 for s in scores if s >= top), due=utc(due), hours=tuple(hours), tasks=tuple(tasks))
 
 
 def _task(task: str, cells: list[Row], title: str, failures: dict[str, collections.Counter]) -> TaskNumbers:
     """One task's numbers from its grades.csv rows (one per submission)."""
     scored = [r.score for r in cells if r.score is not None]
     passed = sum(1 for r in cells if r.score is not None and r.score >= r.max_score)
-    return TaskNumbers(task, title, cells[0].max_score, len(scored), passed, len(cells) - len(scored),
-                       passed / len(scored) if scored else None, statistics.fmean(scored) if scored else None,
-                       tuple(failures.get(task, collections.Counter()).most_common(TOP_HINTS)))
+    return TaskNumbers(task=task, title=title, max_score=cells[0].max_score, scored=len(scored), passed=passed,
+                       waiting=len(cells) - len(scored), pass_rate=passed / len(scored) if scored else None,
+                       mean=statistics.fmean(scored) if scored else None,
+                       hints=tuple(failures.get(task, collections.Counter()).most_common(TOP_HINTS)))
 
 
 def score_bins(top: float, highest: float | None = None) -> list[float]:

@@ -350,7 +350,6 @@ def write(course: Course, graded: list[Graded], create_students: bool = True) ->
 def _write_one(gradebook, item: Graded, plugin, create_students: bool, resubmitted: set) -> list[str]:
     """Write one graded submission (inside the run's transaction); the line saying it was late, if it was."""
     from nbgrader.api import MissingEntry
-    late = []
     try:
         gradebook.find_student(item.student)
     except MissingEntry:
@@ -365,23 +364,35 @@ def _write_one(gradebook, item: Graded, plugin, create_students: bool, resubmitt
         submission = gradebook.add_submission(item.assignment, item.student, timestamp=item.timestamp)
         moved = False
     for notebook in submission.notebooks:
-        record = item.notebooks.get(notebook.name, NOTHING_KEPT)
         if moved and any(grade.manual_score is not None for grade in notebook.grades):
             resubmitted.add((item.student, item.assignment))
             notebook.flagged = True
         if item.flagged.get(notebook.name):
             notebook.flagged = True
-        for grade in notebook.grades:
-            auto = record.grades.get(grade.name)
-            changed = moved or grade.auto_score != auto
-            grade.auto_score = auto
-            if grade.manual_score is None:
-                grade.needs_manual_grade = auto is None
-            else:
-                grade.needs_manual_grade = bool(grade.needs_manual_grade or changed)
-        for comment in notebook.comments:
-            comment.auto_comment = record.comments.get(comment.name)
+        _write_scores(notebook, item.notebooks.get(notebook.name, NOTHING_KEPT), moved)
     gradebook.db.flush()
+    return _write_penalties(gradebook, item, submission, plugin)
+
+
+def _write_scores(notebook, kept: Autograded, moved: bool) -> None:
+    """One submitted notebook's automatic scores and comments (nbgrader's Grade and Comment rows): a cell waits for a
+    person when it has no score at all, or when its automatic score or the submission's time (`moved`) changed under
+    a manual score."""
+    for grade in notebook.grades:
+        auto = kept.grades.get(grade.name)
+        changed = moved or grade.auto_score != auto
+        grade.auto_score = auto
+        if grade.manual_score is None:
+            grade.needs_manual_grade = auto is None
+        else:
+            grade.needs_manual_grade = bool(grade.needs_manual_grade or changed)
+    for comment in notebook.comments:
+        comment.auto_comment = kept.comments.get(comment.name)
+
+
+def _write_penalties(gradebook, item: Graded, submission, plugin) -> list[str]:
+    """Each notebook's late penalty in points (the course's plugin, clipped to [0, score]); the line saying the
+    submission was late, if it was."""
     seconds_late = submission.total_seconds_late
     for notebook in submission.notebooks:
         gradebook.db.expire(notebook, ["score"])
@@ -390,14 +401,14 @@ def _write_one(gradebook, item: Graded, plugin, create_students: bool, resubmitt
             penalty = plugin.late_submission_penalty(item.student, notebook.score, seconds_late)
             if penalty is not None:
                 notebook.late_submission_penalty = min(max(penalty, 0.0), notebook.score)
-    if seconds_late > 0:
-        gradebook.db.flush()
-        gradebook.db.expire(submission, ["late_submission_penalty"])
-        from autograder.late import how_late, points
-        late.append(f"{item.student} {item.assignment}: {how_late(seconds_late)} after the due date "
-                    f"{'(with an extension) ' if submission.extension else ''}"
-                    f"-> late penalty {points(submission.late_submission_penalty or 0)}")
-    return late
+    if seconds_late <= 0:
+        return []
+    gradebook.db.flush()
+    gradebook.db.expire(submission, ["late_submission_penalty"])
+    from autograder.late import how_late, points
+    return [f"{item.student} {item.assignment}: {how_late(seconds_late)} after the due date "
+            f"{'(with an extension) ' if submission.extension else ''}"
+            f"-> late penalty {points(submission.late_submission_penalty or 0)}"]
 
 
 def holds(course: Course, graded: list[Graded]) -> bool:

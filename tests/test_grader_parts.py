@@ -390,3 +390,24 @@ def test_a_failed_hidden_check_shows_what_its_diagnosis_found_but_not_the_case()
                            "\nHint: a hint") and shown.error_full == error
     alone = feedback.for_students(cell, CellRun(False, "", error.rpartition("\n")[0], line=3), "hints").error
     assert alone.endswith("over all of them\n" + feedback.DEFAULT_HINT) and "40,000" not in alone
+
+
+def test_a_full_disk_names_the_folder_of_the_file_it_could_not_write_even_with_a_space(tmp_path, monkeypatch):
+    """write_atomically's OSError carries the file in `filename` (issue #63), and grade.full_folders reads it there:
+    a regex over the message stopped at the first space of the path and named every folder of the run instead."""
+    import errno
+
+    from autograder import atomic
+    from autograder.grade import full_folders
+
+    def full(temporary, data):
+        raise OSError(errno.ENOSPC, "No space left on device")
+    monkeypatch.setattr(atomic, "_put", full)
+    out = tmp_path / "graded by me"
+    target = out / "summary.txt"
+    with pytest.raises(OSError) as raised:
+        atomic.write_atomically(target, "x")
+    assert raised.value.errno == errno.ENOSPC and raised.value.filename == str(target)
+    assert raised.value.strerror == "No space left on device" and not list(out.iterdir())
+    said = full_folders(raised.value, {"the output folder": out, "the course folder": tmp_path})
+    assert f"the output folder {out}:" in said and "the course folder" not in said, said

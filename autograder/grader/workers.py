@@ -198,7 +198,7 @@ def run_jobs(jobs: list[Job], setting: Setting, out: Path,
         try:
             write_atomically(result_path(out, job), result.to_json())
         except OSError as error:
-            result = not_graded(job, error.strerror or str(error)) if not failed_here else result
+            result = not_graded(job, f"could not write {error.filename}: {error.strerror}") if not failed_here else result
             unwritten[(job.student, job.assignment)] = result
             failed_here = True
         if progress is not None:

@@ -411,3 +411,23 @@ def test_a_full_disk_names_the_folder_of_the_file_it_could_not_write_even_with_a
     assert raised.value.strerror == "No space left on device" and not list(out.iterdir())
     said = full_folders(raised.value, {"the output folder": out, "the course folder": tmp_path})
     assert f"the output folder {out}:" in said and "the course folder" not in said, said
+
+
+def test_a_course_error_crosses_the_fork_by_class_with_its_whole_message():
+    """Issue #63: the checker's CourseError reaches the grader by its class and its own message (forked.ChildFailed
+    `raised`, `said`), never by a qualified name stripped off the last line of a traceback, which kept only the last
+    line of a message of several and any other exception's name with it."""
+    from autograder.errors import GraderError
+    from autograder.forked import ChildFailed, call_in_child
+    from autograder.trusted.checker import Checker, CourseError
+
+    def broken() -> None:
+        raise CourseError("reference.floats fails\non two lines")
+    with pytest.raises(ChildFailed) as failed:
+        call_in_child(broken, 30)
+    assert failed.value.raised_a(CourseError) and failed.value.raised_a(GraderError)
+    assert not failed.value.raised_a(ValueError) and failed.value.said == "reference.floats fails\non two lines"
+    with pytest.raises(CourseError) as stopped:
+        Checker(["no such\nmodule.test"], seconds=60)
+    assert str(stopped.value).startswith("hidden test no such\nmodule.test: its cases or expected results could not "
+                                         "be made: "), str(stopped.value)

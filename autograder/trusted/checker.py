@@ -97,11 +97,11 @@ class Checker:
         except ProtocolError as error:  # a budget in reference/ that is not what CostBudget declares
             self.close()
             raise CourseError(f"a cost budget in reference/ is malformed: {error}") from None
-        except ChildFailed as error:
+        except ChildFailed as error:  # a CourseError says what is wrong; anything else, the line a traceback ends with
             self.close()
-            last = str(error).strip().splitlines()[-1] if str(error).strip() else "it died without an answer"
-            raise CourseError(last.removeprefix("autograder.trusted.checker.CourseError: ") +
-                              cgroups.out_of_memory_note(self.memory)) from None
+            said = error.said if error.raised_a(CourseError) else \
+                f"{error.raised[0]}: {error.said}" if error.raised else str(error) or "it died without an answer"
+            raise CourseError(said + cgroups.out_of_memory_note(self.memory)) from None
 
     def verdicts(self, handed: list[tuple[str, str | None]]) -> list[Verdict]:
         """One verdict per (key, encoded results or None when nothing was handed in), in order."""

@@ -215,12 +215,25 @@ def zygote(tmp_path_factory):
     started.close()
 
 
+RAISED_IN_HIDDEN = {  # what an answer raises on the hidden case only (x = -7), named by the notebook process (#63)
+    "ValueError": "def f(x):\n    return 2 * x if x > 0 else int('no')",
+    "StopIteration": "def f(x):\n    return 2 * x if x > 0 else next(iter([]))",
+    "KeyboardInterrupt": "def f(x):\n    if x < 0:\n        raise KeyboardInterrupt\n    return 2 * x",
+    "RuntimeWarning": ("import warnings\ndef f(x):\n    with warnings.catch_warnings():\n"
+                       "        warnings.simplefilter('error')\n        if x < 0:\n"
+                       "            warnings.warn('overflow in doubling', RuntimeWarning)\n    return 2 * x"),
+}
+
+
 @pytest.mark.parametrize("answer, failed_where", [("def f(x):\n    return 2 * abs(x)", "hidden"),
                                                    ("def f(x):\n    return 3 * x", "visible"),
-                                                   ("def f(x):\n    return 2 * x if x > 0 else int('no')", "hidden")])
+                                                   *((code, name) for name, code in RAISED_IN_HIDDEN.items())])
 def test_feedback_gives_a_failed_hidden_check_only_its_hint(zygote, answer, failed_where):
     """With feedback = "hints" (the default), a student reads that a hidden check failed and its hint, never the
-    hidden case's input or expected value; a failed visible check shows everything; "full" shows everything."""
+    hidden case's input or expected value; a failed visible check shows everything; "full" shows everything. Where
+    the student's code raised in a hidden test (StopIteration, KeyboardInterrupt and a RuntimeWarning turned into an
+    error included), they read what it raised, never "a hidden test failed" (issue #63: a regex over the text took
+    only names ending in Error or Exception for exceptions)."""
     from autograder.grader.feedback import for_students
     from autograder.grader.notebooks import run_plan
     plan = make_plan("nb", classify("nb", HIDDEN_SOURCE), submitted(
@@ -230,14 +243,17 @@ def test_feedback_gives_a_failed_hidden_check_only_its_hint(zygote, answer, fail
     assert not result.ok
     shown = for_students(test, result, "hints")
     if failed_where == "visible":
-        assert shown == result and "f(1): expected 2" in shown.error
+        assert shown == result and "f(1): expected 2" in shown.error and result.ename == "AssertionError"
         return
     assert "-7" not in shown.error and "-14" not in shown.error and "'no'" not in shown.error
     assert "hidden test" in shown.error and shown.error_full == result.error
     if "abs" in answer:
         assert shown.error.endswith("Hint: negative numbers too") and "-14" in result.error
+        assert shown.error.startswith("AssertionError: a hidden test failed") and result.ename == "AssertionError"
     else:
-        assert shown.error.startswith("ValueError: your code raised ValueError in a hidden test")
+        assert result.ename == failed_where, (result.ename, result.error)
+        assert shown.error.startswith(f"{failed_where}: your code raised {failed_where} in a hidden test"), shown.error
+        assert "a hidden test failed" not in shown.error
     assert for_students(test, result, "full") == result
 
 
@@ -356,12 +372,12 @@ def test_the_graded_page_reads_exception_then_hint_in_plain_text_and_one_points_
     from utils.grading import check_type
 
     error = "AssertionError: weights_gib: 1 GiB is not within 2% of the answer\nHint: between 10x and 15x too small"
-    assert error_parts(error, None) == ("AssertionError", "weights_gib: 1 GiB is not within 2% of the answer\n"
+    assert error_parts(error, None, "AssertionError") == ("AssertionError", "weights_gib: 1 GiB is not within 2% of the answer\n"
                                                           "Hint: between 10x and 15x too small")
-    assert error_parts("  (line 3: y = f(x))\nValueError: bad", None) == ("ValueError", "bad (line 3: y = f(x))")
+    assert error_parts("  (line 3: y = f(x))\nValueError: bad", None, "ValueError") == ("ValueError", "bad (line 3: y = f(x))")
     cell = Cell(CellKind.TEST, "test_weights_gib", "check(weights_gib)", 1.0)
     colour = "\x1b[0;31mAssertionError\x1b[0m: weights_gib: 1 GiB\nHint: \x1b[1mbetween\x1b[0m"
-    outcome = cell_outcome(cell, CellRun(False, "\x1b[32mprinted\x1b[0m", colour, error_full=colour))
+    outcome = cell_outcome(cell, CellRun(False, "\x1b[32mprinted\x1b[0m", colour, error_full=colour, ename="AssertionError"))
     assert "\x1b" not in outcome.output + outcome.error + (outcome.error_full or "")
     assert outcome.error == "AssertionError: weights_gib: 1 GiB\nHint: between"
     page = feedback.render("s1", "01_floats", "01_floats", (outcome,), [],
@@ -384,11 +400,12 @@ def test_a_failed_hidden_check_shows_what_its_diagnosis_found_but_not_the_case()
     cell = Cell(CellKind.TEST, "test_f", code, 2.0)
     error = ("AssertionError: largest_model(8, 80000000000, 'adamw'): expected 40,000,000,000, got 5,000,000,000\n"
              "Found: it counts one GPU's memory: sharding spreads the state over all of them\nHint: a hint")
-    shown = feedback.for_students(cell, CellRun(False, "", error, line=3), "hints")
+    shown = feedback.for_students(cell, CellRun(False, "", error, line=3, ename="AssertionError"), "hints")
     assert shown.error == ("AssertionError: a hidden test failed; its inputs and expected values stay with the "
                            "instructor\nFound: it counts one GPU's memory: sharding spreads the state over all of them"
                            "\nHint: a hint") and shown.error_full == error
-    alone = feedback.for_students(cell, CellRun(False, "", error.rpartition("\n")[0], line=3), "hints").error
+    alone = feedback.for_students(cell, CellRun(False, "", error.rpartition("\n")[0], line=3, ename="AssertionError"),
+                                  "hints").error
     assert alone.endswith("over all of them\n" + feedback.DEFAULT_HINT) and "40,000" not in alone
 
 

@@ -92,7 +92,7 @@ def apply(cell: Cell, result: CellRun, judged: dict) -> CellRun:
     rule, verdict = judged[cell.grade_id]
     if not verdict.broken:
         return result
-    return result.failing(f"AssertionError: {verdict.message(rule)}", Failure.RULE)
+    return result.failing(f"AssertionError: {verdict.message(rule)}", Failure.RULE, ename="AssertionError")
 
 
 def flags(judged: dict, cells: list[Cell] | None = None, results: list[CellRun] | None = None) -> list[str]:

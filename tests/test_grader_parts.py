@@ -33,6 +33,51 @@ def test_limits_file_loads_and_overrides_are_typed():
         load_limits(overrides=["nonsense=1"])
 
 
+def test_the_limits_are_written_once_in_limits_toml(tmp_path):
+    """limits.toml holds every limit's value (issue #63: the dataclass held them a second time): a file that leaves
+    one out, or gives one of the wrong type, is refused, naming it; the class declares no value of its own."""
+    import dataclasses
+
+    from autograder.limits import LIMITS_FILE, Limits
+    assert [f.name for f in dataclasses.fields(Limits) if f.default is not dataclasses.MISSING] == ["overridden"]
+    text = LIMITS_FILE.read_text()
+    short = tmp_path / "limits.toml"
+    short.write_text("\n".join(line for line in text.splitlines() if not line.startswith("max_restarts")))
+    with pytest.raises(ValueError, match="missing max_restarts"):
+        load_limits(short)
+    short.write_text(text.replace("max_restarts = 3", "max_restarts = true"))
+    with pytest.raises(ValueError, match="limits.max_restarts: expected int, got bool"):
+        load_limits(short)
+
+
+def test_one_strict_reader_for_every_typed_border():
+    """protocol.py's messages, outcome.py's results and limits.py's limits are read by autograder/strict.py alone: the
+    same value of the wrong type (a bool where a number goes, a string where a list of strings goes) is refused at
+    each, with the border's own error naming the field."""
+    import json
+
+    from autograder.limits import Limits
+    from autograder.outcome import CellOutcome, OutcomeError
+    from autograder.protocol import CellResult, ProtocolError
+    limits = load_limits().as_dict()
+    reply = json.loads(CellResult("ab", False, "", "x", [], [], 3, {}).to_line())
+    cell = CellOutcome("test", "t", 1.0, "", False, "", "x", (), (), 3).to_dict()
+    for wrong in (True, "3", [3], 3.5):
+        with pytest.raises(ValueError, match="limits.max_restarts"):
+            Limits.from_dict({**limits, "max_restarts": wrong})
+        with pytest.raises(ProtocolError, match="CellResult.line"):
+            CellResult.parse(json.dumps({**reply, "line": wrong}))
+        with pytest.raises(OutcomeError, match="cell.line"):
+            CellOutcome.from_dict({**cell, "line": wrong}, "cell")
+    for wrong in ("a", ["a", 1], {"a": "b"}):
+        with pytest.raises(ProtocolError, match="CellResult.restored"):
+            CellResult.parse(json.dumps({**reply, "restored": wrong}))
+        with pytest.raises(OutcomeError, match="cell.restored"):
+            CellOutcome.from_dict({**cell, "restored": wrong}, "cell")
+    assert CellResult.parse(json.dumps(reply)) == CellResult("ab", False, "", "x", [], [], 3, {})
+    assert Limits.from_dict(limits) == load_limits() and CellOutcome.from_dict(cell, "cell").line == 3
+
+
 def test_an_explicit_cell_limit_wins_over_the_course_timeout_even_at_the_default_value(tmp_path):
     """Issue #51: `--limit cell_seconds=60` (limits.toml's own value) used to lose to the course's c.Execute.timeout,
     because "equal to the default" was taken for "not given"."""

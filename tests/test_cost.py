@@ -343,7 +343,7 @@ def read_paths():
             measured = f"### BEGIN MEASURED\n{READ.strip()}\n{code.strip()}\n### END MEASURED\n"
             cell = Cell(CellKind.TEST, "paths", f"### BEGIN HIDDEN TESTS\n{measured}{FORGET}### END HIDDEN TESTS\n")
             result = cost.run_measured(process, cell, [budget], 60, {})
-            found[name] = (flat(result.costs[0].to_dict()) if result.costs else None, result.error)
+            found[name] = (flat(dataclasses.asdict(result.costs[0])) if result.costs else None, result.error)
         found["watched"] = watched_check(process, budget)
         found["waiting"] = waiting_for_request_check(process)
         process.kill()

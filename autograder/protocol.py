@@ -139,7 +139,8 @@ class CellResult(Message):
     rule-bound task was seen to run (written by the student's process: a flag for a person at most). `ename`,
     `evalue`: what the cell raised, as Jupyter's error message and nbclient's CellExecutionError carry it: the
     exception's class name (`type(e).__name__`, "" when it raised nothing) and its str (cut to the cell's output
-    limit); `error` is the same exception as a student reads it (where in their code, then Python's last line)."""
+    limit); `error` is the same exception as a student reads it (where in their code, then Python's last line). Written
+    by the student's process, both only name what a message says (grader/feedback.py), never what a cell scores."""
     tag: ClassVar[str] = "result"
     id: str
     ok: bool

@@ -420,6 +420,11 @@ def test_the_graded_page_reads_exception_then_hint_in_plain_text_and_one_points_
     assert error_parts(error, None, "AssertionError") == ("AssertionError", "weights_gib: 1 GiB is not within 2% of the answer\n"
                                                           "Hint: between 10x and 15x too small")
     assert error_parts("  (line 3: y = f(x))\nValueError: bad", None, "ValueError") == ("ValueError", "bad (line 3: y = f(x))")
+    # The exception is what the notebook process named, not the last line that looks like one (issue #63)
+    assert error_parts("AssertionError: f(0) raised\nValueError: bad\nHint: h", None, "AssertionError") == \
+        ("AssertionError", "f(0) raised\nValueError: bad\nHint: h")
+    assert error_parts("  (line 2: next(it))\nStopIteration", None, "StopIteration") == \
+        ("StopIteration", "(line 2: next(it))")
     cell = Cell(CellKind.TEST, "test_weights_gib", "check(weights_gib)", 1.0)
     colour = "\x1b[0;31mAssertionError\x1b[0m: weights_gib: 1 GiB\nHint: \x1b[1mbetween\x1b[0m"
     outcome = cell_outcome(cell, CellRun(False, "\x1b[32mprinted\x1b[0m", colour, error_full=colour, ename="AssertionError"))

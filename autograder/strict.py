@@ -28,45 +28,70 @@ def _name(kind: Any) -> str:
     return kind.__name__ if isinstance(kind, type) and get_origin(kind) is None else str(kind).replace("typing.", "")
 
 
+@functools.cache
+def _shape(kind: Any) -> tuple[str, Any]:
+    """How `read` reads the annotation `kind`: (the way, what it needs), worked out once per annotation."""
+    origin, args = get_origin(kind), get_args(kind)
+    if kind is Any:
+        return "any", None
+    if origin in (Union, UnionType):
+        return "union", args
+    if isinstance(kind, type) and issubclass(kind, enum.Enum):
+        return "enum", {(type(m.value), m.value): m for m in kind}
+    if dataclasses.is_dataclass(kind) and isinstance(kind, type):
+        return "dataclass", kind
+    if origin in (tuple, list):
+        return "sequence", (origin, args[0] if args else Any)
+    if origin is dict:
+        return "dict", args or (Any, Any)
+    return "exact", (int, float) if kind is float else (kind,)
+
+
 def read(value: object, kind: Any, where: str, error: type[Exception]) -> Any:
     """`value` (parsed JSON or TOML) as the annotation `kind` (see the module docstring); `error` naming `where` and
     what came instead when it is not one."""
-    origin, args = get_origin(kind), get_args(kind)
-    if kind is Any:
+    way, needs = _shape(kind)
+    if way == "exact":
+        if type(value) not in needs:
+            raise error(f"{where}: expected {_name(kind)}, got {_shown(value)}")
         return value
-    if origin in (Union, UnionType):
-        for arm in args:
+    if way == "any":
+        return value
+    if way == "union":
+        if value is None and NoneType in needs:
+            return None
+        for arm in needs:
             try:
                 return read(value, arm, where, error)
             except error:
                 continue
         raise error(f"{where}: expected {_name(kind)}, got {_shown(value)}")
-    if isinstance(kind, type) and issubclass(kind, enum.Enum):
-        if isinstance(value, (str, int, float)) and type(value) is not bool:
-            for member in kind:
-                if type(value) is type(member.value) and value == member.value:
-                    return member
-        raise error(f"{where}: expected one of {sorted(str(m.value) for m in kind)}, got {_shown(value)}")
-    if dataclasses.is_dataclass(kind) and isinstance(kind, type):
-        return kind(**fields_of(kind, value, where, error))
-    if origin in (tuple, list):
+    if way == "enum":
+        member = needs.get((type(value), value)) if isinstance(value, (str, int, float)) else None
+        if member is None:
+            raise error(f"{where}: expected one of {sorted(str(k[1]) for k in needs)}, got {_shown(value)}")
+        return member
+    if way == "dataclass":
+        return needs(**fields_of(needs, value, where, error))
+    if way == "sequence":
+        origin, item = needs
         if type(value) is not list:
             raise error(f"{where}: expected {_name(kind)}, got {_shown(value)}")
-        items = [read(v, args[0], f"{where}[{i}]", error) for i, v in enumerate(value)] if args else list(value)
+        items = [read(v, item, f"{where}[{i}]", error) for i, v in enumerate(value)]
         return tuple(items) if origin is tuple else items
-    if origin is dict:
-        if type(value) is not dict:
-            raise error(f"{where}: expected {_name(kind)}, got {_shown(value)}")
-        return {read(k, args[0], where, error): read(v, args[1], f"{where}[{k!r}]", error) for k, v in value.items()}
-    exact = (int, float) if kind is float else (NoneType,) if kind is NoneType else (kind,)
-    if type(value) not in exact:
+    if type(value) is not dict:
         raise error(f"{where}: expected {_name(kind)}, got {_shown(value)}")
-    return value
+    keys, values = needs
+    return {read(k, keys, where, error): read(v, values, f"{where}[{k!r}]", error) for k, v in value.items()}
 
 
 @functools.cache
-def _hints(cls: type) -> dict[str, Any]:
-    return get_type_hints(cls)
+def _hints(cls: type) -> tuple[dict[str, Any], frozenset[str], frozenset[str]]:
+    """(each field's annotation, the fields, those with a default) of dataclass `cls`."""
+    fields = dataclasses.fields(cls)
+    return (get_type_hints(cls), frozenset(f.name for f in fields),
+            frozenset(f.name for f in fields if f.default is not dataclasses.MISSING
+                      or f.default_factory is not dataclasses.MISSING))
 
 
 def fields_of(cls: type, obj: object, where: str, error: type[Exception],
@@ -75,10 +100,7 @@ def fields_of(cls: type, obj: object, where: str, error: type[Exception],
     is required, `optional` ones (with a default) may be missing, no other key is allowed."""
     if type(obj) is not dict:
         raise error(f"{where}: expected an object, got {_shown(obj)}")
-    hints = _hints(cls)
-    declared = {f.name for f in dataclasses.fields(cls)}
-    defaulted = {f.name for f in dataclasses.fields(cls)
-                 if f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING}
+    hints, declared, defaulted = _hints(cls)
     missing = declared - set(obj) - (optional & defaulted)
     extra = set(obj) - declared
     if missing or extra:

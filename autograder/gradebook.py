@@ -32,23 +32,10 @@ from autograder.outcome import Status
 TOTAL = "TOTAL"
 
 
-def _alembic_head() -> str | None:
-    """The schema version nbgrader stamps on a new gradebook, read from nbgrader's own migration scripts in this
-    process. nbgrader's `get_alembic_version` runs the `alembic` command for it: a second interpreter each time a
-    gradebook is created (its cost: docs/benchmarks.md) that is found only when the environment's bin/ is on PATH."""
-    import nbgrader.dbutil
-    from alembic.config import Config
-    from alembic.script import ScriptDirectory
-    config = Config()
-    config.set_main_option("script_location", nbgrader.dbutil.ALEMBIC_DIR)
-    return ScriptDirectory.from_config(config).get_current_head()
-
-
 def open_gradebook(course: Course):
     """nbgrader's Gradebook for the course (created, empty, on first use), or GradebookError."""
-    import nbgrader.api
     from nbgrader.api import Gradebook
-    nbgrader.api.get_alembic_version = _alembic_head  # see _alembic_head: same answer, in this process
+    database.alembic_head_in_process()
     from sqlalchemy.exc import SQLAlchemyError
     database.check(course.db_url)  # reachable, credentials, schema of this nbgrader version (database.py)
     try:

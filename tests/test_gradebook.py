@@ -350,13 +350,14 @@ def test_extensions_live_in_the_gradebook(tiny):
 
 
 def test_a_new_gradebook_gets_the_schema_version_nbgrader_would_stamp():
-    """autograder.gradebook reads nbgrader's migration head in-process; nbgrader's own way runs the `alembic` command.
-    Both must name the same revision, or a gradebook we create would be migrated wrongly by a later nbgrader."""
-    from autograder.gradebook import _alembic_head
+    """autograder.database reads nbgrader's migration head in-process (for the grader's gradebook and every gradebook
+    nbgrader's API creates through Course.api); nbgrader's own way runs the `alembic` command. Both must name the same
+    revision, or a gradebook we create would be migrated wrongly by a later nbgrader."""
+    from autograder.database import alembic_head
     environment = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
     theirs = subprocess.run([sys.executable, "-c", "from nbgrader.api import get_alembic_version as v; print(v())"],
                             env=environment, capture_output=True, text=True, check=True).stdout.strip()
-    assert theirs and _alembic_head() == theirs
+    assert theirs and alembic_head() == theirs
 
 
 def test_a_not_graded_note_is_written_once_and_read_back_as_it_is(tiny):

@@ -279,24 +279,38 @@ def explain_tensor(got: object, expected: torch.Tensor, scales: dict[str, float]
     row, the sequence length) a row may have been divided by instead of another."""
     if type(got) is not _tensor_type or not (got.dtype.is_floating_point and expected.dtype.is_floating_point):
         return None
-    shape, want = tuple(got.shape), tuple(expected.shape)
-    if shape == want:
-        if _close(got, expected):
-            return None
-        c = _scale(got, expected)
-        if c is not None:
-            return _named_scale(c, scales or {})
-        rows = _row_scales(got, expected)
-        if rows is not None:
-            return _explain_rows(rows, row_quantities or {})
-        wrong_axis = _wrong_axis(got, expected, row_quantities or {})
-        if wrong_axis:
-            return wrong_axis
-        if got.numel() > 1 and _close(got.flatten().sort().values, expected.flatten().sort().values):
-            return "the right values, in the wrong places: an axis order, or which factor of a merged axis comes first"
-        if expected.dim() == 2 and shape[0] == shape[1] and _close(got, expected.T):
-            return "the right values, transposed"
+    if tuple(got.shape) == tuple(expected.shape):
+        return _same_shape_slip(got, expected, scales or {}, row_quantities or {})
+    return _shape_slip(got, expected, axes, elementwise_of)
+
+
+def _same_shape_slip(got: torch.Tensor, expected: torch.Tensor, scales: dict[str, float],
+                     row_quantities: dict[str, Sequence[float]]) -> str | None:
+    """explain_tensor for a tensor of the right shape: a scale, a per-row scale, a quantity on the wrong axis, the
+    values moved about, or transposed."""
+    if _close(got, expected):
         return None
+    c = _scale(got, expected)
+    if c is not None:
+        return _named_scale(c, scales)
+    rows = _row_scales(got, expected)
+    if rows is not None:
+        return _explain_rows(rows, row_quantities)
+    wrong_axis = _wrong_axis(got, expected, row_quantities)
+    if wrong_axis:
+        return wrong_axis
+    if got.numel() > 1 and _close(got.flatten().sort().values, expected.flatten().sort().values):
+        return "the right values, in the wrong places: an axis order, or which factor of a merged axis comes first"
+    if expected.dim() == 2 and got.shape[0] == got.shape[1] and _close(got, expected.T):
+        return "the right values, transposed"
+    return None
+
+
+def _shape_slip(got: torch.Tensor, expected: torch.Tensor, axes: Sequence[str] | None,
+                elementwise_of: Sequence[Sequence[int]]) -> str | None:
+    """explain_tensor for a tensor of another shape: transposed, axes permuted, an axis reduced, reshaped, an
+    elementwise product for a matmul, an axis missing or one too many."""
+    shape, want = tuple(got.shape), tuple(expected.shape)
     if expected.dim() >= 2 and shape == want[::-1] and expected.dim() == 2 and _close(got, expected.T):
         return f"the right values, transposed: {shape} where {want} was asked"
     if expected.dim() >= 2 and sorted(shape) == sorted(want) and expected.dim() <= 6:

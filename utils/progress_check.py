@@ -220,49 +220,63 @@ async def _execute(nb, path: Path, report: NotebookReport, blank: set[int], time
             resources={"metadata": {"path": str(workdir)}}, record_timing=False)
         # The kernel's own log lines (stderr) are not the student's business here; its outputs come back as messages.
         async with client.async_setup_kernel(env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL):
-            failed_before = ""  # the first set-up or answer cell that raised: tests after it may fail for that
-            cell_failures: dict[int, str] = {}
+            seen = _Failures()
             for index, cell in enumerate(nb.cells):
                 if cell.cell_type != "code" or index in skip or not _source(cell).strip():
                     continue
                 try:
                     await client.async_execute_cell(cell, index)
                 except DeadKernelError:
-                    reason = f"the kernel died running {_where(report.tasks, index)} (a crash, os._exit or exit)"
-                    task = by_test.get(index) or next((t for t in report.tasks if index in t.answer_cells), None)
-                    if task is not None:
-                        task.status, task.message = FAILED, reason
-                    for rest in report.tasks:
-                        if rest.status == NOT_RUN:
-                            rest.message = f"{reason}; nothing after it ran"
+                    _kernel_died(report, index, by_test)
                     return
-                outputs = cell.get("outputs", [])
-                name = _error_name(outputs)
-                message = failure_message(outputs)
-                if name in ("KeyboardInterrupt", "TimeoutError"):
-                    message = (f"{_where(report.tasks, index)} ran for more than {timeout:g} s and was stopped "
-                               "(an endless loop? a size far too big?)")
-                elif message:
-                    message = f"{_where(report.tasks, index)} raised {message}" if index not in by_test else message
-                task = by_test.get(index)
-                if task is None:
-                    if message:
-                        cell_failures[index] = message
-                        failed_before = failed_before or message.splitlines()[0]
-                    continue
-                own = [cell_failures[i] for i in task.answer_cells if i in cell_failures]
-                if not message:
-                    task.status = PASSED
-                elif name == "NotImplementedError" and untouched(nb, task):
-                    task.status = NOT_ATTEMPTED
-                elif own:
-                    task.status, task.message = FAILED, own[0]
-                else:
-                    task.status, task.message = FAILED, message
-                    if name == "NotImplementedError":
-                        task.message += "\n(it uses a function of another task that is not written yet?)"
-                    elif name == "NameError" and failed_before:
-                        task.message += f"\n(earlier, {failed_before})"
+                seen.record(nb, report, index, cell.get("outputs", []), by_test.get(index), timeout)
+
+
+def _kernel_died(report: NotebookReport, index: int, by_test: dict[int, Task]) -> None:
+    """The kernel died running cell `index`: its task failed, and every task not run yet says why."""
+    reason = f"the kernel died running {_where(report.tasks, index)} (a crash, os._exit or exit)"
+    task = by_test.get(index) or next((t for t in report.tasks if index in t.answer_cells), None)
+    if task is not None:
+        task.status, task.message = FAILED, reason
+    for rest in report.tasks:
+        if rest.status == NOT_RUN:
+            rest.message = f"{reason}; nothing after it ran"
+
+
+class _Failures:
+    """What the set-up and answer cells that ran so far raised, to explain a test that fails after them."""
+
+    def __init__(self) -> None:
+        self.first = ""                    # the first set-up or answer cell that raised: tests after it may fail for it
+        self.by_cell: dict[int, str] = {}
+
+    def record(self, nb, report: NotebookReport, index: int, outputs: list, task: Task | None, timeout: float) -> None:
+        """Cell `index` ran with `outputs`: a test cell (`task`) sets its task's status; any other cell's error is kept."""
+        name = _error_name(outputs)
+        message = failure_message(outputs)
+        if name in ("KeyboardInterrupt", "TimeoutError"):
+            message = (f"{_where(report.tasks, index)} ran for more than {timeout:g} s and was stopped "
+                       "(an endless loop? a size far too big?)")
+        elif message:
+            message = f"{_where(report.tasks, index)} raised {message}" if task is None else message
+        if task is None:
+            if message:
+                self.by_cell[index] = message
+                self.first = self.first or message.splitlines()[0]
+            return
+        own = [self.by_cell[i] for i in task.answer_cells if i in self.by_cell]
+        if not message:
+            task.status = PASSED
+        elif name == "NotImplementedError" and untouched(nb, task):
+            task.status = NOT_ATTEMPTED
+        elif own:
+            task.status, task.message = FAILED, own[0]
+        else:
+            task.status, task.message = FAILED, message
+            if name == "NotImplementedError":
+                task.message += "\n(it uses a function of another task that is not written yet?)"
+            elif name == "NameError" and self.first:
+                task.message += f"\n(earlier, {self.first})"
 
 
 def _where(tasks: list[Task], index: int) -> str:

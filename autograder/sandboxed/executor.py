@@ -38,6 +38,10 @@ PROTECTED_MODULES = ("builtins", "math", "operator", "functools", "random", "jso
 
 
 def _protected_classes() -> list[type]:
+    """torch's classes the tests rely on, when the course uses torch at all (its zygote imported it: Course.imports);
+    a course that never imports torch has tests that never call it."""
+    if "torch" not in sys.modules:
+        return []
     import torch
     import torch.testing._comparison as comparison
     return [torch.Tensor, torch.nn.Module, torch.nn.Parameter, torch.optim.Optimizer,
@@ -57,6 +61,16 @@ class Guard:
 
     def differences(self, fix: bool) -> list[str]:
         """Names of the guarded things that differ from the record; with fix=True, put them back."""
+        changed = self._modules(fix) + self._classes(fix) + self._names(fix)
+        if sys.gettrace() is not None or sys.getprofile() is not None:
+            changed.append("sys.settrace/setprofile")
+            if fix:
+                sys.settrace(None)
+                sys.setprofile(None)
+        return changed
+
+    def _modules(self, fix: bool) -> list[str]:
+        """The guarded modules replaced in sys.modules, and their attributes rebound or deleted."""
         changed = []
         for name, module in self.modules.items():
             if sys.modules.get(name) is not module:
@@ -69,6 +83,11 @@ class Guard:
                     changed.append(f"{name}.{key}")
                     if fix:
                         current[key] = value
+        return changed
+
+    def _classes(self, fix: bool) -> list[str]:
+        """The guarded classes' attributes added (but Python's own caches), rebound or deleted."""
+        changed = []
         for cls, saved in self.class_dicts.items():
             for key in [k for k in cls.__dict__ if k not in saved and k not in BENIGN_CLASS_KEYS]:
                 changed.append(f"{cls.__name__}.{key}")
@@ -79,21 +98,24 @@ class Guard:
                     changed.append(f"{cls.__name__}.{key}")
                     if fix:
                         setattr(cls, key, value)
+        return changed
+
+    def _names(self, fix: bool) -> list[str]:
+        """The set-up cell's names rebound or deleted in the notebook's namespace."""
+        changed = []
         for key, value in self.names.items():
             if self.namespace.get(key, MISSING) is not value:
                 changed.append(key)
                 if fix:
                     self.namespace[key] = value
-        if sys.gettrace() is not None or sys.getprofile() is not None:
-            changed.append("sys.settrace/setprofile")
-            if fix:
-                sys.settrace(None)
-                sys.setprofile(None)
         return changed
 
 
 def reset_torch_state() -> None:
-    """Undo global settings a student cell may have changed that would change what the tests compute."""
+    """Undo global settings a student cell may have changed that would change what the tests compute (none when the
+    course never imports torch: see _protected_classes)."""
+    if "torch" not in sys.modules:
+        return
     import torch
     torch.set_default_dtype(torch.float32)
     torch.set_grad_enabled(True)

@@ -24,7 +24,7 @@ def _put(temporary: Path, data: str | bytes) -> None:
 
 def write_atomically(path: Path, data: str | bytes) -> None:
     """Write `data` (text as UTF-8) to `path` through a temporary file and a rename, making its folder if needed;
-    OSError naming the file, with nothing left behind."""
+    OSError with the file in its `filename` (the path `path` names, spaces and all) and nothing left behind."""
     temporary = _temporary(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -35,7 +35,8 @@ def write_atomically(path: Path, data: str | bytes) -> None:
             temporary.unlink(missing_ok=True)
         except OSError:
             pass
-        raise OSError(error.errno, f"could not write {path}: {os.strerror(error.errno or errno.EIO)}") from None
+        code = error.errno or errno.EIO
+        raise OSError(code, os.strerror(code), str(path)) from None
 
 
 def write_new(path: Path, data: str | bytes) -> bool:

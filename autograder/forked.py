@@ -36,13 +36,23 @@ def fork_ignoring_interrupts() -> int:
     return pid
 
 
-class ChildFailed(Exception):
-    """The child raised (the message is its traceback; `raised`, the name of the exception's class), died without an
-    answer, or ran past its time (`raised` is then "")."""
+def class_name(kind: type) -> str:
+    """A class's name as a traceback shows it: `MemoryError`, `autograder.trusted.checker.CourseError`."""
+    return kind.__qualname__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}"
 
-    def __init__(self, message: str, raised: str = ""):
+
+class ChildFailed(Exception):
+    """The child raised (the message is its traceback; `raised`, the names of the exception's class and of its bases,
+    class_name's; `said`, what the exception itself said, its str), died without an answer, or ran past its time
+    (`raised` is then () and `said` "")."""
+
+    def __init__(self, message: str, raised: tuple[str, ...] = (), said: str = ""):
         super().__init__(message)
-        self.raised = raised
+        self.raised, self.said = raised, said
+
+    def raised_a(self, kind: type[BaseException]) -> bool:
+        """Whether the child raised a `kind` (an instance of it or of a subclass), as `except kind` would catch it."""
+        return class_name(kind) in self.raised
 
 
 class Child:
@@ -100,7 +110,7 @@ class Child:
             code = os.waitstatus_to_exitcode(self.status) if self.status is not None else None
             raise ChildFailed(f"the child process died without an answer (exit status {code})") from None
         if "error" in reply:
-            raise ChildFailed(reply["error"], reply.get("raised", ""))
+            raise ChildFailed(reply["error"], tuple(reply["raised"]), reply["said"])
         return reply["ok"]
 
 
@@ -128,7 +138,8 @@ def _serve(work: Callable, write_fd: int, serves: bool) -> None:
         except BaseException as error:  # the parent decides what it means
             if not answered:
                 view = memoryview(json.dumps({"error": "".join(traceback.format_exception(error)).strip(),
-                                              "raised": type(error).__name__}).encode())
+                                              "raised": [class_name(k) for k in type(error).__mro__],
+                                              "said": str(error)}).encode())
                 while view:
                     view = view[os.write(write_fd, view):]
             code = 1

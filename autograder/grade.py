@@ -44,7 +44,6 @@ from __future__ import annotations
 import argparse
 import errno
 import os
-import re
 import shutil
 import sys
 import tempfile
@@ -155,9 +154,8 @@ def full_folders(error: OSError, folders: dict[str, Path]) -> str:
     `folders`), each with the room on its file system now that the run has stopped; '' for any other error."""
     if error.errno not in (errno.ENOSPC, errno.EDQUOT):
         return ""
-    found = error.filename or next(iter(re.findall(r"could not write (/\S+?):", error.strerror or "")), None)
-    if found:
-        named = Path(found)
+    if isinstance(error.filename, str):  # atomic.write_atomically names the file it could not write
+        named = Path(error.filename)
         holding = {what: path.resolve() for what, path in folders.items() if named.is_relative_to(path.resolve())}
         deepest = max((len(path.parts) for path in holding.values()), default=0)  # autograded/ rather than the course
         folders = {what: path for what, path in holding.items() if len(path.parts) == deepest} or \

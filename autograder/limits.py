@@ -7,12 +7,13 @@ from __future__ import annotations
 import os
 import tomllib
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, get_type_hints
 
 from autograder import cgroups
 from autograder.errors import GraderError
+from autograder.strict import fields_of
 
 LIMITS_FILE = Path(__file__).resolve().parent / "limits.toml"
 MiB = 2**20
@@ -20,23 +21,24 @@ MiB = 2**20
 
 @dataclass(frozen=True)
 class Limits:
-    """Per-submission limits; defaults and meaning in `limits.toml`."""
-    cell_seconds: float = 60
-    notebook_seconds: float = 300
-    cpu_seconds: int = 300
-    memory_mib: int = 3072
-    max_processes: int = 64
-    file_mib: int = 64
-    disk_mib: int = 256
-    output_chars: int = 20000
-    notebook_output_chars: int = 200000
-    max_restarts: int = 3
-    network: bool = False
-    workers: int = 0
-    torch_threads: int = 1
-    feedback: str = "hints"
-    first_sandbox_uid: int = 4_200_000_000
-    require_landlock: bool = True
+    """Per-submission limits. Their values and what each means are written once, in `limits.toml`, which must give
+    every one of them (load_limits); this class types them."""
+    cell_seconds: float
+    notebook_seconds: float
+    cpu_seconds: int
+    memory_mib: int
+    max_processes: int
+    file_mib: int
+    disk_mib: int
+    output_chars: int
+    notebook_output_chars: int
+    max_restarts: int
+    network: bool
+    workers: int
+    torch_threads: int
+    feedback: str
+    first_sandbox_uid: int
+    require_landlock: bool
     # The limits given on the command line (--limit NAME=VALUE): they win over the course's own settings, such as its
     # c.Execute.timeout. Not a limit itself: never sent to the sandbox, never part of what a result depends on.
     overridden: frozenset[str] = field(default=frozenset(), repr=False, compare=False)
@@ -46,37 +48,38 @@ class Limits:
         return {name: value for name, value in asdict(self).items() if name != "overridden"}
 
     @classmethod
-    def from_dict(cls, values: dict) -> "Limits":
-        """Limits from a dict of exactly its fields, each of its field's type (ValueError otherwise)."""
-        known = {f.name: str(f.type) for f in fields(cls) if f.name != "overridden"}  # str: annotations are postponed
-        if set(values) != set(known):
-            raise ValueError(f"limits with fields {sorted(values)}, expected {sorted(known)}")
-        types = {"float": (int, float), "int": (int,), "bool": (bool,), "str": (str,)}
-        for name, value in values.items():
-            if type(value) not in types[known[name]] or (known[name] != "bool" and type(value) is bool):
-                raise ValueError(f"limit {name} = {value!r} is not a {known[name]}")
-        return cls(**values)
+    def from_dict(cls, values: dict, overridden: frozenset[str] = frozenset()) -> Limits:
+        """Limits from a dict of exactly its fields (`overridden` apart), each of its field's type (ValueError
+        otherwise: autograder/strict.py, the project's one strict reader)."""
+        if "overridden" in values:
+            raise ValueError("limits with fields ['overridden'], which is no limit")
+        return cls(**fields_of(cls, values, "limits", ValueError, frozenset({"overridden"})), overridden=overridden)
+
+
+def _types() -> dict[str, Any]:
+    """{limit: its type}."""
+    return {name: kind for name, kind in get_type_hints(Limits).items() if name != "overridden"}
 
 
 def load_limits(path: Path = LIMITS_FILE, overrides: Sequence[str] = ()) -> Limits:
-    """Limits from the TOML file, then `name=value` overrides (each converted to the field's type, and named in
-    `overridden`)."""
+    """Limits from the TOML file, which gives every limit, then `name=value` overrides (each converted to the field's
+    type, and named in `overridden`). ValueError naming what is unknown, missing or of the wrong type."""
     values = tomllib.loads(path.read_text())
-    known = {f.name: f.type for f in fields(Limits) if f.name != "overridden"}
+    known = _types()
     for item in overrides:
         name, _, text = item.partition("=")
         if name not in known:
             raise ValueError(f"unknown limit {name!r}; known: {', '.join(known)}")
-        values[name] = text.lower() in ("1", "true", "yes") if known[name] == "bool" else \
-            text if known[name] == "str" else float(text)
-    unknown = set(values) - set(known)
-    if unknown:
-        raise ValueError(f"unknown limit(s) {', '.join(sorted(unknown))} in {path.name}")
-    converted: dict[str, Any] = {name: (int(v) if known[name] == "int" else v) for name, v in values.items()}
-    if converted.get("feedback", "hints") not in ("hints", "full"):
-        raise ValueError(f"feedback must be \"hints\" or \"full\", not {converted['feedback']!r}")
-    given = frozenset(item.partition("=")[0] for item in overrides)
-    return replace(Limits(), **converted, overridden=given)
+        kind = known[name]
+        values[name] = text.lower() in ("1", "true", "yes") if kind is bool else \
+            text if kind is str else int(float(text)) if kind is int else float(text)
+    unknown, missing = set(values) - set(known), set(known) - set(values)
+    if unknown or missing:
+        raise ValueError(f"{path.name}: unknown limit(s) {', '.join(sorted(unknown)) or 'none'}, missing "
+                         f"{', '.join(sorted(missing)) or 'none'}")
+    if values["feedback"] not in ("hints", "full"):
+        raise ValueError(f"feedback must be \"hints\" or \"full\", not {values['feedback']!r}")
+    return Limits.from_dict(values, frozenset(item.partition("=")[0] for item in overrides))
 
 
 def usable_cpus(environ: Mapping[str, str] | None = None) -> int:

@@ -11,22 +11,29 @@ Why something failed is a `Failure`, set where the failure happens (notebooks.py
 whether a submission was graded is a `Status` (gradebook.Row, grades.csv's status column); what a line of a run's
 summary is about is an `EventKind`. None of them is ever read back from the English shown to people.
 
-Results files written before these types (2026-11-28, no "format" field) still read: `from_json` gives their cells the
-`Failure` their error text meant when they were written (`_legacy_cell_failure`, the only reader of that text, for
-those files only).
+A budgeted task's costs are `CostRecord`s (what grader/cost.py measured, `Measured`, against the limits of its budget,
+`CostLimits`). Every field is read by the one strict reader of the project's borders (autograder/strict.py).
+
+Results files of earlier formats still read, through the fenced readers at the end of this module, which turn their
+cells into today's shape before the strict read: format 1 (2026-11-28, no "format" field): `from_json` gives their
+cells the `Failure` their error text meant when they were written (`_legacy_cell_failure`, the only reader of that
+text, for those files only); formats 1 and 2 (to 2026-11-29): each failed cell the `ename` its error text named, and
+each cost, a flat dict then, its `CostRecord` (`_older_cell`).
 """
 from __future__ import annotations
 
+import dataclasses
 import enum
 import json
 import re
 from dataclasses import dataclass, fields
-from types import NoneType, UnionType
-from typing import Any, ClassVar, Union, get_args, get_origin, get_type_hints
+from typing import Any, ClassVar
 
-from autograder.protocol import CellKind  # the sandbox's border and the results file hold the same kinds
+from autograder.protocol import CellKind, CostBudget  # the sandbox's border and the results file hold the same kinds
+from autograder.strict import fields_of
 
-FORMAT = 2  # the "format" of a results file written with these types; files without one are format 1
+FORMAT = 3  # the "format" of a results file written with these types (2: no `ename`, flat costs; 1: no "format")
+OLDER = (1, 2)  # the earlier formats this grader still reads (the fenced readers at the end of the module)
 
 
 class OutcomeError(ValueError):
@@ -56,57 +63,64 @@ class Status(enum.Enum):
     UNKNOWN_ASSIGNMENT = "unknown assignment"  # a folder named after no assignment of the course
 
 
-# ---- strict reading ------------------------------------------------------------------------------------------------
-def _matches(value: object, kind: Any) -> bool:
-    """Whether `value` (parsed JSON) is of the annotation `kind`; bool is never taken for a number."""
-    origin, args = get_origin(kind), get_args(kind)
-    if kind is Any:
-        return True
-    if kind is NoneType:
-        return value is None
-    if origin in (Union, UnionType):
-        return any(_matches(value, a) for a in args)
-    if kind is float:
-        return type(value) in (int, float)
-    if isinstance(kind, type) and issubclass(kind, enum.Enum):
-        return any(value == member.value for member in kind)
-    if origin is tuple:
-        return type(value) is list and all(_matches(v, args[0]) for v in value)
-    if origin is dict:
-        return type(value) is dict and all(_matches(k, args[0]) and _matches(v, args[1]) for k, v in value.items())
-    if origin is list:
-        return type(value) is list and all(_matches(v, args[0]) for v in value)
-    return type(value) is kind
-
-
-def _field_values(cls: type, obj: object, where: str, optional: frozenset[str] = frozenset()) -> dict[str, Any]:
-    """The fields of dataclass `cls` from the JSON object `obj`, each checked against its annotation: every field
-    without a default is required, `optional` ones may be missing, no other key is allowed."""
-    if type(obj) is not dict:
-        raise OutcomeError(f"{where}: expected an object, got {type(obj).__name__}")
-    hints = get_type_hints(cls)
-    declared = {f.name for f in fields(cls)}
-    missing = declared - set(obj) - optional
-    extra = set(obj) - declared
-    if missing or extra:
-        raise OutcomeError(f"{where}: missing {sorted(missing)}, unexpected {sorted(extra)}")
-    values = {}
-    for name, value in obj.items():
-        if not _matches(value, hints[name]):
-            raise OutcomeError(f"{where}.{name}: expected {hints[name]}, got {type(value).__name__}")
-        values[name] = value
-    return values
-
-
+# ---- writing -------------------------------------------------------------------------------------------------------
 def _plain(value: object) -> object:
-    """`value` as JSON: enums by their value, tuples as lists."""
+    """`value` as JSON: enums by their value, tuples as lists, dataclasses as objects of their fields."""
     if isinstance(value, enum.Enum):
         return value.value
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain(getattr(value, f.name)) for f in fields(value)}
     if isinstance(value, (list, tuple)):
         return [_plain(v) for v in value]
     if isinstance(value, dict):
         return {k: _plain(v) for k, v in value.items()}
     return value
+
+
+# ---- what a budgeted task cost -------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Measured:
+    """What one measured part cost (grader/cost.py): `peak_bytes` (new memory, the larger of `high_water_bytes`, the
+    rise of the resident high-water mark above the part's start, and `new_page_bytes`, the pages faulted in),
+    `file_bytes` (bytes read from storage), all in bytes; page faults, CPU seconds; `elsewhere`: why the part's cost
+    cannot be measured (empty when it can); `predicted_bytes`: the student's own prediction of peak_bytes, where the
+    budget asks one."""
+    peak_bytes: int
+    high_water_bytes: int
+    new_page_bytes: int
+    file_bytes: int
+    faults: int
+    cpu_seconds: float
+    elsewhere: tuple[str, ...] = ()
+    predicted_bytes: int | None = None
+
+
+@dataclass(frozen=True)
+class CostLimits:
+    """The limits of the cost budget a part was held to (protocol.CostBudget's, which says what each means): bytes,
+    CPU seconds, and the tolerance of a prediction (a fraction)."""
+    peak_bytes: int | None
+    file: str
+    file_bytes: int | None
+    cpu_seconds: float | None
+    tolerance: float
+
+    @classmethod
+    def of(cls, budget: CostBudget) -> CostLimits:
+        return cls(budget.peak_bytes, budget.file, budget.file_bytes, budget.cpu_seconds, budget.tolerance)
+
+
+@dataclass(frozen=True)
+class CostRecord:
+    """One cost budget of a budgeted test cell, as the grader measured it (grader/cost.py): `what` is measured (the
+    budget's words); `ok`: within the budget, or not measured (then a person checks it); `measured`: what the measured
+    part cost, with `budget` the limits it was held to; or `unmeasured`: why the grader could not measure it here
+    (`measured` and `budget` None)."""
+    what: str
+    ok: bool
+    measured: Measured | None = None
+    unmeasured: str = ""
+    budget: CostLimits | None = None
 
 
 # ---- the outcome ---------------------------------------------------------------------------------------------------
@@ -115,7 +129,8 @@ class CellOutcome:
     """One cell of the plan (plan.py) as it ran. `line`: the line of the visible
     code a failure is shown at (None: none, or a hidden test's); `seconds`: wall time (None: never ran);
     `error_full`: the whole error where students see only a hint (instructors only); `costs`: a budgeted task's
-    measured costs (grader/cost.py); `failure`: why it failed (None when it passed)."""
+    measured costs (grader/cost.py); `failure`: why it failed (None when it passed); `ename`: the class name of what
+    the cell raised, AssertionError for a failed check of the grader's, "" when nothing was (plan.CellRun.ename)."""
     kind: CellKind
     grade_id: str
     points: float
@@ -128,8 +143,9 @@ class CellOutcome:
     line: int | None
     seconds: float | None = None
     error_full: str | None = None
-    costs: tuple[dict[str, Any], ...] | None = None
+    costs: tuple[CostRecord, ...] | None = None
     failure: Failure | None = None
+    ename: str = ""
 
     OMITTED_WHEN_NONE: ClassVar[frozenset[str]] = frozenset({"seconds", "error_full", "costs"})  # absent: None
 
@@ -141,17 +157,12 @@ class CellOutcome:
                 if not (f.name in self.OMITTED_WHEN_NONE and getattr(self, f.name) is None)}
 
     @classmethod
-    def from_dict(cls, obj: object, where: str, legacy: bool) -> CellOutcome:
-        if legacy and type(obj) is dict:
-            obj = {k: v for k, v in obj.items() if k != "handed"}  # format 1 kept it on cells that never ran
-            obj.setdefault("failure", None if obj.get("ok") else _legacy_cell_failure(obj))
-        values = _field_values(cls, obj, where, cls.OMITTED_WHEN_NONE)
-        values["restored"], values["tampered"] = tuple(values["restored"]), tuple(values["tampered"])
-        if values.get("costs") is not None:
-            values["costs"] = tuple(values["costs"])
-        if values["failure"] is not None:
-            values["failure"] = Failure(values["failure"])
-        return cls(**values)
+    def from_dict(cls, obj: object, where: str, format: int = FORMAT) -> CellOutcome:
+        """The cell in `obj`, read strictly (OutcomeError naming `where`); one of an `OLDER` format, in today's shape
+        first."""
+        if format in OLDER and type(obj) is dict:
+            obj = _older_cell(obj, format)
+        return cls(**fields_of(cls, obj, where, OutcomeError, cls.OMITTED_WHEN_NONE))
 
 
 @dataclass(frozen=True)
@@ -165,7 +176,9 @@ class Autograded:
 
     @classmethod
     def from_dict(cls, obj: object, where: str) -> Autograded:
-        values = _field_values(cls, obj, where)
+        """The record in `obj` (the three keys of a results file's notebook), read strictly; OutcomeError naming
+        `where` and the key otherwise."""
+        values = fields_of(cls, obj, where, OutcomeError)
         values["grades"] = {k: None if v is None else float(v) for k, v in values["grades"].items()}
         return cls(**values)
 
@@ -191,22 +204,22 @@ class NotebookOutcome:
                 "grades": self.autograded.grades, "comments": self.autograded.comments, "failure": _plain(self.failure)}
 
     @classmethod
-    def from_dict(cls, obj: object, where: str, legacy: bool) -> NotebookOutcome:
+    def from_dict(cls, obj: object, where: str, format: int = FORMAT) -> NotebookOutcome:
         if type(obj) is not dict:
             raise OutcomeError(f"{where}: expected an object, got {type(obj).__name__}")
-        if legacy:
+        if format == 1:
             obj = {**obj, "failure": _legacy_problem_failure(obj.get("problem"))}
         cells = obj.get("cells")  # absent: refused here, never a KeyError past the readers' `except OutcomeError`
         if type(cells) is not list:
             raise OutcomeError(f"{where}.cells: expected a list")
-        autograded = Autograded.from_dict({k: v for k, v in obj.items() if k in _AUTOGRADED}, where)
         own = {k: v for k, v in obj.items() if k not in _AUTOGRADED}
         if "autograded" in own:  # the file holds the record's three fields, never a key of that name
             raise OutcomeError(f"{where}: unexpected ['autograded']")
-        raw = _field_values(cls, {**own, "cells": [], "autograded": autograded}, where)
-        raw["cells"] = tuple(CellOutcome.from_dict(c, f"{where}.cells[{i}]", legacy) for i, c in enumerate(cells))
-        raw["flags"], raw["notes"] = tuple(raw["flags"]), tuple(raw["notes"])
-        raw["failure"] = None if raw["failure"] is None else Failure(raw["failure"])
+        autograded = Autograded.from_dict({k: v for k, v in obj.items() if k in _AUTOGRADED}, where)
+        # The notebook's own fields, read with the record's place held by an empty one (read above, by its keys' names)
+        raw = fields_of(cls, {**own, "cells": [], "autograded": {name: {} for name in _AUTOGRADED}}, where, OutcomeError)
+        raw["cells"] = tuple(CellOutcome.from_dict(c, f"{where}.cells[{i}]", format) for i, c in enumerate(cells))
+        raw["autograded"] = autograded
         return cls(**raw)
 
 
@@ -241,18 +254,17 @@ class SubmissionOutcome:
 
     @classmethod
     def from_dict(cls, obj: object) -> SubmissionOutcome:
-        legacy = type(obj) is dict and "format" not in obj
-        if legacy:
-            obj = {**obj, "format": 1}  # type: ignore[dict-item]
-        raw = _field_values(cls, {**obj, "notebooks": {}} if type(obj) is dict else obj, "result")
-        if raw["format"] not in (1, FORMAT):
-            raise OutcomeError(f"result.format: {raw['format']} is not one this grader reads (1 or {FORMAT})")
+        if type(obj) is dict and "format" not in obj:
+            obj = {**obj, "format": 1}
+        raw = fields_of(cls, {**obj, "notebooks": {}} if type(obj) is dict else obj, "result", OutcomeError)
+        if raw["format"] not in (*OLDER, FORMAT):
+            raise OutcomeError(f"result.format: {raw['format']} is not one this grader reads "
+                               f"({', '.join(map(str, (*OLDER, FORMAT)))})")
         notebooks = obj.get("notebooks") if type(obj) is dict else None  # absent: refused, never a KeyError
         if type(notebooks) is not dict:
             raise OutcomeError("result.notebooks: expected an object")
-        raw["notebooks"] = {name: NotebookOutcome.from_dict(nb, f"result.notebooks[{name!r}]", legacy)
+        raw["notebooks"] = {name: NotebookOutcome.from_dict(nb, f"result.notebooks[{name!r}]", raw["format"])
                             for name, nb in notebooks.items()}
-        raw["problems"], raw["grader_errors"] = tuple(raw["problems"]), tuple(raw["grader_errors"])
         return cls(**raw)
 
     @classmethod
@@ -270,9 +282,42 @@ def not_graded(key: str, student: str, assignment: str, why: str) -> SubmissionO
     return SubmissionOutcome(key, student, assignment, {}, (), (why,))
 
 
-# ---- results files written before these types (format 1) ---------------------------------------------------------
+# ---- results files of earlier formats (1 and 2): read here only -----------------------------------------------------
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")  # autograded.ANSI
 _SYNTAX_NAMES = re.compile(r"^(?:[\w.]+\.)?(SyntaxError|IndentationError|TabError)\b")
+# The line of a traceback that names its exception, by the rule of format 2's grader (autograded.EXCEPTION_LINE then).
+_EXCEPTION_LINE = re.compile(r"^(?:[\w.]+\.)?([A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|Warning|Iteration))(?::|$)")
+_NOTHING_RAISED = (Failure.TIMEOUT.value, Failure.CRASH.value, Failure.NOT_RUN.value, Failure.TAMPERED.value)
+
+
+def _older_cell(cell: dict[str, Any], format: int) -> dict[str, Any]:
+    """A cell of a format-1 or -2 results file in today's shape: format 1's `handed` dropped and its `failure` given;
+    the `ename` its error text named (the last line naming an exception, by the rule of the grader of that day: '' when
+    nothing was raised or none is named); each cost, a flat dict then, as a CostRecord's fields. Anything else is left
+    for the strict read to refuse."""
+    cell = {k: v for k, v in cell.items() if not (format == 1 and k == "handed")}  # format 1 kept it on cells never run
+    if format == 1:
+        cell.setdefault("failure", None if cell.get("ok") else _legacy_cell_failure(cell))
+    if "ename" not in cell:
+        lines = _ANSI.sub("", str(cell.get("error", ""))).strip().splitlines()
+        named = [m.group(1) for m in map(_EXCEPTION_LINE.match, lines) if m]
+        cell["ename"] = "" if cell.get("ok") or cell.get("failure") in _NOTHING_RAISED or not named else named[-1]
+    if type(cell.get("costs")) is list:
+        cell["costs"] = [_older_cost(cost) for cost in cell["costs"]]
+    return cell
+
+
+def _older_cost(cost: object) -> object:
+    """A cost as grader/cost.py wrote it before CostRecord: {what, unmeasured, ok}, or {what, ok, budget: {its limits},
+    and Measured's fields}; as CostRecord's fields (a cost already in that shape, or anything else, as it is)."""
+    if type(cost) is not dict or "measured" in cost:
+        return cost
+    if "unmeasured" in cost:
+        return {"what": cost.get("what"), "ok": cost.get("ok"), "measured": None, "unmeasured": cost["unmeasured"],
+                "budget": None}
+    measured = {f.name for f in fields(Measured)}
+    return {"what": cost.get("what"), "ok": cost.get("ok"), "unmeasured": "", "budget": cost.get("budget"),
+            "measured": {k: v for k, v in cost.items() if k in measured}}
 
 
 def _legacy_cell_failure(cell: dict[str, Any]) -> str:
@@ -362,10 +407,7 @@ class Event:
 
     @classmethod
     def from_dict(cls, obj: object, where: str) -> Event:
-        values = _field_values(cls, obj, where)
-        values["kind"] = EventKind(values["kind"])
-        values["students"], values["cells"] = tuple(values["students"]), tuple(values["cells"])
-        return cls(**values)
+        return cls(**fields_of(cls, obj, where, OutcomeError))
 
 
 def in_order(events: list[Event]) -> list[Event]:

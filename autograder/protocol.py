@@ -18,6 +18,8 @@ import re
 from dataclasses import asdict, dataclass, field, fields
 from typing import ClassVar
 
+from autograder.strict import fields_of
+
 # The hidden tests of a test cell, markers included: the grader shows the cell without them, the notebook process
 # keeps no readable copy of them (autograder/sandboxed/executor.py), and no student output may hold them.
 HIDDEN_TESTS = re.compile(r"^[ \t]*### BEGIN HIDDEN TESTS[\s\S]*?^[ \t]*### END HIDDEN TESTS[ \t]*$\n?", re.MULTILINE)
@@ -35,32 +37,6 @@ class CellKind(enum.StrEnum):
     ANSWER = "answer"  # the student's code in a solution cell of the source
     ADDED = "added"    # a code cell the student added
     TEST = "test"      # an autograded test cell (its points and code from the source)
-
-
-_ENUMS: dict[str, type[enum.Enum]] = {"CellKind": CellKind}  # a field of one of these types travels as its value
-
-_TYPES: dict[str, type | tuple[type, ...]] = {"str": str, "bool": bool, "int": int, "float": (int, float), "int | None": (int, type(None)),
-          "float | None": (int, float, type(None)),
-          "list[str]": list, "dict[str, str]": dict, "dict": dict}
-
-
-def _check(value: object, kind: str, name: str) -> None:
-    expected = _TYPES[kind]
-    if not isinstance(value, expected) or (kind != "bool" and type(value) is bool):
-        raise ProtocolError(f"{name}: expected {kind}, got {type(value).__name__}")
-    if kind == "list[str]" and isinstance(value, list) and any(type(v) is not str for v in value):
-        raise ProtocolError(f"{name}: expected a list of strings")
-    if kind == "dict[str, str]" and isinstance(value, dict) and any(type(k) is not str or type(v) is not str
-                                                                   for k, v in value.items()):
-        raise ProtocolError(f"{name}: expected strings to strings")
-
-
-def _member(enum_type: type[enum.Enum], value: object, name: str) -> enum.Enum:
-    """The member whose value is `value` (a str); ProtocolError naming at most 40 characters of what came instead."""
-    if type(value) is not str or value not in {m.value for m in enum_type}:
-        got = repr(value[:40]) if type(value) is str else type(value).__name__   # never the repr of a hostile tree
-        raise ProtocolError(f"{name}: expected one of {sorted(m.value for m in enum_type)}, got {got}")
-    return enum_type(value)
 
 
 @dataclass(frozen=True)
@@ -83,15 +59,10 @@ class Message:
         kind = MESSAGES[obj.pop("type")]
         if cls is not Message and kind is not cls:
             raise ProtocolError(f"expected {cls.__name__}, got {kind.__name__}")
-        wanted = {f.name: str(f.type) for f in fields(kind)}  # a str: annotations are postponed here
-        if set(obj) != set(wanted):
-            raise ProtocolError(f"{kind.__name__}: fields {sorted(obj)}, expected {sorted(wanted)}")
-        for name, value in obj.items():
-            if wanted[name] in _ENUMS:
-                obj[name] = _member(_ENUMS[wanted[name]], value, f"{kind.__name__}.{name}")
-            else:
-                _check(value, wanted[name], f"{kind.__name__}.{name}")
-        return kind(**obj)
+        wanted = {f.name for f in fields(kind)}
+        if set(obj) != wanted:  # every field, defaults included: both sides write them all
+            raise ProtocolError(f"{kind.__name__}: fields {sorted(map(str, obj))}, expected {sorted(wanted)}")
+        return kind(**fields_of(kind, obj, kind.__name__, ProtocolError))
 
 
 @dataclass(frozen=True)
@@ -167,7 +138,11 @@ class CellRequest(Message):
 class CellResult(Message):
     """notebook -> grader: what one cell did. `handed`: the results its hidden tests handed in (encoded); `syntax`:
     what it raised was a SyntaxError (IndentationError, TabError), so the cell is not valid Python; `ran`: what a
-    rule-bound task was seen to run (written by the student's process: a flag for a person at most)."""
+    rule-bound task was seen to run (written by the student's process: a flag for a person at most). `ename`,
+    `evalue`: what the cell raised, as Jupyter's error message and nbclient's CellExecutionError carry it: the
+    exception's class name (`type(e).__name__`, "" when it raised nothing) and its str (cut to the cell's output
+    limit); `error` is the same exception as a student reads it (where in their code, then Python's last line). Written
+    by the student's process, both only name what a message says (grader/feedback.py), never what a cell scores."""
     tag: ClassVar[str] = "result"
     id: str
     ok: bool
@@ -179,6 +154,8 @@ class CellResult(Message):
     handed: dict[str, str]
     syntax: bool = False
     ran: list[str] = field(default_factory=list)     # what the watch saw the task run (autograder/sandboxed/watch.py)
+    ename: str = ""
+    evalue: str = ""
 
 
 @dataclass(frozen=True)

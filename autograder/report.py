@@ -34,12 +34,11 @@ import json
 import math
 import statistics
 import sys
-from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, TypeVar, get_type_hints
+from typing import Any
 
-from autograder import gradebook
+from autograder import gradebook, strict
 from autograder.atomic import write_atomically
 from autograder.course import Course
 from autograder.errors import GraderError
@@ -48,10 +47,9 @@ from autograder.grader.autograded import strip_ansi
 from autograder.grader.write import not_graded
 from autograder.late import how_late, points
 from autograder.lms_import import marked_late
-from autograder.outcome import CellKind, OutcomeError, Status, SubmissionOutcome, _field_values
+from autograder.outcome import CellKind, OutcomeError, Status, SubmissionOutcome
 
 TOP_HINTS = 3
-T = TypeVar("T")
 
 
 def failure_hint(error: str) -> str:
@@ -146,10 +144,6 @@ class TaskNumbers:
     mean: float | None
     hints: tuple[tuple[str, int], ...]
 
-    @classmethod
-    def from_dict(cls, obj: object, where: str) -> TaskNumbers:
-        return _read(cls, obj, where, {"hints": _hints})
-
 
 @dataclass(frozen=True)
 class AssignmentNumbers:
@@ -172,10 +166,6 @@ class AssignmentNumbers:
     hours: tuple[float, ...]
     tasks: tuple[TaskNumbers, ...]
 
-    @classmethod
-    def from_dict(cls, obj: object, where: str) -> AssignmentNumbers:
-        return _read(cls, obj, where, {"tasks": _each(TaskNumbers.from_dict)})
-
 
 @dataclass(frozen=True)
 class AttentionEntry:
@@ -187,10 +177,6 @@ class AttentionEntry:
     detail: str
     score: float | None
     max_score: float | None
-
-    @classmethod
-    def from_dict(cls, obj: object, where: str) -> AttentionEntry:
-        return _read(cls, obj, where)
 
 
 @dataclass(frozen=True)
@@ -207,68 +193,18 @@ class ClassReport:
 
     @classmethod
     def from_json(cls, text: str | bytes, where: str = "report.json") -> ClassReport:
-        """The report in `text`, read strictly as outcome.py reads a results file: exactly the declared fields, each
-        of its declared type; OutcomeError naming `where` and the field otherwise."""
+        """The report in `text`, read strictly (strict.py, as a results file is): exactly the declared fields, each of
+        its declared type; OutcomeError naming `where` and the field otherwise."""
         try:
             obj = json.loads(text)
         except (ValueError, RecursionError) as error:
             raise OutcomeError(f"{where}: not JSON ({error.__class__.__name__})") from None
-        return _read(cls, obj, where, {"assignments": _by_name(AssignmentNumbers.from_dict),
-                                       "attention": _each(AttentionEntry.from_dict)})
+        return strict.read(obj, cls, where, OutcomeError)
 
 
 def _json_object(items: list[tuple[str, Any]]) -> dict[str, Any]:
     """A dataclass's fields as JSON (asdict's dict_factory): an enum by its value."""
     return {name: value.value if isinstance(value, enum.Enum) else value for name, value in items}
-
-
-Reader = Callable[[object, str], Any]
-
-
-def _read(cls: type[T], obj: object, where: str, nested: dict[str, Reader] | None = None) -> T:
-    """Dataclass `cls` from the JSON object `obj`: its plain fields checked by outcome.py's strict reader (exactly the
-    declared fields, each of its declared type), lists made tuples and enums members; the `nested` fields read by
-    their own readers. OutcomeError naming `where` and the field otherwise."""
-    nested = nested or {}
-    if type(obj) is not dict:
-        raise OutcomeError(f"{where}: expected an object, got {type(obj).__name__}")
-    absent = sorted(set(nested) - set(obj))
-    if absent:
-        raise OutcomeError(f"{where}: missing {absent}")
-    values = _field_values(cls, {k: v for k, v in obj.items() if k not in nested}, where, frozenset(nested))
-    kinds = get_type_hints(cls)
-    for name, value in values.items():
-        kind = kinds[name]
-        values[name] = kind(value) if isinstance(kind, type) and issubclass(kind, enum.Enum) else \
-            tuple(value) if type(value) is list else value
-    values.update({name: read(obj[name], f"{where}.{name}") for name, read in nested.items()})
-    return cls(**values)
-
-
-def _each(read: Reader) -> Reader:
-    """A reader of a JSON list whose items `read` reads, into a tuple."""
-    def each(obj: object, where: str) -> tuple:
-        if type(obj) is not list:
-            raise OutcomeError(f"{where}: expected a list, got {type(obj).__name__}")
-        return tuple(read(item, f"{where}[{i}]") for i, item in enumerate(obj))
-    return each
-
-
-def _by_name(read: Reader) -> Reader:
-    """A reader of a JSON object whose values `read` reads, into a dict."""
-    def by_name(obj: object, where: str) -> dict:
-        if type(obj) is not dict:
-            raise OutcomeError(f"{where}: expected an object, got {type(obj).__name__}")
-        return {name: read(value, f"{where}[{name!r}]") for name, value in obj.items()}
-    return by_name
-
-
-def _hints(obj: object, where: str) -> tuple[tuple[str, int], ...]:
-    """A task's [[hint, count], ...]."""
-    if type(obj) is not list or not all(type(h) is list and len(h) == 2 and type(h[0]) is str and type(h[1]) is int
-                                        for h in obj):
-        raise OutcomeError(f"{where}: expected a list of [hint, count]")
-    return tuple((hint, count) for hint, count in obj)
 
 
 # ---- who needs a person ------------------------------------------------------------------------------------------

@@ -145,9 +145,15 @@ def student(trick: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", trick.lower()).strip("-")
 
 
+def flat(record: dict) -> dict:
+    """A cost as the results file records it (outcome.CostRecord's fields), flat: what was measured beside `ok`,
+    `unmeasured` and `budget`."""
+    return {**(record["measured"] or {}), **{k: record[k] for k in ("what", "ok", "unmeasured", "budget")}}
+
+
 def cost(cell: dict) -> dict:
     assert len(cell.get("costs", [])) == 1, cell
-    return cell["costs"][0]
+    return flat(cell["costs"][0])
 
 
 def test_correct_work_passes_its_budgets_and_sees_them(honest):
@@ -217,7 +223,8 @@ def test_a_prediction_10_to_20_percent_off_fails_exercise_9s_budget(graded, hone
     """Exercise 9's budget asks for 10%: a prediction 15% over the machine's measure fails the budget (not only the
     hidden check), and so does any prediction 10.5% to 20% off the measure of the solution's forward pass, either way;
     5% off passes."""
-    from autograder.grader.cost import Measured, verdict
+    from autograder.grader.cost import verdict
+    from autograder.outcome import Measured
     from reference.hidden import budgets
     cell = graded[("15-over", "09_mixed_precision")]
     assert not cell["ok"] and not cost(cell)["ok"], cell
@@ -336,7 +343,7 @@ def read_paths():
             measured = f"### BEGIN MEASURED\n{READ.strip()}\n{code.strip()}\n### END MEASURED\n"
             cell = Cell(CellKind.TEST, "paths", f"### BEGIN HIDDEN TESTS\n{measured}{FORGET}### END HIDDEN TESTS\n")
             result = cost.run_measured(process, cell, [budget], 60, {})
-            found[name] = (result.costs[0] if result.costs else None, result.error)
+            found[name] = (flat(dataclasses.asdict(result.costs[0])) if result.costs else None, result.error)
         found["watched"] = watched_check(process, budget)
         found["waiting"] = waiting_for_request_check(process)
         process.kill()

@@ -33,6 +33,51 @@ def test_limits_file_loads_and_overrides_are_typed():
         load_limits(overrides=["nonsense=1"])
 
 
+def test_the_limits_are_written_once_in_limits_toml(tmp_path):
+    """limits.toml holds every limit's value (issue #63: the dataclass held them a second time): a file that leaves
+    one out, or gives one of the wrong type, is refused, naming it; the class declares no value of its own."""
+    import dataclasses
+
+    from autograder.limits import LIMITS_FILE, Limits
+    assert [f.name for f in dataclasses.fields(Limits) if f.default is not dataclasses.MISSING] == ["overridden"]
+    text = LIMITS_FILE.read_text()
+    short = tmp_path / "limits.toml"
+    short.write_text("\n".join(line for line in text.splitlines() if not line.startswith("max_restarts")))
+    with pytest.raises(ValueError, match="missing max_restarts"):
+        load_limits(short)
+    short.write_text(text.replace("max_restarts = 3", "max_restarts = true"))
+    with pytest.raises(ValueError, match="limits.max_restarts: expected int, got bool"):
+        load_limits(short)
+
+
+def test_one_strict_reader_for_every_typed_border():
+    """protocol.py's messages, outcome.py's results and limits.py's limits are read by autograder/strict.py alone: the
+    same value of the wrong type (a bool where a number goes, a string where a list of strings goes) is refused at
+    each, with the border's own error naming the field."""
+    import json
+
+    from autograder.limits import Limits
+    from autograder.outcome import CellOutcome, OutcomeError
+    from autograder.protocol import CellResult, ProtocolError
+    limits = load_limits().as_dict()
+    reply = json.loads(CellResult("ab", False, "", "x", [], [], 3, {}).to_line())
+    cell = CellOutcome("test", "t", 1.0, "", False, "", "x", (), (), 3).to_dict()
+    for wrong in (True, "3", [3], 3.5):
+        with pytest.raises(ValueError, match="limits.max_restarts"):
+            Limits.from_dict({**limits, "max_restarts": wrong})
+        with pytest.raises(ProtocolError, match="CellResult.line"):
+            CellResult.parse(json.dumps({**reply, "line": wrong}))
+        with pytest.raises(OutcomeError, match="cell.line"):
+            CellOutcome.from_dict({**cell, "line": wrong}, "cell")
+    for wrong in ("a", ["a", 1], {"a": "b"}):
+        with pytest.raises(ProtocolError, match="CellResult.restored"):
+            CellResult.parse(json.dumps({**reply, "restored": wrong}))
+        with pytest.raises(OutcomeError, match="cell.restored"):
+            CellOutcome.from_dict({**cell, "restored": wrong}, "cell")
+    assert CellResult.parse(json.dumps(reply)) == CellResult("ab", False, "", "x", [], [], 3, {})
+    assert Limits.from_dict(limits) == load_limits() and CellOutcome.from_dict(cell, "cell").line == 3
+
+
 def test_an_explicit_cell_limit_wins_over_the_course_timeout_even_at_the_default_value(tmp_path):
     """Issue #51: `--limit cell_seconds=60` (limits.toml's own value) used to lose to the course's c.Execute.timeout,
     because "equal to the default" was taken for "not given"."""
@@ -215,12 +260,25 @@ def zygote(tmp_path_factory):
     started.close()
 
 
+RAISED_IN_HIDDEN = {  # what an answer raises on the hidden case only (x = -7), named by the notebook process (#63)
+    "ValueError": "def f(x):\n    return 2 * x if x > 0 else int('no')",
+    "StopIteration": "def f(x):\n    return 2 * x if x > 0 else next(iter([]))",
+    "KeyboardInterrupt": "def f(x):\n    if x < 0:\n        raise KeyboardInterrupt\n    return 2 * x",
+    "RuntimeWarning": ("import warnings\ndef f(x):\n    with warnings.catch_warnings():\n"
+                       "        warnings.simplefilter('error')\n        if x < 0:\n"
+                       "            warnings.warn('overflow in doubling', RuntimeWarning)\n    return 2 * x"),
+}
+
+
 @pytest.mark.parametrize("answer, failed_where", [("def f(x):\n    return 2 * abs(x)", "hidden"),
                                                    ("def f(x):\n    return 3 * x", "visible"),
-                                                   ("def f(x):\n    return 2 * x if x > 0 else int('no')", "hidden")])
+                                                   *((code, name) for name, code in RAISED_IN_HIDDEN.items())])
 def test_feedback_gives_a_failed_hidden_check_only_its_hint(zygote, answer, failed_where):
     """With feedback = "hints" (the default), a student reads that a hidden check failed and its hint, never the
-    hidden case's input or expected value; a failed visible check shows everything; "full" shows everything."""
+    hidden case's input or expected value; a failed visible check shows everything; "full" shows everything. Where
+    the student's code raised in a hidden test (StopIteration, KeyboardInterrupt and a RuntimeWarning turned into an
+    error included), they read what it raised, never "a hidden test failed" (issue #63: a regex over the text took
+    only names ending in Error or Exception for exceptions)."""
     from autograder.grader.feedback import for_students
     from autograder.grader.notebooks import run_plan
     plan = make_plan("nb", classify("nb", HIDDEN_SOURCE), submitted(
@@ -230,14 +288,17 @@ def test_feedback_gives_a_failed_hidden_check_only_its_hint(zygote, answer, fail
     assert not result.ok
     shown = for_students(test, result, "hints")
     if failed_where == "visible":
-        assert shown == result and "f(1): expected 2" in shown.error
+        assert shown == result and "f(1): expected 2" in shown.error and result.ename == "AssertionError"
         return
     assert "-7" not in shown.error and "-14" not in shown.error and "'no'" not in shown.error
     assert "hidden test" in shown.error and shown.error_full == result.error
     if "abs" in answer:
         assert shown.error.endswith("Hint: negative numbers too") and "-14" in result.error
+        assert shown.error.startswith("AssertionError: a hidden test failed") and result.ename == "AssertionError"
     else:
-        assert shown.error.startswith("ValueError: your code raised ValueError in a hidden test")
+        assert result.ename == failed_where, (result.ename, result.error)
+        assert shown.error.startswith(f"{failed_where}: your code raised {failed_where} in a hidden test"), shown.error
+        assert "a hidden test failed" not in shown.error
     assert for_students(test, result, "full") == result
 
 
@@ -356,12 +417,17 @@ def test_the_graded_page_reads_exception_then_hint_in_plain_text_and_one_points_
     from utils.grading import check_type
 
     error = "AssertionError: weights_gib: 1 GiB is not within 2% of the answer\nHint: between 10x and 15x too small"
-    assert error_parts(error, None) == ("AssertionError", "weights_gib: 1 GiB is not within 2% of the answer\n"
+    assert error_parts(error, None, "AssertionError") == ("AssertionError", "weights_gib: 1 GiB is not within 2% of the answer\n"
                                                           "Hint: between 10x and 15x too small")
-    assert error_parts("  (line 3: y = f(x))\nValueError: bad", None) == ("ValueError", "bad (line 3: y = f(x))")
+    assert error_parts("  (line 3: y = f(x))\nValueError: bad", None, "ValueError") == ("ValueError", "bad (line 3: y = f(x))")
+    # The exception is what the notebook process named, not the last line that looks like one (issue #63)
+    assert error_parts("AssertionError: f(0) raised\nValueError: bad\nHint: h", None, "AssertionError") == \
+        ("AssertionError", "f(0) raised\nValueError: bad\nHint: h")
+    assert error_parts("  (line 2: next(it))\nStopIteration", None, "StopIteration") == \
+        ("StopIteration", "(line 2: next(it))")
     cell = Cell(CellKind.TEST, "test_weights_gib", "check(weights_gib)", 1.0)
     colour = "\x1b[0;31mAssertionError\x1b[0m: weights_gib: 1 GiB\nHint: \x1b[1mbetween\x1b[0m"
-    outcome = cell_outcome(cell, CellRun(False, "\x1b[32mprinted\x1b[0m", colour, error_full=colour))
+    outcome = cell_outcome(cell, CellRun(False, "\x1b[32mprinted\x1b[0m", colour, error_full=colour, ename="AssertionError"))
     assert "\x1b" not in outcome.output + outcome.error + (outcome.error_full or "")
     assert outcome.error == "AssertionError: weights_gib: 1 GiB\nHint: between"
     page = feedback.render("s1", "01_floats", "01_floats", (outcome,), [],
@@ -384,12 +450,54 @@ def test_a_failed_hidden_check_shows_what_its_diagnosis_found_but_not_the_case()
     cell = Cell(CellKind.TEST, "test_f", code, 2.0)
     error = ("AssertionError: largest_model(8, 80000000000, 'adamw'): expected 40,000,000,000, got 5,000,000,000\n"
              "Found: it counts one GPU's memory: sharding spreads the state over all of them\nHint: a hint")
-    shown = feedback.for_students(cell, CellRun(False, "", error, line=3), "hints")
+    shown = feedback.for_students(cell, CellRun(False, "", error, line=3, ename="AssertionError"), "hints")
     assert shown.error == ("AssertionError: a hidden test failed; its inputs and expected values stay with the "
                            "instructor\nFound: it counts one GPU's memory: sharding spreads the state over all of them"
                            "\nHint: a hint") and shown.error_full == error
-    alone = feedback.for_students(cell, CellRun(False, "", error.rpartition("\n")[0], line=3), "hints").error
+    alone = feedback.for_students(cell, CellRun(False, "", error.rpartition("\n")[0], line=3, ename="AssertionError"),
+                                  "hints").error
     assert alone.endswith("over all of them\n" + feedback.DEFAULT_HINT) and "40,000" not in alone
+
+
+def test_a_full_disk_names_the_folder_of_the_file_it_could_not_write_even_with_a_space(tmp_path, monkeypatch):
+    """write_atomically's OSError carries the file in `filename` (issue #63), and grade.full_folders reads it there:
+    a regex over the message stopped at the first space of the path and named every folder of the run instead."""
+    import errno
+
+    from autograder import atomic
+    from autograder.grade import full_folders
+
+    def full(temporary, data):
+        raise OSError(errno.ENOSPC, "No space left on device")
+    monkeypatch.setattr(atomic, "_put", full)
+    out = tmp_path / "graded by me"
+    target = out / "summary.txt"
+    with pytest.raises(OSError) as raised:
+        atomic.write_atomically(target, "x")
+    assert raised.value.errno == errno.ENOSPC and raised.value.filename == str(target)
+    assert raised.value.strerror == "No space left on device" and not list(out.iterdir())
+    said = full_folders(raised.value, {"the output folder": out, "the course folder": tmp_path})
+    assert f"the output folder {out}:" in said and "the course folder" not in said, said
+
+
+def test_a_course_error_crosses_the_fork_by_class_with_its_whole_message():
+    """Issue #63: the checker's CourseError reaches the grader by its class and its own message (forked.ChildFailed
+    `raised`, `said`), never by a qualified name stripped off the last line of a traceback, which kept only the last
+    line of a message of several and any other exception's name with it."""
+    from autograder.errors import GraderError
+    from autograder.forked import ChildFailed, call_in_child
+    from autograder.trusted.checker import Checker, CourseError
+
+    def broken() -> None:
+        raise CourseError("reference.floats fails\non two lines")
+    with pytest.raises(ChildFailed) as failed:
+        call_in_child(broken, 30)
+    assert failed.value.raised_a(CourseError) and failed.value.raised_a(GraderError)
+    assert not failed.value.raised_a(ValueError) and failed.value.said == "reference.floats fails\non two lines"
+    with pytest.raises(CourseError) as stopped:
+        Checker(["no such\nmodule.test"], seconds=60)
+    assert str(stopped.value).startswith("hidden test no such\nmodule.test: its cases or expected results could not "
+                                         "be made: "), str(stopped.value)
 
 
 LOADED_SOURCE = {"cells": [

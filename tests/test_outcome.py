@@ -82,7 +82,7 @@ def test_an_old_file_round_trips_and_keeps_every_field_it_had(student):
     for name, notebook in written["notebooks"].items():
         for before, after in zip(notebook["cells"], plain["notebooks"][name]["cells"]):
             before.pop("handed", None)  # format 1 kept an empty one on cells that never ran
-            assert {k: v for k, v in after.items() if k != "failure"} == before
+            assert {k: v for k, v in after.items() if k not in ("failure", "ename")} == before  # both read from its text
         assert {k: v for k, v in plain["notebooks"][name].items() if k not in ("cells", "failure")} == \
             {k: v for k, v in notebook.items() if k != "cells"}
     assert {k: v for k, v in plain.items() if k not in ("notebooks", "format")} == \
@@ -94,8 +94,57 @@ def test_a_new_outcome_round_trips_with_its_format_and_failures():
     assert outcome.to_dict()["format"] == FORMAT and SubmissionOutcome.from_json(outcome.to_json()) == outcome
     cell = CellOutcome(CellKind.TEST, "t", 2.0, "assert f()", False, "", "the cell ran longer than 4 s", (), (), None,
                        seconds=4.1, failure=Failure.TIMEOUT)
-    assert CellOutcome.from_dict(cell.to_dict(), "cell", legacy=False) == cell
+    assert CellOutcome.from_dict(cell.to_dict(), "cell") == cell
     assert "error_full" not in cell.to_dict() and cell.to_dict()["failure"] == "timeout"
+
+
+MEASURED_2 = {"peak_bytes": 4096, "high_water_bytes": 0, "new_page_bytes": 4096, "file_bytes": 8192, "faults": 1,
+              "cpu_seconds": 0.01, "elsewhere": ["a child process ran and was waited for during the calls"],
+              "predicted_bytes": None}
+LIMITS_2 = {"peak_bytes": None, "file": "tokens.bin", "file_bytes": 2097152, "cpu_seconds": None, "tolerance": 0.0}
+
+
+def _format_2(student: str, error: str, costs: list) -> dict:
+    """A format-1 fixture's results as the grader of 2026-11-29 wrote them (format 2): failures set, no `ename`; its
+    test cell failed with `error` and holding `costs` as grader/cost.py wrote them then (flat dicts)."""
+    obj = json.loads((OLD / f"{student}.json").read_text())
+    obj = SubmissionOutcome.from_dict(obj).to_dict()
+    obj["format"] = 2
+    for cell in obj["notebooks"][NOTEBOOK]["cells"]:
+        del cell["ename"]
+        if cell["kind"] == "test":
+            cell.update(ok=False, error=error, failure="error", costs=costs)
+    return obj
+
+
+def test_a_format_2_file_reads_with_the_ename_its_text_named_and_typed_costs():
+    """Results files of 2026-11-29 (format 2: no `ename`, costs as flat dicts) read through the fenced reader: each
+    failed cell gets the exception its text named by that day's rule, each cost its CostRecord; written again they
+    keep their format and read back the same."""
+    from autograder.outcome import CostLimits, CostRecord, Measured
+    costs = [{"what": "get_batch's reads", **MEASURED_2, "ok": False, "budget": LIMITS_2},
+             {"what": "its memory", "unmeasured": "the notebook process's id is unknown", "ok": True}]
+    outcome = SubmissionOutcome.from_dict(_format_2("bob", "  (line 2: next(it))\nStopIteration", costs))
+    test = next(c for c in outcome.notebooks[NOTEBOOK].cells if c.kind is CellKind.TEST)
+    assert outcome.format == 2 and test.ename == "StopIteration" and test.failure is Failure.ERROR
+    assert test.costs == (
+        CostRecord("get_batch's reads", False, Measured(**{**MEASURED_2, "elsewhere": tuple(MEASURED_2["elsewhere"])}),
+                   budget=CostLimits(**LIMITS_2)),
+        CostRecord("its memory", True, unmeasured="the notebook process's id is unknown"))
+    assert SubmissionOutcome.from_json(outcome.to_json()) == outcome
+    for text, ename in (("torch.OutOfMemoryError: CUDA out of memory", "OutOfMemoryError"), ("KeyboardInterrupt", "KeyboardInterrupt"),
+                        ("AssertionError: f(3): expected 6\nHint: double it", "AssertionError"), ("a check broke", "")):
+        again = SubmissionOutcome.from_dict(_format_2("bob", text, []))
+        assert [c.ename for c in again.notebooks[NOTEBOOK].cells if c.kind is CellKind.TEST] == [ename], text
+    today = SubmissionOutcome.from_dict(_format_2("bob", "StopIteration", costs)).to_dict()
+    today["format"] = FORMAT  # format 3 states both: a cost in the old shape, or a cell without ename, is refused
+    with pytest.raises(OutcomeError, match="ename"):
+        SubmissionOutcome.from_dict({**today, "notebooks": {NOTEBOOK: {**today["notebooks"][NOTEBOOK], "cells": [
+            {k: v for k, v in c.items() if k != "ename"} for c in today["notebooks"][NOTEBOOK]["cells"]]}}})
+    for cell in today["notebooks"][NOTEBOOK]["cells"]:
+        cell["costs"] = costs if cell["kind"] == "test" else None
+    with pytest.raises(OutcomeError, match="costs"):
+        SubmissionOutcome.from_dict(today)
 
 
 def _changed(student: str, change) -> str:
@@ -108,7 +157,7 @@ def _changed(student: str, change) -> str:
     (lambda o: o.update(extra=1), "unexpected ['extra']"),
     (lambda o: o.pop("key"), "missing ['key']"),
     (lambda o: o.update(problems="one"), "result.problems"),
-    (lambda o: o.update(format=3), "result.format: 3"),
+    (lambda o: o.update(format=4), "result.format: 4"),
     (lambda o: o["notebooks"][NOTEBOOK].update(ran="yes"), "result.notebooks['00_tiny'].ran"),
     (lambda o: o["notebooks"][NOTEBOOK]["cells"][0].update(ok=1), "cells[0].ok"),
     (lambda o: o["notebooks"][NOTEBOOK]["cells"][0].update(points=True), "cells[0].points"),
@@ -165,6 +214,10 @@ def test_a_run_writes_typed_results_with_the_failure_set_where_it_happened(grade
         return SubmissionOutcome.from_json((graded / "results" / student / f"{NOTEBOOK}.json").read_text())
     assert all(read(s).format == FORMAT for s in [*STUDENTS, "hal", "ivy"])
     assert failures(read("ada"))["test:test_double"] is None
+    enames = {s: {f"{c.kind}:{c.grade_id}": c.ename for c in read(s).notebooks[NOTEBOOK].cells if not c.ok}
+              for s in ("bob", "cy", "eve")}  # what the notebook process said each raised; nothing for a time-out
+    assert enames["bob"]["test:test_double"] == "AssertionError" and enames["cy"]["test:test_double"] == ""
+    assert enames["eve"]["answer:double"] == "SyntaxError", enames
     assert failures(read("bob"))["test:test_double"] is Failure.ERROR
     assert failures(read("cy"))["test:test_double"] is Failure.TIMEOUT
     assert failures(read("dee"))["test:test_double"] is Failure.CRASH

@@ -27,7 +27,6 @@ from autograder.source import Role, SourceCell, SourceNotebook
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
 NO_RESPONSE = "No response."  # nbgrader's own comment for an unchanged answer
-EXCEPTION_LINE = re.compile(r"^([A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt|Warning|Iteration))(?::\s?(.*))?$")
 
 
 def strip_ansi(text: str) -> str:
@@ -38,24 +37,22 @@ def strip_ansi(text: str) -> str:
 _GRADER_ENAMES = {Failure.TIMEOUT: "TimeoutError", Failure.NOT_RUN: "NotRun", Failure.CRASH: "NotebookCrashed"}
 
 
-def error_parts(error: str, failure: Failure | None) -> tuple[str, str]:
+def error_parts(error: str, failure: Failure | None, ename: str) -> tuple[str, str]:
     """(ename, evalue) of a failed cell's error, as nbgrader's error outputs hold them: for a time-out, a crash or a
-    cell never run, the grader's sentence; otherwise the exception Python's traceback ends with (for a syntax error,
-    with the line it is on)."""
+    cell never run, the grader's sentence; otherwise `ename`, what the cell raised (CellRun.ename: the notebook process
+    says which), and the message after its line in `error` (the lines after it are its message's own, a test's "Hint:
+    ..." line: they stay after it, in order), then where it was raised (the lines before it; for a syntax error, the
+    line it is on). Where nothing was raised (a check that broke), "Error" and the error's last line."""
     error = strip_ansi(error).strip()
     if failure is not None and failure in _GRADER_ENAMES:
         return _GRADER_ENAMES[failure], error
     lines = error.splitlines()
-    # The exception's line is the last one naming an exception; the lines after it are its message's own (a test's
-    # "Hint: ..." line), so they stay after it, in order, never before it.
-    at = next((i for i in range(len(lines) - 1, -1, -1) if EXCEPTION_LINE.match(lines[i])), None)
-    if at is None:
-        ename, evalue, where = "Error", lines[-1] if lines else "", "\n".join(lines[:-1]).strip()
+    found = _raised_at(lines, ename)
+    if found is None:
+        ename, evalue, where = ename or "Error", lines[-1] if lines else "", "\n".join(lines[:-1]).strip()
     else:
-        match = EXCEPTION_LINE.match(lines[at])
-        assert match is not None
-        ename = match.group(1)
-        evalue = "\n".join([match.group(3) or "", *lines[at + 1:]]).strip()
+        at, message = found
+        evalue = "\n".join([message, *lines[at + 1:]]).strip()
         where = "\n".join(lines[:at]).strip()
     if failure is Failure.SYNTAX:  # IPython's text points at the line with a caret; one line is enough here
         line = re.findall(r"line (\d+)", where)
@@ -65,9 +62,23 @@ def error_parts(error: str, failure: Failure | None) -> tuple[str, str]:
     return ename, evalue
 
 
-def failure_note(error: str, failure: Failure | None) -> str:
+def _raised_at(lines: list[str], ename: str) -> tuple[int, str] | None:
+    """(its index, the message on it) of the line of `lines` that names the exception `ename`: the first that starts
+    with the name, plain or qualified as Python prints it ("torch.OutOfMemoryError: ..."; the student's code shown
+    before it is indented, never at a line's start); None when no line does or `ename` is ''."""
+    if not ename:
+        return None
+    named = re.compile(rf"^(?:[\w.]+\.)?{re.escape(ename)}(?::\s?(.*))?$")
+    for at, line in enumerate(lines):
+        match = named.match(line)
+        if match:
+            return at, match.group(1) or ""
+    return None
+
+
+def failure_note(error: str, failure: Failure | None, ename: str) -> str:
     """One line for a student or an instructor: why a cell failed, when the reason is not a plain failed test."""
-    ename, evalue = error_parts(error, failure)
+    ename, evalue = error_parts(error, failure, ename)
     if failure is Failure.TIMEOUT:
         return f"timed out: {evalue}"
     if failure is Failure.CRASH:
@@ -88,7 +99,7 @@ def _outputs(result: CellRun) -> list[dict]:
                         "evalue": "the tests' tools were changed while they ran: " + ", ".join(result.tampered[:5]),
                         "traceback": []})
     elif not result.ok:
-        ename, evalue = error_parts(result.error, result.failure)
+        ename, evalue = error_parts(result.error, result.failure, result.ename)
         outputs.append({"output_type": "error", "ename": ename, "evalue": evalue, "traceback": [f"{ename}: {evalue}"]})
     return outputs
 
@@ -235,7 +246,8 @@ class _Autograding:
             answer = self.answers.get(grade_id)
             given = answer[0].code if answer else self.answers_md.get(grade_id, "")
             unanswered = given.strip() == self.stubs.get(grade_id, "").strip() or not given.strip()
-            note = failure_note(answer[1].error, answer[1].failure) if answer and not answer[1].ok else ""
+            note = failure_note(answer[1].error, answer[1].failure, answer[1].ename) if answer and not answer[1].ok \
+                else ""
             self.comments[grade_id] = NO_RESPONSE if unanswered else (note or None)
             if kept.role in (Role.MANUAL_CODE, Role.MANUAL_TEXT):
                 self.grades[grade_id] = 0.0 if unanswered else None

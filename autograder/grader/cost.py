@@ -32,20 +32,17 @@ import os
 import platform
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from autograder import cgroups
 from autograder.grader.budget_files import Lent
-from autograder.outcome import CellKind, Failure
+from autograder.grader.plan import Cell, CellRun, Part
+from autograder.outcome import CellKind, CostLimits, CostRecord, Failure, Measured
 from autograder.protocol import CostBudget
 
-if TYPE_CHECKING:  # notebooks.py imports this module
-    from autograder.grader.notebooks import NotebookProcess
-    from autograder.grader.plan import Cell, CellRun, Part
-
-PAGE = os.sysconf("SC_PAGE_SIZE")
+PAGE = os.sysconf("SC_PAGE_SIZE")  # bytes in one page fault (huge pages off: walls.no_huge_pages)
 TICKS = os.sysconf("SC_CLK_TCK")
 SIGCHLD_BIT = 1 << (17 - 1)  # SIGCHLD is 17 on x86-64 and arm64
 READ_SYSCALL = {"x86_64": 0, "aarch64": 63}.get(platform.machine())  # read(2)'s number, for /proc/<pid>/syscall
@@ -66,23 +63,19 @@ class Counters:
     hugetlb_bytes: int     # hugetlbfs pages it holds (HugetlbPages)
 
 
-@dataclass(frozen=True)
-class Measured:
-    """What one measured part cost: `peak_bytes` (new memory, the larger of `high_water_bytes`, the rise of the
-    resident high-water mark above the part's start, and `new_page_bytes`, the pages faulted in), `file_bytes` (bytes
-    read from storage), all in bytes; page faults, CPU seconds; `elsewhere`: why the part's cost cannot be measured
-    (empty when it can); `predicted_bytes`: the student's own prediction of peak_bytes, where the budget asks one."""
-    peak_bytes: int
-    high_water_bytes: int
-    new_page_bytes: int
-    file_bytes: int
-    faults: int
-    cpu_seconds: float
-    elsewhere: tuple[str, ...] = ()
-    predicted_bytes: int | None = None
+class NotebookProcess(Protocol):
+    """What this module uses of a notebook process: grader/notebooks.py's NotebookProcess, whose module imports this
+    one (a Protocol, so that this module imports nothing of it)."""
+    pidfd: int | None
+    request_w: int        # the grader's end of the notebook's request pipe
+    given_back: float     # seconds of wall time given back for waiting on a CPU
 
-    def as_dict(self) -> dict:
-        return {**asdict(self), "elsewhere": list(self.elsewhere)}
+    def run(self, kind: CellKind, code: str, seconds: float, cases: dict[str, str] | None = None,
+            watch: list[str] | None = None) -> CellRun: ...
+
+    def lend(self, name: str, tokens: int) -> tuple[Lent | None, str]: ...
+
+    def take_back(self, lent: Lent) -> None: ...
 
 
 def _status(pid: int) -> dict[str, str]:
@@ -297,8 +290,8 @@ def run_measured(process: NotebookProcess, cell: Cell, budgets: list[CostBudget]
     if parts is None:  # the course's mistake (tests/test_hidden_tests.py): nothing measured, a person looks
         result = process.run(CellKind.TEST, cell.code, seconds, cases, watch)
         for budget in budgets:
-            result = _with_cost(result, {"what": budget.what, "unmeasured": "its test cell has no measured part",
-                                         "ok": True}, f"(the grader could not measure {budget.what} here)")
+            result = _with_cost(result, CostRecord(budget.what, True, unmeasured="its test cell has no measured part"),
+                                f"(the grader could not measure {budget.what} here)")
         return result
     started, given = time.monotonic(), process.given_back
 
@@ -354,7 +347,7 @@ def apply_budgets(result: CellRun, budgets: list[CostBudget], measured: Measured
         if measured is None or (unmeasured and budget.file):
             why = unmeasured or "the measured part did not run"
             if result.ok:
-                result = _with_cost(result, {"what": budget.what, "unmeasured": why, "ok": True},
+                result = _with_cost(result, CostRecord(budget.what, True, unmeasured=why),
                                     f"(the grader could not measure {budget.what} here)")
             continue
         own = measured
@@ -362,13 +355,11 @@ def apply_budgets(result: CellRun, budgets: list[CostBudget], measured: Measured
             own = dataclasses.replace(measured, predicted_bytes=prediction(result.handed.get(budget.key),
                                                                            budget.predicted_case))
         said = verdict(budget, own) if result.ok else ""
-        result = _with_cost(result, {"what": budget.what, **own.as_dict(), "ok": not said,
-                                     "budget": {k: getattr(budget, k) for k in ("peak_bytes", "file", "file_bytes",
-                                                                                "cpu_seconds", "tolerance")}},
+        result = _with_cost(result, CostRecord(budget.what, not said, own, budget=CostLimits.of(budget)),
                             describe(budget, own) if result.ok else "")
         failure = failure or said
     if failure:
-        return result.failing(f"AssertionError: {failure}", Failure.ERROR)
+        return result.failing(f"AssertionError: {failure}", Failure.ERROR, ename="AssertionError")
     return result
 
 
@@ -376,7 +367,6 @@ def merge(runs: list[tuple[CellRun, Part]]) -> CellRun:
     """One cell's result from its parts' (each with the part it ran): every output in order, the first failure with
     its line counted in the whole cell, what each restored or found tampered with, what each handed in, what the watch
     saw each run."""
-    from autograder.grader.plan import CellRun
     failed = next(((run, part) for run, part in runs if not run.ok), None)
     merged = CellRun(ok=failed is None, output="".join(run.output for run, _ in runs),
                      restored=tuple(dict.fromkeys(name for run, _ in runs for name in run.restored)),
@@ -386,21 +376,22 @@ def merge(runs: list[tuple[CellRun, Part]]) -> CellRun:
     if failed is not None:
         run, part = failed
         line = None if run.line is None else run.line + part.first_line - 1
-        merged = dataclasses.replace(merged, error=run.error, line=line, failure=run.failure)
+        merged = dataclasses.replace(merged, error=run.error, line=line, failure=run.failure, ename=run.ename)
     return merged
 
 
-def _with_cost(result: CellRun, measured: dict, line: str) -> CellRun:
+def _with_cost(result: CellRun, record: CostRecord, line: str) -> CellRun:
     """`result` with one more measured cost, and its line added to what the cell printed."""
-    return dataclasses.replace(result, costs=(*(result.costs or ()), measured),
+    return dataclasses.replace(result, costs=(*(result.costs or ()), record),
                                output=result.output + (line + "\n" if line else ""))
 
 
 def flags(results: list[CellRun]) -> list[str]:
     """A flag for a person per measured part whose cost could not be measured: work outside the notebook process or
     the kernel's counting, or the grader's own limit."""
-    return [f"cost: {cost['what']} could not be measured ({'; '.join(cost['elsewhere'])})"
-            for result in results for cost in result.costs or () if cost.get("elsewhere")] + \
-        [f"cost: the grader could not measure {cost['what']} ({cost['unmeasured']}): a person checks its budget"
-         for result in results for cost in result.costs or () if cost.get("unmeasured")]
+    records = [record for result in results for record in result.costs or ()]
+    return [f"cost: {record.what} could not be measured ({'; '.join(record.measured.elsewhere)})"
+            for record in records if record.measured is not None and record.measured.elsewhere] + \
+        [f"cost: the grader could not measure {record.what} ({record.unmeasured}): a person checks its budget"
+         for record in records if record.unmeasured]
 

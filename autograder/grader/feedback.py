@@ -43,11 +43,13 @@ def for_students(cell: Cell, result: CellRun, detail: str) -> CellRun:
     if detail == "full" or not cell.failed_in_hidden_tests(result):
         return result
     error = result.error
-    ename = next((line.split(":")[0] for line in error.splitlines() if re.match(r"^[A-Za-z_][\w.]*(Error|Exception)", line)),
-                 "AssertionError")
+    # What the student's code raised is the cell's `ename` (the notebook process says which): a failed check raised
+    # AssertionError (the grader's own checks of a hidden test's results too); any other exception, StopIteration,
+    # KeyboardInterrupt or a warning turned into an error included, is named as what their code raised.
+    ename = result.ename or "AssertionError"
     shown = ("a hidden test failed; its inputs and expected values stay with the instructor" if ename == "AssertionError"
              else f"your code raised {ename} in a hidden test (a case the visible tests do not try)")
-    return replace(result, error=f"{ename}: {shown}\n{hidden_failure_lines(error)}", error_full=error)
+    return replace(result, error=f"{ename}: {shown}\n{hidden_failure_lines(error)}", error_full=error, ename=ename)
 
 
 HIDDEN_LINE = "[a line of the hidden tests]"
@@ -97,7 +99,7 @@ def _error(cell: CellOutcome) -> str:
     """A failed cell's error as a student reads it: 'ename: evalue', with timeouts and crashes said in words."""
     if not cell.error:
         return ""
-    ename, evalue = error_parts(cell.error, cell.failure)
+    ename, evalue = error_parts(cell.error, cell.failure, cell.ename)
     return evalue if cell.failure in (Failure.TIMEOUT, Failure.CRASH, Failure.NOT_RUN) else f"{ename}: {evalue}"
 
 

@@ -213,7 +213,7 @@ class NotebookProcess:
         if not isinstance(reply, CellResult) or reply.id != request.id or self.buffer:
             raise Died("the notebook wrote to the grader's channel (its result was not trusted)", Failure.CRASH)
         return CellRun(reply.ok, reply.output, reply.error, tuple(reply.restored), tuple(reply.tampered), reply.line,
-                       reply.handed, cell_failure(reply), ran=tuple(reply.ran[:20]))
+                       reply.handed, cell_failure(reply), ran=tuple(reply.ran[:20]), ename=reply.ename)
 
     def _read_reply(self, seconds: float) -> Message:
         """The reply within `seconds` of the notebook process's own time: the time its threads waited for a CPU (the

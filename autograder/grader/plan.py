@@ -14,10 +14,9 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
 from autograder.grader.find import MAX_NOTEBOOK_BYTES, Missing, Unreadable, read_capped
-from autograder.outcome import CellKind, Failure
+from autograder.outcome import CellKind, CostRecord, Failure
 from autograder.protocol import HIDDEN_TESTS
 from autograder.source import Role, SourceNotebook
 
@@ -100,7 +99,9 @@ class CellRun:
     `line`: the line of the visible code a failure is shown at (None: none, or a hidden test's); `handed`: what its
     hidden tests handed in, encoded (never recorded); `seconds`: wall time (None: never ran); `error_full`: the whole
     error where students see only a hint; `costs`: a budgeted task's measured costs (cost.py); `failure`: why it
-    failed (None: it passed)."""
+    failed (None: it passed); `ename`: the class name of what failed it: the exception the cell raised (the notebook
+    process says which, CellResult.ename), AssertionError where a check of the grader's failed it (a hidden test's
+    verdict, a rule, a cost budget), "" where nothing was raised (a time-out, a crash, a check that broke)."""
     ok: bool
     output: str = ""
     error: str = ""
@@ -111,12 +112,14 @@ class CellRun:
     failure: Failure | None = None
     seconds: float | None = None
     error_full: str | None = None
-    costs: tuple[dict[str, Any], ...] | None = None
+    costs: tuple[CostRecord, ...] | None = None
     ran: tuple[str, ...] = ()
+    ename: str = ""
 
-    def failing(self, error: str, failure: Failure, line: int | None = None) -> CellRun:
-        """This run, failed with `error` (shown at `line`) for `failure`; what it printed is kept."""
-        return replace(self, ok=False, error=error, line=line, failure=failure)
+    def failing(self, error: str, failure: Failure, line: int | None = None, ename: str = "") -> CellRun:
+        """This run, failed with `error` (shown at `line`) for `failure`, having raised `ename`; what it printed is
+        kept."""
+        return replace(self, ok=False, error=error, line=line, failure=failure, ename=ename)
 
 
 @dataclass

@@ -68,7 +68,7 @@ def bounded_verdicts(assignment: str, plan: Plan) -> dict:
     try:
         answer: dict = call_in_child(work, JUDGE_SECONDS)   # type: ignore[assignment]  # work's own answer
     except ChildFailed as why:
-        reason = "MemoryError" if why.raised == "MemoryError" else str(why).strip().splitlines()[-1][:120]
+        reason = "MemoryError" if why.raised_a(MemoryError) else str(why).strip().splitlines()[-1][:120]
         tests = [c.grade_id for c in plan.cells if c.kind is CellKind.TEST and (assignment, c.grade_id) in RULES]
         return {gid: (RULES[(assignment, gid)], Verdict([], [f"the judge could not finish ({reason})"]))
                 for gid in tests}
@@ -92,7 +92,7 @@ def apply(cell: Cell, result: CellRun, judged: dict) -> CellRun:
     rule, verdict = judged[cell.grade_id]
     if not verdict.broken:
         return result
-    return result.failing(f"AssertionError: {verdict.message(rule)}", Failure.RULE)
+    return result.failing(f"AssertionError: {verdict.message(rule)}", Failure.RULE, ename="AssertionError")
 
 
 def flags(judged: dict, cells: list[Cell] | None = None, results: list[CellRun] | None = None) -> list[str]:

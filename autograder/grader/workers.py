@@ -92,7 +92,8 @@ def check_hidden(plan: Plan, results: list[CellRun], checker: Checker | None) ->
         # A wrong result fails on the hidden tests' first line (feedback shows it as a hidden failure, with its hint);
         # the grader's own fault is shown as what it is.
         line = None if verdict.fault else cell.hidden_lines.start
-        results[index] = results[index].failing(verdict.error, Failure.ERROR, line)
+        results[index] = results[index].failing(verdict.error, Failure.ERROR, line,
+                                                "" if verdict.fault else "AssertionError")
         if verdict.fault:
             faults.append(f"{plan.notebook}, {cell.grade_id}: {verdict.error}")
     return results, faults
@@ -115,7 +116,7 @@ def cell_outcome(cell: Cell, result: CellRun) -> CellOutcome:
     return CellOutcome(cell.kind, cell.grade_id, float(cell.points), cell.visible_code, result.ok,
                        autograded.strip_ansi(result.output), autograded.strip_ansi(result.error), result.restored, result.tampered,
                        result.line, seconds=result.seconds, error_full=autograded.strip_ansi(result.error_full or "") or None,
-                       costs=result.costs, failure=failure)
+                       costs=result.costs, failure=failure, ename=result.ename)
 
 
 def grade_submission(job: Job, setting: Setting, slot: int) -> SubmissionOutcome:
@@ -196,7 +197,7 @@ def run_jobs(jobs: list[Job], setting: Setting, out: Path,
         try:
             write_atomically(result_path(out, job), result.to_json())
         except OSError as error:
-            result = not_graded(job, error.strerror or str(error)) if not failed_here else result
+            result = not_graded(job, f"could not write {error.filename}: {error.strerror}") if not failed_here else result
             unwritten[(job.student, job.assignment)] = result
             failed_here = True
         if progress is not None:

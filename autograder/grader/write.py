@@ -28,13 +28,13 @@ def task_notes(notebook: NotebookOutcome) -> dict[str, str]:
     notes, pending = {}, []
     for cell in notebook.cells:
         if cell.kind in (CellKind.ANSWER, CellKind.ADDED) and not cell.ok:
-            note = autograded.failure_note(cell.error, cell.failure)
+            note = autograded.failure_note(cell.error, cell.failure, cell.ename)
             if note:
                 name = f"answer cell {cell.grade_id!r}" if cell.kind is CellKind.ANSWER else "a cell you added"
                 pending.append(f"{name}: {note}")
         if cell.kind is CellKind.TEST:
             if not cell.ok:
-                own = autograded.failure_note(cell.error, cell.failure)
+                own = autograded.failure_note(cell.error, cell.failure, cell.ename)
                 if cell.tampered:
                     own = "the tests' tools were changed while they ran: " + ", ".join(cell.tampered[:5])
                 if own or pending:

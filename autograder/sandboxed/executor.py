@@ -153,6 +153,19 @@ def _error_text(error: BaseException) -> str:
     return where + "".join(traceback.format_exception_only(type(error), error)).strip()
 
 
+def _raised(error: BaseException | None, limit: int) -> tuple[str, str]:
+    """(ename, evalue) of what a cell raised, as Jupyter's error message holds them: the class's own name and the
+    exception's str, its first `limit` characters (a str that raises is said so, as traceback does); ('', '') for
+    nothing raised."""
+    if error is None:
+        return "", ""
+    try:
+        value = str(error)
+    except BaseException:  # the student's own __str__
+        value = "<exception str() failed>"
+    return type(error).__name__[:200], value[:limit]
+
+
 def _line_in_cell(error: BaseException, names: list[str]) -> int | None:
     """The line of this cell's own code that the error passed through last (None if it never did): the grader
     uses it to tell a failed hidden check from a failed visible one. A frame belongs to this cell when IPython
@@ -282,12 +295,13 @@ def serve(requests: io.TextIOBase, replies: io.TextIOBase, output_chars: int, wa
             guard = Guard(shell.user_ns)
         if request.kind is CellKind.TEST and guard is not None:
             tampered = guard.differences(fix=True)
+        ename, evalue = _raised(error, output_chars)
         reply = CellResult(
             id=request.id, ok=error is None and not tampered and builtins_ok, output=out.value(),
             error=_error_text(error) if error is not None else "", restored=restored, tampered=tampered,
             line=_line_in_cell(error, names.running) if error is not None and error.__traceback__ else None,
             handed={k: v for k, v in handed.items() if type(k) is str and type(v) is str},
-            syntax=isinstance(error, SyntaxError), ran=ran)
+            syntax=isinstance(error, SyntaxError), ran=ran, ename=ename, evalue=evalue)
         if request.kind is CellKind.TEST:
             names.forget()
         if os.getpid() != serving_pid:  # a process the cell forked got here: only the original answers

@@ -97,11 +97,11 @@ class Checker:
         except ProtocolError as error:  # a budget in reference/ that is not what CostBudget declares
             self.close()
             raise CourseError(f"a cost budget in reference/ is malformed: {error}") from None
-        except ChildFailed as error:
+        except ChildFailed as error:  # a CourseError says what is wrong; anything else, the line a traceback ends with
             self.close()
-            last = str(error).strip().splitlines()[-1] if str(error).strip() else "it died without an answer"
-            raise CourseError(last.removeprefix("autograder.trusted.checker.CourseError: ") +
-                              cgroups.out_of_memory_note(self.memory)) from None
+            said = error.said if error.raised_a(CourseError) else \
+                f"{error.raised[0]}: {error.said}" if error.raised else str(error) or "it died without an answer"
+            raise CourseError(said + cgroups.out_of_memory_note(self.memory)) from None
 
     def verdicts(self, handed: list[tuple[str, str | None]]) -> list[Verdict]:
         """One verdict per (key, encoded results or None when nothing was handed in), in order."""
@@ -127,7 +127,10 @@ class Checker:
                               f"{cgroups.out_of_memory_note(self.memory)}") from None
         if isinstance(answer, dict):
             raise CourseError(answer["error"])
-        return [Verdict(**v) for v in answer]
+        try:
+            return [cast(Verdict, Verdict.parse(line)) for line in answer]
+        except ProtocolError as error:  # the checker's own answer, read as strictly as any message
+            raise CourseError(f"the hidden tests' trusted side answered something that is not a verdict: {error}") from None
 
     def _gone(self) -> str:
         """'; the checker process (pid N) is gone' when it is (dead, or a zombie its parent has not reaped), else ''.
@@ -185,7 +188,7 @@ def _check(hidden: ModuleType, stream: socket.socket) -> None:
     torch.set_num_threads(1)
     try:
         request = json.loads(b"".join(iter(lambda: stream.recv(1 << 20), b"")))
-        answer: list | dict = [verdict(hidden, key, text).__dict__ for key, text in request]
+        answer: list | dict = [verdict(hidden, key, text).to_line().decode() for key, text in request]
     except BaseException as error:
         answer = {"error": f"the hidden tests' trusted side failed: {error!r}"}
     try:

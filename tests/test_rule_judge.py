@@ -1,4 +1,4 @@
-"""The task rules' judge (utils/rules.py, utils/code_flow.py), issue #59: sound by construction, precise on honest code.
+"""The task rules' judge (utils/rule_judge.py, utils/code_flow.py; the rules: utils/rules.py), issue #59: sound by construction, precise on honest code.
 
 - every name and method each rule rules out (a table written here, apart from utils/rules.py) breaks its rule, and
   the rules rule out nothing else: dropping numpy.finfo from exercise 1's rules fails this file;
@@ -19,7 +19,8 @@ import textwrap
 import pytest
 
 from tests import rule_corpus
-from utils.rules import RULES, Code, judge, parse, tasks_of
+from utils.rule_judge import judge, parse
+from utils.rules import RULES, Code, tasks_of
 
 # What each task may not use, as this table says it (apart from utils/rules.py, on purpose): a name, `.method`,
 # `private-of:module` (its private names), `private` (private attributes of anything).

@@ -1,5 +1,5 @@
 """What a notebook's code can hold, reach and call, read from its text: the analysis under the task rules
-(utils/rules.py), torch-free so that the grader can run it outside the student's process.
+(utils/rule_judge.py), torch-free so that the grader can run it outside the student's process.
 
 Why an analysis of its own rather than a linter's: the question is not "which names does this function mention" but
 "what can each expression evaluate to", however the value travelled (an alias, a default argument, a container, a

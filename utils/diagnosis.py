@@ -277,38 +277,41 @@ def explain_tensor(got: object, expected: torch.Tensor, scales: dict[str, float]
     `axes`: names of expected's axes; `elementwise_of`: input shapes whose broadcast shape an elementwise product of
     the inputs (instead of a matmul) has; `row_quantities`: quantities with one value per row (the real tokens of each
     row, the sequence length) a row may have been divided by instead of another."""
-    if type(got) is not _tensor_type or not (got.dtype.is_floating_point and expected.dtype.is_floating_point):
+    if type(got) is not _tensor_type:
         return None
-    shape, want = tuple(got.shape), tuple(expected.shape)
+    tensor: torch.Tensor = got   # exactly a torch.Tensor now (mypy does not read torch, so it cannot narrow `got`)
+    if not (tensor.dtype.is_floating_point and expected.dtype.is_floating_point):
+        return None
+    shape, want = tuple(tensor.shape), tuple(expected.shape)
     if shape == want:
-        if _close(got, expected):
+        if _close(tensor, expected):
             return None
-        c = _scale(got, expected)
+        c = _scale(tensor, expected)
         if c is not None:
             return _named_scale(c, scales or {})
-        rows = _row_scales(got, expected)
+        rows = _row_scales(tensor, expected)
         if rows is not None:
             return _explain_rows(rows, row_quantities or {})
-        wrong_axis = _wrong_axis(got, expected, row_quantities or {})
+        wrong_axis = _wrong_axis(tensor, expected, row_quantities or {})
         if wrong_axis:
             return wrong_axis
-        if got.numel() > 1 and _close(got.flatten().sort().values, expected.flatten().sort().values):
+        if tensor.numel() > 1 and _close(tensor.flatten().sort().values, expected.flatten().sort().values):
             return "the right values, in the wrong places: an axis order, or which factor of a merged axis comes first"
-        if expected.dim() == 2 and shape[0] == shape[1] and _close(got, expected.T):
+        if expected.dim() == 2 and shape[0] == shape[1] and _close(tensor, expected.T):
             return "the right values, transposed"
         return None
-    if expected.dim() >= 2 and shape == want[::-1] and expected.dim() == 2 and _close(got, expected.T):
+    if expected.dim() >= 2 and shape == want[::-1] and expected.dim() == 2 and _close(tensor, expected.T):
         return f"the right values, transposed: {shape} where {want} was asked"
     if expected.dim() >= 2 and sorted(shape) == sorted(want) and expected.dim() <= 6:
         for order in itertools.permutations(range(expected.dim())):
-            if tuple(want[i] for i in order) == shape and _close(got, expected.permute(order)):
+            if tuple(want[i] for i in order) == shape and _close(tensor, expected.permute(order)):
                 return f"the right values with the axes in another order: {_axes(axes, order)} where {_axes(axes, range(len(want)))} was asked"
     for axis in range(expected.dim()):
         for how, reduced in (("summed", expected.sum(axis)), ("averaged", expected.mean(axis))):
-            if shape == tuple(reduced.shape) and _close(got, reduced):
+            if shape == tuple(reduced.shape) and _close(tensor, reduced):
                 named = axes[axis] if axes else f"axis {axis}"
                 return f"the right values {how} over {named}: that axis is gone, where {want} keeps it"
-    if got.numel() == expected.numel() and _close(got.reshape(want), expected):
+    if tensor.numel() == expected.numel() and _close(tensor.reshape(want), expected):
         return f"the right values in another shape: {shape} where {want} was asked"
     if _elementwise(shape, elementwise_of):
         return (f"shape {shape} is what an elementwise product of the inputs (or of one transposed) gives: a matmul "
@@ -335,10 +338,13 @@ def _elementwise(shape: tuple[int, ...], inputs: Sequence[Sequence[int]]) -> boo
 def explain_candidates(got: object, candidates: dict[str, torch.Tensor]) -> str | None:
     """The first of `candidates` (words -> the tensor that slip gives, built from the case's own structure) that `got`
     equals, in words; None if none."""
-    if type(got) is not _tensor_type or not got.dtype.is_floating_point:
+    if type(got) is not _tensor_type:
+        return None
+    given: torch.Tensor = got   # exactly a torch.Tensor now (mypy does not read torch, so it cannot narrow `got`)
+    if not given.dtype.is_floating_point:
         return None
     for words, tensor in candidates.items():
-        if _close(got, tensor):
+        if _close(given, tensor):
             return words
     return None
 

@@ -28,7 +28,7 @@ import ast
 import inspect
 import types
 from dataclasses import dataclass
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Sequence
 
 from utils.code_flow import MAX_VALUES, Env, Flow, Program, under
 
@@ -49,7 +49,7 @@ class Rule:
 
 
 @dataclass(frozen=True)
-class Scope:
+class RuleSet:
     """What a set of rules is about, for reading code once for all of them: the names any rule names or needs
     (`interesting`: a value handed to a library matters when it is one of these, leads to one, `torch` to
     `torch.autograd`, or is reflection: utils/code_flow.py, REFLECTIVE), the methods any rule names, and every task."""
@@ -58,7 +58,7 @@ class Scope:
     tasks: tuple[str, ...]
 
     @classmethod
-    def of(cls, rules: Iterable[Rule]) -> Scope:
+    def of(cls, rules: Iterable[Rule]) -> RuleSet:
         rules = list(rules)
         return cls(tuple(sorted({n for rule in rules for n in (*rule.names, *rule.needs)})),
                    frozenset(m for rule in rules for m in rule.methods), tuple(sorted({rule.task for rule in rules})))
@@ -91,12 +91,12 @@ def parse(cells: Iterable[str]) -> Cells:
     """The cells that parse as Python (IPython's %magics and !shell lines turned into calls first, and the code of
     %time, %timeit and %%capture read as code); the others are counted, never silently dropped: the judge flags a
     notebook that has one."""
+    transform: Callable[[str], str]
     try:
         from IPython.core.inputtransformer2 import TransformerManager
         transform = TransformerManager().transform_cell
     except ImportError:  # outside IPython's reach: plain Python only
-        def transform(text: str) -> str:
-            return text
+        transform = str
     modules = Cells()
     for index, text in enumerate(cells):
         try:
@@ -122,10 +122,12 @@ def _magic_code(module: ast.Module) -> list[str]:
     """The Python code a cell runs through IPython's code-running magics (`%timeit f(x)`), as text to read."""
     found = []
     for node in ast.walk(module):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
-                node.func.attr in ("run_line_magic", "run_cell_magic") and node.args and \
-                all(isinstance(a, ast.Constant) and isinstance(a.value, str) for a in node.args):
-            name, *texts = [a.value for a in node.args]
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and node.func.attr in ("run_line_magic", "run_cell_magic") and node.args):
+            continue
+        words = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+        if len(words) == len(node.args):
+            name, *texts = words
             if name in CODE_MAGICS:
                 found.append("\n".join(t for t in texts if t and not t.lstrip().startswith("-")))
     return found
@@ -133,16 +135,16 @@ def _magic_code(module: ast.Module) -> list[str]:
 
 class Code:
     """The student's cells, read (utils/code_flow.py): every name, field and return, to a fixed point, following what
-    `scope`'s rules are about. `entries`: the names the tests call (default: every task of the scope); `known`: names
+    `rules` are about. `entries`: the names the tests call (default: every task of `rules`); `known`: names
     bound outside the cells (a module's globals), by qualified name."""
 
-    def __init__(self, modules: list, context: list = (), known: dict[str, str] | None = None,
-                 entries: Iterable[str] | None = None, *, scope: Scope):
-        self.scope = scope
+    def __init__(self, modules: Sequence, context: Sequence = (), known: dict[str, str] | None = None,
+                 entries: Iterable[str] | None = None, *, rules: RuleSet):
+        self.rules = rules
         self.program = Program(list(modules), list(context), known)
-        self.flow = Flow(self.program, interesting=scope.interesting, method_names=scope.methods)
+        self.flow = Flow(self.program, interesting=rules.interesting, method_names=rules.methods)
         try:
-            self.flow.solve(entries if entries is not None else scope.tasks)
+            self.flow.solve(entries if entries is not None else rules.tasks)
         except RecursionError:
             self.flow.flags.append("code nested deeper than the grader follows")
         self.unfollowed: list[str] = list(self.flow.flags)
@@ -265,7 +267,7 @@ def _judge(rule: Rule, code: Code, stand_ins, at: int | None) -> Verdict:
     stand = {v for name, when in others if name != rule.task for v in code.holds(name, when) if v[0] in ("f", "c")}
     stand -= {v for v in entry if v[0] in ("f", "c")}
     reader = _Reader(rule)
-    flow = Flow(code.program, base=code.flow, interesting=code.scope.interesting, observer=reader)
+    flow = Flow(code.program, base=code.flow, interesting=code.rules.interesting, observer=reader)
     flow.follow(entry, stand)
     reader(("value"), None, entry, Env(None, 0, True, owner=rule.task))
     dynamic = list(code.unfollowed) + list(flow.flags) + reader.dynamic

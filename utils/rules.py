@@ -14,10 +14,10 @@ forward pass's peak memory against the student's own prediction).
 """
 from __future__ import annotations
 
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Sequence
 
 from utils.rule_judge import Code as Judged
-from utils.rule_judge import Rule, Scope, globals_named, judge, notebook_cells, parse
+from utils.rule_judge import Rule, RuleSet, globals_named, judge, notebook_cells, parse
 
 
 def check_rule(assignment: str, test: str, fn: Callable) -> None:
@@ -164,12 +164,12 @@ def tasks_of(assignment: str) -> set[str]:
     return {rule.task for (name, _), rule in RULES.items() if name == assignment}
 
 
-SCOPE = Scope.of(RULES.values())   # what the judge follows in a notebook: every rule's names and methods
+RULE_SET = RuleSet.of(RULES.values())   # what the judge follows in a notebook: every rule's names and methods
 
 
 class Code(Judged):
-    """A notebook's cells as the judge reads them (utils/rule_judge.py's Code) for this course's rules (SCOPE)."""
+    """A notebook's cells as the judge reads them (utils/rule_judge.py's Code) for this course's rules (RULE_SET)."""
 
-    def __init__(self, modules: list, context: list = (), known: dict[str, str] | None = None,
+    def __init__(self, modules: Sequence, context: Sequence = (), known: dict[str, str] | None = None,
                  entries: Iterable[str] | None = None):
-        super().__init__(modules, context, known, entries, scope=SCOPE)
+        super().__init__(modules, context, known, entries, rules=RULE_SET)

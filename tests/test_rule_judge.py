@@ -399,6 +399,25 @@ def test_a_stand_in_is_what_the_other_task_held_at_its_own_test():
         ["torch.finfo, reached through your `limits`"]
 
 
+def test_a_lambda_in_a_class_body_is_read_as_the_method_it_may_be():
+    """A class body may bind a lambda to a special method (`__len__ = lambda self: ...`), which Python calls itself:
+    the judge reads it (issue #63: mypy found that a lambda there crashed the judge with an AttributeError)."""
+    found = verdict("limits", """
+        class Box:
+            __len__ = lambda self: torch.finfo(torch.float16).bits
+        def limits(fmt):
+            return len(Box())
+        """)
+    assert any("torch.finfo" in broken for broken in found.broken), found
+    honest = verdict("limits", """
+        class Box:
+            double = lambda self, x: 2 * x
+        def limits(fmt):
+            return Box().double(3)
+        """)
+    assert not honest.broken, honest
+
+
 def test_generated_corpora_zero_or_flag_every_route_and_never_charge_honest_code():
     """A sample of tests/rule_corpus.py (the whole, measured for docs/security.md, with `python -m tests.rule_corpus`):
     15 generated routes per rule and two honest notebooks per assignment (its solution and its variant)."""

@@ -191,8 +191,8 @@ def _checked_tensor(value: object, expected: Tensor, what: str, hint: str | None
         _assert_close(tensor, expected, atol=atol, rtol=rtol, equal_nan=True)
     except AssertionError as error:
         if expected.numel() <= SHOWN_ELEMENTS:
-            _fail(what, f"tensors differ: expected {show(expected)}, got {show(tensor)}", named, found())
-        _fail(what, f"tensors differ: {error}", named, found())
+            _fail(what, f"values differ: expected {show(expected)}, got {show(tensor)}", named, found())
+        _fail(what, f"values differ: {error}", named, found())
     return tensor
 
 

@@ -139,6 +139,12 @@ class Course:
             self._sources[assignment] = read_assignment(self.source / assignment)
         return self._sources[assignment]
 
+    def imports(self) -> list[str]:
+        """The modules the source notebooks of every assignment import, sorted: what the grader's zygote imports
+        before any notebook process starts (autograder/sandboxed/zygote.py)."""
+        return sorted(set().union(*(notebook.imports for assignment in self.assignments()
+                                    for notebook in self.sources(assignment).values())))
+
     def late_plugin(self):
         """The late-submission plugin configured for nbgrader's AssignLatePenalties (nbgrader_config.py)."""
         from nbgrader.preprocessors import AssignLatePenalties

@@ -101,9 +101,11 @@ class Message:
 
 @dataclass(frozen=True)
 class Init(Message):
-    """grader -> zygote, once: paths no notebook may read (the course, the grader's folders)."""
+    """grader -> zygote, once: paths no notebook may read (the course, the grader's folders), and the modules the
+    course's notebooks import (source.SourceNotebook.imports), which the zygote imports before any fork."""
     tag: ClassVar[str] = "init"
     walled: list[str]
+    preload: list[str]
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ them. A submitted notebook is the student's and never comes here (grader/plan.py
 """
 from __future__ import annotations
 
+import ast
 import copy
 import re
 from dataclasses import dataclass
@@ -83,6 +84,34 @@ class SourceNotebook:
     def copy(self) -> dict:
         """A deep copy of the notebook, to change."""
         return copy.deepcopy(self.node)
+
+    @property
+    def imports(self) -> set[str]:
+        """The modules this notebook's code imports: every code cell's, hidden tests and solutions included (the
+        zygote preloads them; `imported_modules`)."""
+        return set().union(*(imported_modules(c.text) for c in self.cells if c.cell_type == "code"))
+
+
+def imported_modules(code: str) -> set[str]:
+    """The absolute module names `code` imports (`import a.b` gives a.b; `from a import b` gives a and a.b, which
+    may be a submodule), read with `ast` after IPython's own clean-up of magics and shell lines; none for a cell that
+    does not parse (the grader reports that where the cell runs)."""
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:   # a magic or a shell line: IPython's clean-up first (slower, so only then)
+        from IPython.core.inputtransformer2 import TransformerManager
+        try:
+            tree = ast.parse(TransformerManager().transform_cell(code))
+        except (SyntaxError, ValueError):
+            return set()
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module)
+            names.update(f"{node.module}.{alias.name}" for alias in node.names if alias.name != "*")
+    return names
 
 
 def role_of(cell) -> Role:

@@ -22,7 +22,7 @@ import statistics
 import subprocess
 import sys
 
-from autograder.course import REPO_ROOT
+from autograder.course import REPO_ROOT, Course
 from autograder.grader import cost
 from autograder.grader.notebooks import NotebookProcess, Zygote
 from autograder.grader.plan import make_plan
@@ -88,7 +88,7 @@ def report(runs: int, load: int, assignments: list[str]) -> None:
     print(f"{datetime.date.today()}  {platform.node()}  {platform.machine()}  {os.cpu_count()} CPUs  Linux "
           f"{platform.release()}  ATEN_CPU_CAPABILITY={os.environ.get('ATEN_CPU_CAPABILITY', '(auto)')}  "
           f"{load} busy processes  {runs} runs each")
-    zygote = Zygote(walled=[REPO_ROOT / "reference", REPO_ROOT / "source"])
+    zygote = Zygote(walled=[REPO_ROOT / "reference", REPO_ROOT / "source"], preload=Course.load(REPO_ROOT).imports())
     try:
         for assignment in assignments:
             answers = {"solution": submissions.solved(assignment), "variant": submissions.variant(assignment)}

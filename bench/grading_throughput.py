@@ -66,7 +66,7 @@ def process_start_seconds(limits: Limits, repeats: int = 10) -> tuple[float, flo
     """(seconds for the zygote's own start, once per run: an interpreter importing torch, IPython and utils, to its
     first notebook's Ready; median seconds to fork, wall in and stop one more notebook process, no cells run)."""
     start = time.perf_counter()
-    zygote = Zygote([REPO_ROOT])
+    zygote = Zygote([REPO_ROOT], Course.load(REPO_ROOT).imports())
     times = []
     try:
         NotebookProcess(zygote, 0, limits).kill()

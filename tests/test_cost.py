@@ -313,7 +313,7 @@ FORGET = "for _name in ('data', 'm', 'sq', 'cq', 'sqes'):\n    globals().pop(_na
 def read_paths():
     """{path: (what the grader measured, its verdict) or why the path could not run here}: each path reads the whole
     32 MiB file the grader lends, in one measured part of one sandboxed notebook process (08's set-up and solution)."""
-    from autograder.course import REPO_ROOT
+    from autograder.course import REPO_ROOT, Course
     from autograder.grader import cost
     from autograder.grader.notebooks import NotebookProcess, Zygote
     from autograder.grader.plan import Cell, make_plan
@@ -324,7 +324,7 @@ def read_paths():
     [budget] = budgets("training_loop.get_batch")
     source = read_notebook(REPO_ROOT / "source" / "08_training_loop" / "08_training_loop.ipynb")
     plan = make_plan("08_training_loop", source, json.loads(json.dumps(submissions.solved("08_training_loop")["08_training_loop"])))
-    zygote = Zygote(walled=[REPO_ROOT / "reference", REPO_ROOT / "source"])
+    zygote = Zygote(walled=[REPO_ROOT / "reference", REPO_ROOT / "source"], preload=Course.load(REPO_ROOT).imports())
     found: dict = {}
     try:
         process = NotebookProcess(zygote, 0, load_limits())

@@ -67,11 +67,11 @@ def in_sandbox(code: str) -> dict:
     a fresh interpreter that never initialises CUDA (a fork of a process that has cannot use it)."""
     probe = textwrap.dedent("""
         import json, sys
-        from autograder.course import REPO_ROOT
+        from autograder.course import REPO_ROOT, Course
         from autograder.grader.notebooks import NotebookProcess, Zygote
         from autograder.limits import load_limits
         from autograder.outcome import CellKind
-        zygote = Zygote([REPO_ROOT])
+        zygote = Zygote([REPO_ROOT], Course.load(REPO_ROOT).imports())
         try:
             process = NotebookProcess(zygote, 0, load_limits())
             try:

@@ -6,7 +6,7 @@ import textwrap
 
 import pytest
 
-from autograder.course import REPO_ROOT
+from autograder.course import REPO_ROOT, Course
 from autograder.grader.plan import NotANotebook, make_plan, read_notebook
 from autograder.grades_csv import CSV_COLUMNS
 from autograder.limits import load_limits
@@ -210,7 +210,7 @@ def zygote(tmp_path_factory):
     """One zygote for the feedback cases: each case's notebook process is a fork of it, as in a grading run (a zygote's
     start, its preload of torch and the rest, is the costly part)."""
     from autograder.grader.notebooks import Zygote
-    started = Zygote([REPO_ROOT, tmp_path_factory.mktemp("walled")])
+    started = Zygote([REPO_ROOT, tmp_path_factory.mktemp("walled")], Course.load(REPO_ROOT).imports())
     yield started
     started.close()
 
@@ -290,7 +290,7 @@ def test_the_runs_helpers_end_at_once_when_it_is_done():
 
     from autograder.grader.notebooks import NotebookProcess, Zygote
     from autograder.trusted.checker import Checker
-    zygote = Zygote(walled=[REPO_ROOT])
+    zygote = Zygote(walled=[REPO_ROOT], preload=[])
     checker = Checker(["floats.decode"])
     try:
         NotebookProcess(zygote, 0, load_limits()).kill()  # the zygote is up and has made a notebook
@@ -312,7 +312,7 @@ def test_a_student_cannot_turn_utils_lazy_names_against_the_tests():
     it would be resolved from, or replaces the package's `__getattr__`, is undone by the guard before a test runs."""
     script = textwrap.dedent("""
         from autograder.sandboxed import executor, zygote
-        zygote.preload()
+        zygote.preload(["utils"])
         import utils, utils.units
         unbound = [name for name in utils.__all__ if name not in vars(utils)]
         assert not unbound, f"bound only on first use, inside the sandbox: {unbound}"
@@ -390,3 +390,43 @@ def test_a_failed_hidden_check_shows_what_its_diagnosis_found_but_not_the_case()
                            "\nHint: a hint") and shown.error_full == error
     alone = feedback.for_students(cell, CellRun(False, "", error.rpartition("\n")[0], line=3), "hints").error
     assert alone.endswith("over all of them\n" + feedback.DEFAULT_HINT) and "40,000" not in alone
+
+
+LOADED_SOURCE = {"cells": [
+    {"cell_type": "code", "source": "import sys\nprint('loaded:', sorted(m for m in ('torch', 'torch._dynamo', 'numpy', "
+                                    "'matplotlib') if m in sys.modules))",
+     "metadata": {"nbgrader": {"grade_id": "setup", "locked": True}}},
+    {"cell_type": "code", "source": "def f(x):\n    return 2 * x", "metadata": {"nbgrader": {"grade_id": "f", "solution": True}}},
+    {"cell_type": "code", "source": "assert f(1) == 2\nimport torch\nassert torch.manual_seed(0) is not None",
+     "metadata": {"nbgrader": {"grade_id": "test_f", "grade": True, "points": 2}}},
+]}
+# what the student writes: torch._dynamo rebinds torch.manual_seed when it loads (as torch.compile does)
+LOADS_DYNAMO = "def f(x):\n    import torch._dynamo\n    return 2 * x"
+
+
+def run_loaded(zygote, answer: str) -> list:
+    from autograder.grader.notebooks import run_plan
+    plan = make_plan("nb", classify("nb", LOADED_SOURCE), submitted(
+        ("", {"grade_id": "setup"}), (answer, {"grade_id": "f", "solution": True}), ("", {"grade_id": "test_f"})))
+    return run_plan(plan, load_limits(), zygote, 0)
+
+
+def test_the_zygote_preloads_what_the_course_imports_with_its_companions(zygote, tmp_path):
+    """Issue #63: a zygote imports the modules the course's notebooks import (Course.imports), not torch for a course
+    that never imports it; a package it does load comes with its companions (torch with torch._dynamo), before the
+    guard records, so a correct answer that loads dynamo is never taken for tampering, in either course."""
+    from autograder.grader.notebooks import Zygote
+    imports = sorted(classify("nb", LOADED_SOURCE).imports)
+    assert imports == ["sys", "torch"]   # the test cell's import counts: the tests rely on what they import
+    bare = Zygote([REPO_ROOT, tmp_path], ["sys"])   # a course whose notebooks import only sys
+    try:
+        setup, answer, test = run_loaded(bare, LOADS_DYNAMO)
+        assert setup.output.strip() == "loaded: []", setup.output
+        assert test.ok and not test.tampered and not test.restored, test
+    finally:
+        bare.close()
+    setup, answer, test = run_loaded(zygote, LOADS_DYNAMO)   # the course's own imports: torch among them
+    assert "'torch', 'torch._dynamo'" in setup.output, setup.output
+    assert test.ok and not test.tampered and not test.restored, test
+    setup, answer, test = run_loaded(zygote, "import torch\ntorch.manual_seed = print\ndef f(x):\n    return 2 * x")
+    assert "torch.manual_seed" in test.restored, test   # torch is guarded where the course uses it

@@ -238,7 +238,7 @@ def test_a_forked_child_of_the_grader_ignores_ctrl_c_from_its_first_instruction(
 def test_the_zygote_is_out_of_the_terminals_group_and_only_its_starter_stops_it():
     from autograder.forked import call_in_child
     from autograder.grader.notebooks import Zygote
-    zygote = Zygote(walled=[REPO])
+    zygote = Zygote(walled=[REPO], preload=[])
     try:
         assert os.getpgid(zygote.process.pid) != os.getpgrp()
         call_in_child(lambda: zygote.close(), 30)  # a forked copy of the grader, unwinding: the zygote lives on

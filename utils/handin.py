@@ -20,10 +20,14 @@ that pretends to be one. Decoding only ever builds those types: nothing from a s
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import math
+import sys
+from typing import TYPE_CHECKING
 
-import torch
+if TYPE_CHECKING:
+    import torch
 
 HANDIN_LIMIT_BYTES = 8 * 2**20  # the most a hidden test may hand in (JSON text); more fails the test
 
@@ -82,6 +86,7 @@ def outcome(fn, *args, **kwargs) -> tuple[str, object]:
 
 # ---- encoding ------------------------------------------------------------------------------------------------
 def _tensor_bytes(t: torch.Tensor) -> bytes:
+    import torch
     flat = torch.empty(t.numel(), dtype=t.dtype).copy_(t.detach().reshape(-1))  # stride 1, whatever t's strides
     return flat.view(torch.uint8).numpy().tobytes() if flat.numel() else b""
 
@@ -98,13 +103,16 @@ def _to_json(value: object) -> object:
         return [_to_json(v) for v in value]
     if type(value) is dict and all(type(k) is str for k in value):
         return {"dict": {k: _to_json(v) for k, v in value.items()}}
-    if kind is torch.dtype:
+    # torch only if this process loaded it: a course that never imports torch never pays for it here (no value of
+    # torch's types can exist without it)
+    loaded = sys.modules.get("torch")
+    if loaded is not None and kind is loaded.dtype:
         return {"dtype": str(value).removeprefix("torch.")}
-    if kind is torch.Tensor or kind is torch.nn.Parameter:
+    if loaded is not None and (kind is loaded.Tensor or kind is loaded.nn.Parameter):
         tensor: torch.Tensor = value   # exactly one of the two (mypy does not read torch, so it cannot narrow `value`)
         data = _tensor_bytes(tensor)
         return {"tensor": {"dtype": str(tensor.dtype).removeprefix("torch."), "shape": list(tensor.shape),
-                           "device": str(tensor.device), "parameter": kind is torch.nn.Parameter,
+                           "device": str(tensor.device), "parameter": kind is loaded.nn.Parameter,
                            "requires_grad": bool(tensor.requires_grad), "data": base64.b64encode(data).decode()}}
     return {"other": f"{kind.__module__}.{kind.__qualname__}" if kind.__module__ != "builtins" else kind.__qualname__}
 
@@ -130,19 +138,26 @@ class DecodeError(ValueError):
 
 # The dtypes a hand-in may carry: those whose every bit pattern is a valid value (plus bool, checked byte by byte).
 # Anything else (quantized types, for one) is refused before a tensor is built from the bytes.
-SAFE_DTYPES = {str(t).removeprefix("torch."): t for t in (
-    torch.float64, torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32, torch.int16, torch.int8,
-    torch.uint8, torch.bool, torch.complex64, torch.complex128, torch.float8_e4m3fn, torch.float8_e5m2)}
+@functools.cache
+def safe_dtypes() -> dict[str, torch.dtype]:
+    """The dtypes by name (torch is imported on the first decode of a dtype or a tensor)."""
+    import torch
+    return {str(t).removeprefix("torch."): t for t in (
+        torch.float64, torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32, torch.int16, torch.int8,
+        torch.uint8, torch.bool, torch.complex64, torch.complex128, torch.float8_e4m3fn, torch.float8_e5m2)}
+
+
 MAX_DIMS = 16
 
 
 def _dtype(name: object) -> torch.dtype:
-    if type(name) is not str or name not in SAFE_DTYPES:
+    if type(name) is not str or name not in safe_dtypes():
         raise DecodeError(f"not a dtype results may carry: {str(name)[:40]!r}")
-    return SAFE_DTYPES[name]
+    return safe_dtypes()[name]
 
 
 def _tensor(spec: dict) -> torch.Tensor:
+    import torch
     if set(spec) != {"dtype", "shape", "device", "parameter", "requires_grad", "data"}:
         raise DecodeError("a tensor with other fields than encode writes")
     dtype, shape = _dtype(spec["dtype"]), spec["shape"]

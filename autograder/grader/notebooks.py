@@ -89,9 +89,9 @@ def cell_failure(reply: CellResult) -> Failure | None:
 
 class Zygote:
     """The grader's handle on the zygote process (autograder/sandboxed/zygote.py), started before anything secret
-    is read; `walled`: paths no notebook may read."""
+    is read; `walled`: paths no notebook may read; `preload`: the modules the course imports (Course.imports)."""
 
-    def __init__(self, walled: list[Path]):
+    def __init__(self, walled: list[Path], preload: list[str]):
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         environment = {name: os.environ[name] for name in KEPT_ENVIRONMENT if name in os.environ}
         # -I: no PYTHONPATH, no user site, no current folder; the course's own code first, as in the grader (from the
@@ -106,7 +106,7 @@ class Zygote:
         self.files = BudgetFiles()  # the files it lends its notebooks for measured parts (issue #60)
         theirs.close()
         self.control = ours
-        self.control.sendall(Init([str(p) for p in walled]).to_line())
+        self.control.sendall(Init([str(p) for p in walled], preload).to_line())
 
     def spawn(self, slot: int, limits: Limits, descriptors: list[int], files: Path | None = None) -> None:
         try:

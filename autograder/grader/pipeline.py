@@ -65,7 +65,7 @@ def grade(submitted: Path | None, out: Path, *, names: list[str] | None = None, 
             run.summary += [Event(EventKind.LEDGER, note) for note in accepted.notes]
             # A fresh interpreter (exec'd, given no descriptor but its socket): it never holds what this process
             # reads, so it starts now, while the submissions are found, and is stopped if there is nothing to grade.
-            zygote = Zygote(walled=private)
+            zygote = Zygote(walled=private, preload=course.imports())
             found, names, on_roster, finish_sync = find(run, names)
             jobs, todo, extra_rows = plan_jobs(run, found, names, on_roster, fresh)
             if todo:
@@ -326,7 +326,7 @@ def walls(zygote: Zygote, limits: Limits) -> list[str]:
 def probe(limits: Limits | None = None) -> list[str]:
     """The walls a notebook process gets on this machine: one started through a zygote, asked, and stopped."""
     limits = limits or load_limits()
-    zygote = Zygote(walled=[REPO_ROOT])
+    zygote = Zygote(walled=[REPO_ROOT], preload=[])
     try:
         process = NotebookProcess(zygote, 0, limits)
         walls = process.walls

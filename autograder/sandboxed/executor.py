@@ -38,6 +38,10 @@ PROTECTED_MODULES = ("builtins", "math", "operator", "functools", "random", "jso
 
 
 def _protected_classes() -> list[type]:
+    """torch's classes the tests rely on, when the course uses torch at all (its zygote imported it: Course.imports);
+    a course that never imports torch has tests that never call it."""
+    if "torch" not in sys.modules:
+        return []
     import torch
     import torch.testing._comparison as comparison
     return [torch.Tensor, torch.nn.Module, torch.nn.Parameter, torch.optim.Optimizer,
@@ -93,7 +97,10 @@ class Guard:
 
 
 def reset_torch_state() -> None:
-    """Undo global settings a student cell may have changed that would change what the tests compute."""
+    """Undo global settings a student cell may have changed that would change what the tests compute (none when the
+    course never imports torch: see _protected_classes)."""
+    if "torch" not in sys.modules:
+        return
     import torch
     torch.set_default_dtype(torch.float32)
     torch.set_grad_enabled(True)

@@ -3,8 +3,9 @@
     grader --exec--> zygote --fork--> builder (walls, as root: an unprivileged uid) --fork--> notebook (PID 1)
 
 The grader starts it with `python -I` (no PYTHONPATH, no user site) from its own checkout and a clean environment, before it reads
-anything a student must not see. The zygote imports what every notebook needs (torch, IPython, `utils`), so that a
-notebook process is a fork that starts warm, then waits for Spawn requests on its control socket. Its memory holds
+anything a student must not see. The zygote imports what the course's notebooks import (named in Init: torch,
+`utils` and the rest for this course; nothing heavy for a course that uses none of them) and what the executor needs
+(IPython), so that a notebook process is a fork that starts warm, then waits for Spawn requests on its control socket. Its memory holds
 nothing of the course: no source notebook, roster, gradebook URL, other students' names, results or hidden cases.
 The cells and the cases go straight from the grader to the notebook process over its own pipes.
 
@@ -17,6 +18,7 @@ import fcntl
 import importlib
 import os
 import pwd
+import re
 import signal
 import socket
 import sys
@@ -28,34 +30,59 @@ from autograder.protocol import KEPT_ENVIRONMENT, Exited, Init, Message, Protoco
 from autograder.sandboxed import executor, walls
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-# Imported before any notebook runs. Some imports rebind attributes of modules the tests rely on (loading
-# torch._dynamo, as FlopCounterMode does on first use, replaces torch.manual_seed); doing them here, before the
-# executor's guard records them, keeps a correct solution from looking like tampering.
-PRELOAD = ("torch", "torch._dynamo", "torch.func", "torch.amp", "torch.utils.flop_counter", "torch.testing",
-           "numpy", "numpy.testing", "einops", "jaxtyping", "beartype", "matplotlib", "matplotlib.pyplot",
-           "IPython.core.interactiveshell", "traitlets.config")
+# What the zygote imports beside the modules the course imports (issue #63: a course that never imports torch gets
+# no torch; the tests grade such a course some forty times). Some imports rebind attributes of modules the tests
+# rely on (loading torch._dynamo, as FlopCounterMode does on first use, replaces torch.manual_seed); doing them here,
+# before the executor's guard records them, keeps a correct solution from looking like tampering. So whenever a
+# package is loaded at all, the companions listed for it are loaded with it.
+COMPANIONS = {
+    "torch": ("torch._dynamo", "torch.func", "torch.amp", "torch.utils.flop_counter", "torch.testing"),
+    "numpy": ("numpy.testing",),
+}
+ALWAYS = ("IPython.core.interactiveshell", "traitlets.config")   # what the executor runs cells with
+MODULE_NAME = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
 LOCKS = Path("/run/cs336-grader")  # root only: which sandbox uids a running grader holds
 # Where a notebook finds the folder the grader lends it a cost budget's file in (grader/budget_files.py; utils/cost.py
 # reads it): the folder is readable to this notebook alone, beside what every notebook may read.
 GRADER_FILES_VARIABLE = "CS336_GRADER_FILES"
 
 
-def preload() -> None:
-    """Import once what every notebook needs; each notebook process is a fork and starts warm."""
-    import matplotlib
-    matplotlib.use("Agg")
-    for name in PRELOAD:
-        importlib.import_module(name)
-    import io
+def preload(modules: list[str]) -> None:
+    """Import once what the course's notebooks import (`modules`), with the companions of every package that brought
+    in, and what the executor needs; each notebook process is a fork and starts warm. A module that cannot be imported
+    is left for the notebook that imports it to fail on, as it would in JupyterLab."""
+    if any(name.partition(".")[0] == "matplotlib" for name in modules):
+        import matplotlib
+        matplotlib.use("Agg")   # before pyplot picks a backend: nothing here has a display
+    for name in [*ALWAYS, *modules]:
+        _try_import(name)
+    if "utils" in sys.modules:   # the course uses the shared module: all of it, its names bound before any fork
+        for path in sorted((REPO_ROOT / "utils").glob("*.py")):
+            importlib.import_module(f"utils.{path.stem}" if path.stem != "__init__" else "utils")
+        utils = importlib.import_module("utils")
+        for name in utils.__all__:
+            getattr(utils, name)
+    for package, companions in COMPANIONS.items():
+        if package in sys.modules:
+            for name in companions:
+                importlib.import_module(name)
+    if "torch" in sys.modules:
+        import io
 
-    import torch
-    torch.save(torch.nn.Parameter(torch.zeros(1)), io.BytesIO())  # first pickling adds caches to torch's classes
-    for path in sorted((REPO_ROOT / "utils").glob("*.py")):
-        importlib.import_module(f"utils.{path.stem}" if path.stem != "__init__" else "utils")
-    utils = importlib.import_module("utils")
-    for name in utils.__all__:  # the package's names are bound on first use: bind them all before any fork
-        getattr(utils, name)
-    importlib.import_module("utils.grading").warm_up()
+        import torch
+        torch.save(torch.nn.Parameter(torch.zeros(1)), io.BytesIO())  # first pickling adds caches to torch's classes
+    if "utils.grading" in sys.modules:
+        importlib.import_module("utils.grading").warm_up()
+
+
+def _try_import(name: str) -> None:
+    """`import name`; for `a.b` that is not a module, nothing more (it was an attribute: `from a import b`)."""
+    if not MODULE_NAME.fullmatch(name):
+        return
+    try:
+        importlib.import_module(name)
+    except ImportError:
+        pass
 
 
 class Uids:
@@ -95,12 +122,8 @@ def _has_account(uid: int) -> bool:
         return False
 
 
-def serve(control: socket.socket) -> None:
+def serve(control: socket.socket, init: Init) -> None:
     """Fork a builder for each Spawn until the grader closes the control socket."""
-    message, fds, _, _ = socket.recv_fds(control, 1 << 20, 0)
-    init = Message.parse(message)
-    if not isinstance(init, Init):
-        raise ProtocolError("the first message must be Init")
     readable = walls.readable_paths([Path(p) for p in init.walled], REPO_ROOT / "utils")
     uids = None
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # builders are reaped by the kernel; each reports on its socket
@@ -203,8 +226,8 @@ def become_notebook(limits: Limits, uid: int | None, readable: list, files: Path
             os.environ[GRADER_FILES_VARIABLE] = str(files)
         import tempfile
         tempfile.tempdir = str(work)
-        import torch
-        torch.set_num_threads(limits.torch_threads)
+        if "torch" in sys.modules:   # else OMP_NUM_THREADS above caps it if the student's code imports torch
+            sys.modules["torch"].set_num_threads(limits.torch_threads)
         walls.apply_rlimits(limits)
         built.append("rlimits")
         built += walls.no_huge_pages()
@@ -234,8 +257,13 @@ def main() -> None:
         os._exit(0)
     if root.resolve() not in (REPO_ROOT, REPO_ROOT / ".code"):   # the checkout, or the hub's view of its code
         raise SystemExit(f"the zygote came from {REPO_ROOT}, not from the grader's checkout {root}")
-    preload()
-    serve(socket.socket(fileno=control_fd))
+    control = socket.socket(fileno=control_fd)
+    message, _, _, _ = socket.recv_fds(control, 1 << 20, 0)
+    init = Message.parse(message)
+    if not isinstance(init, Init):
+        raise ProtocolError("the first message must be Init")
+    preload(init.preload)
+    serve(control, init)
     os._exit(0)  # nothing to flush or save: an interpreter's shutdown with torch loaded only keeps the grader waiting
 
 

@@ -40,11 +40,11 @@ from autograder import gradebook
 from autograder.course import Course
 from autograder.errors import GraderError
 from autograder.gradebook import TOTAL
-from autograder.grader.autograded import strip_ansi
-from autograder.grader.write import not_graded
+from autograder.grades_csv import not_graded
 from autograder.late import how_late, points
 from autograder.lms_import import marked_late
 from autograder.outcome import CellKind, OutcomeError, Status, SubmissionOutcome
+from autograder.source import strip_ansi
 
 TOP_HINTS = 3
 

@@ -25,7 +25,7 @@ help:
 	@echo "make test     set up (first time) and run every test: utils, notebooks (nbval, also as on another CPU),"
 	@echo "              release, grading, JupyterLab in headless Chromium, grading on a one-node Slurm cluster"
 	@echo "              (apt-get installs Chromium, slurm-wlm and munge when root or sudo -n)"
-	@echo "make lint     ruff on the repository, mypy on the grader (autograder/); settings in pyproject.toml"
+	@echo "make lint     ruff on the repository, mypy on autograder/, utils/ and bench/; settings in pyproject.toml"
 	@echo "make progress run the visible tests of your exercises in release/ without changing them: each task"
 	@echo "              passed, failed (with the hint) or not attempted; PROGRESS_ARGS=\"--root DIR --timeout 60\""
 	@echo "make student-edition  build what students receive into $(EDITION)/ and $(EDITION).tar.gz:"
@@ -85,7 +85,7 @@ test-units-after-set-up: $(STAMP) test-packages hub-test-env lint
 	@date +%s > $(TIMINGS)/set-up-done
 	@$(MAKE) --no-print-directory test-units
 
-# ruff on every Python file but the notebooks, mypy on autograder/ (both configured in pyproject.toml).
+# ruff on every Python file but the notebooks, mypy on autograder/, utils/ and bench/ (both configured in pyproject.toml).
 lint: $(STAMP)
 	$(BIN)/python -m ruff check . && $(BIN)/python -m mypy
 

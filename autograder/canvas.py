@@ -38,7 +38,7 @@ from autograder.atomic import write_atomically
 from autograder.course import Course
 from autograder.errors import GraderError
 from autograder.gradebook import TOTAL
-from autograder.grader.write import csv_text, not_graded
+from autograder.grades_csv import csv_text, not_graded
 from autograder.outcome import Status
 
 HEADER = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]

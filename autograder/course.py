@@ -53,6 +53,13 @@ def default_course() -> Path:
     return Path.cwd() if (Path.cwd() / CONFIG_NAME).is_file() else REPO_ROOT
 
 
+def exchange_root(config: Config) -> Path:
+    """The exchange folder nbgrader uses with `config`: its Exchange.root, or nbgrader's own default (read from
+    nbgrader's traitlet, not restated here)."""
+    from nbgrader.exchange.default.exchange import Exchange
+    return Path(Exchange(config=config).root)
+
+
 def assignments(source: Path = SOURCE_DIR) -> list[str]:
     """Names of the assignments in a `source/` folder (folders such as '01_floats')."""
     if not source.is_dir():

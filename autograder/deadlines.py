@@ -15,13 +15,13 @@ submission as late only past the due date plus the extension (nbgrader's `Submit
 from __future__ import annotations
 
 import argparse
-import datetime
 import math
 import sys
 from pathlib import Path
 
 from autograder import gradebook
 from autograder.course import Course
+from autograder.due_dates import due
 from autograder.gradebook import GradebookError
 
 
@@ -48,15 +48,9 @@ def extend(course: Course, assignment: str, student: str, days: float = 0, hours
             except MissingEntry:
                 submission = book.add_submission(assignment, student)
             book.grant_extension(assignment, student, minutes=minutes, hours=hours, days=days)
-            due = _due(submission)
+            when = due(submission)
             return (f"{student} {assignment}: extension {submission.extension or 'none'}; "
-                    f"due {due.isoformat(' ') + ' UTC' if due else 'date not set (nbgrader db assignment add)'}")
-
-
-def _due(submission):
-    """The student's due date: the assignment's plus the extension (nbgrader's property fails without a due date)."""
-    due = submission.assignment.duedate
-    return due + submission.extension if due is not None and submission.extension else due
+                    f"due {when.isoformat(' ') + ' UTC' if when else 'date not set (nbgrader db assignment add)'}")
 
 
 def show(course: Course, assignment: str | None = None) -> list[str]:
@@ -68,67 +62,9 @@ def show(course: Course, assignment: str | None = None) -> list[str]:
                 continue
             lines.append(f"{a.name}: due {a.duedate.isoformat(' ') + ' UTC' if a.duedate else '(no due date)'}")
             lines += [f"  {s.student.id}: extension {s.extension}, due "
-                      f"{_due(s).isoformat(' ') + ' UTC' if a.duedate else '(no due date yet)'}"
-                      for s in a.submissions if s.extension]
+                      f"{when.isoformat(' ') + ' UTC' if when else '(no due date yet)'}"
+                      for s in a.submissions if s.extension for when in [due(s)]]
         return lines
-
-
-def _latest_due(assignment) -> datetime.datetime | None:
-    """An nbgrader Assignment's latest due date for anyone: its own plus the longest extension granted (naive UTC)."""
-    if assignment.duedate is None:
-        return None
-    extensions = [s.extension for s in assignment.submissions if s.extension]
-    return assignment.duedate + max(extensions) if extensions else assignment.duedate
-
-
-def passed_for_everyone(assignment, now: datetime.datetime | None = None) -> str | None:
-    """A loud warning when an nbgrader Assignment's due date, extensions included, is already past `now` (naive UTC;
-    default: now) for every student, as at a release with a date pasted from last term or the manual; else None."""
-    now = now or datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
-    latest = _latest_due(assignment)
-    if latest is None or latest > now:
-        return None
-    return (f"WARNING: the due date of {assignment.name}, {assignment.duedate.isoformat(' ')} UTC"
-            f"{' (with the longest extension: ' + latest.isoformat(' ') + ' UTC)' if latest != assignment.duedate else ''}, "
-            f"passed {_ago(now - latest)} ago for every student: every submission will be charged as late. If the "
-            f"date is wrong, set the right one: nbgrader db assignment add {assignment.name} "
-            "--duedate=\"YYYY-MM-DD HH:MM:SS UTC\"")
-
-
-def late_for_everyone(assignment) -> str | None:
-    """A loud warning when every submission of an nbgrader Assignment with a time was late (at least one), as when its
-    due date passed before it was released; else None."""
-    timed = [s for s in assignment.submissions if s.timestamp is not None]
-    if assignment.duedate is None or not timed or any((s.total_seconds_late or 0) <= 0 for s in timed):
-        return None
-    return (f"WARNING: all {len(timed)} submission(s) of {assignment.name} with a time are late: its due date "
-            f"{assignment.duedate.isoformat(' ')} UTC passed before any of them was handed in. If the date is wrong "
-            f"(pasted from last term or the manual), set the right one (nbgrader db assignment add {assignment.name} "
-            "--duedate=...) and run `make grade` again: it recomputes the penalties")
-
-
-def _ago(span: datetime.timedelta) -> str:
-    days = span.total_seconds() / 86400
-    return f"{days:.0f} day(s)" if days >= 1 else f"{span.total_seconds() / 3600:.1f} h"
-
-
-def release_warning(db_url: str, course_id: str, assignment: str) -> str | None:
-    """passed_for_everyone for an assignment being released (None when the gradebook does not know it)."""
-    from nbgrader.api import Gradebook, MissingEntry
-    with Gradebook(db_url, course_id) as book:
-        try:
-            return passed_for_everyone(book.find_assignment(assignment))
-        except MissingEntry:
-            return None
-
-
-def grading_warnings(course: Course, names: list[str]) -> list[str]:
-    """late_for_everyone for each graded assignment the gradebook knows."""
-    book = gradebook.open_gradebook(course)
-    try:
-        return [line for a in book.assignments if a.name in names for line in [late_for_everyone(a)] if line]
-    finally:
-        book.close()
 
 
 def non_negative(text: str) -> float:

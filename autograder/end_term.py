@@ -36,11 +36,11 @@ import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from autograder.course import Course
+from autograder.course import Course, exchange_root
 from autograder.database import safe_url
 from autograder.errors import GraderError
-from autograder.exchange import STUDENTS_CONFIG, exchange_root, owner_of
-from autograder.grader.ledger import COURSE_LEDGER
+from autograder.exchange import STUDENTS_CONFIG, owner_of
+from autograder.grader.ledger import COURSE_LEDGER  # the grader's ledger file, archived with the gradebook
 
 FOLDERS = ("submitted", "autograded", "feedback")    # nbgrader's, as the course names them (Course.folder)
 AT_ROOT = ("graded", "out")                           # the grading output: make grade's, and a cluster's shards'

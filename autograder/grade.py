@@ -50,11 +50,11 @@ import tempfile
 from pathlib import Path
 
 from autograder import database, shards
-from autograder.course import Course
+from autograder.course import Course, default_course
 from autograder.errors import GraderError
 from autograder.gradebook import TOTAL
-from autograder.grader.pipeline import default_course, grade
-from autograder.grader.record import StoppedAfterCommit
+from autograder.grader.pipeline import grade  # the grader's command line: it runs the grader
+from autograder.grader.record import StoppedAfterCommit  # the grader's stop after its commit, which it reports
 from autograder.limits import load_limits
 from autograder.outcome import Status
 

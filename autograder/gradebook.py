@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from autograder import database
-from autograder.course import Course
+from autograder.course import Course, exchange_root
 from autograder.database import GradebookError, explain, gradebook_error
 from autograder.outcome import Autograded, Status
 
@@ -286,7 +286,6 @@ def scheduled(course: Course) -> set[str]:
 
 def released(course: Course) -> set[str]:
     """Assignments released to students through nbgrader's exchange (`nbgrader release_assignment`)."""
-    from autograder.exchange import exchange_root  # nbgrader's own Exchange.root, its default included
     outbound = exchange_root(course.config) / course.course_id / "outbound"
     try:
         return {p.name for p in outbound.iterdir() if p.is_dir()}

@@ -42,7 +42,7 @@ from autograder import gradebook
 from autograder.atomic import write_new
 from autograder.course import Course
 from autograder.gradebook import GradebookError
-from autograder.grader.find import MAX_NOTEBOOK_BYTES, SAFE_NAME
+from autograder.grader.find import MAX_NOTEBOOK_BYTES, SAFE_NAME  # an import must pass what the grader finds
 
 CANVAS = re.compile(r"^(?P<name>[^_]+)_(?:(?P<late>LATE|late)_)?(?P<user>\d+)_(?P<submission>\d+)_(?P<file>.+)$")
 # Canvas's re-upload suffix (`-1`) and a browser's second download (` (1)`), in either order, before `.ipynb`.

@@ -24,7 +24,7 @@ from pathlib import Path
 from autograder import shards
 from autograder.atomic import write_atomically
 from autograder.errors import GraderError
-from autograder.grader.write import CSV_COLUMNS, OldGradesFile, csv_text, read_csv, write_summary
+from autograder.grades_csv import CSV_COLUMNS, OldGradesFile, csv_text, read_csv, write_summary
 from autograder.outcome import Event, EventKind, OutcomeError, read_summary_json
 
 

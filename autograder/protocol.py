@@ -23,6 +23,11 @@ from autograder.strict import fields_of
 # The hidden tests of a test cell, markers included: the grader shows the cell without them, the notebook process
 # keeps no readable copy of them (autograder/sandboxed/executor.py), and no student output may hold them.
 HIDDEN_TESTS = re.compile(r"^[ \t]*### BEGIN HIDDEN TESTS[\s\S]*?^[ \t]*### END HIDDEN TESTS[ \t]*$\n?", re.MULTILINE)
+# What a notebook process keeps of the grader's environment (the zygote drops the rest before a notebook starts, and
+# the grader hands the same variables to the zygote and to its workers): the locale, and the variables that pick
+# torch's and oneDNN's CPU kernels (a grading run can reproduce another CPU: tests/test_variants.py grades under
+# ATEN_CPU_CAPABILITY=default).
+KEPT_ENVIRONMENT = ("PATH", "LANG", "LC_ALL", "TZ", "ATEN_CPU_CAPABILITY", "ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA")
 
 
 class ProtocolError(ValueError):

@@ -43,11 +43,11 @@ from autograder.atomic import write_atomically
 from autograder.course import Course
 from autograder.errors import GraderError
 from autograder.gradebook import TOTAL, Row
-from autograder.grader.autograded import strip_ansi
-from autograder.grader.write import not_graded
+from autograder.grades_csv import not_graded
 from autograder.late import how_late, points
 from autograder.lms_import import marked_late
 from autograder.outcome import CellKind, OutcomeError, Status, SubmissionOutcome
+from autograder.source import strip_ansi
 
 TOP_HINTS = 3
 

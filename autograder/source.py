@@ -21,6 +21,13 @@ from enum import StrEnum
 from pathlib import Path
 
 HEADING = re.compile(r"^\s*#{1,6}\s+(.+?)\s*#*\s*$", re.MULTILINE)
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")  # colour codes (CSI) and terminal titles (OSC)
+
+
+def strip_ansi(text: str) -> str:
+    """`text` without ANSI colour codes: what a notebook's output or traceback reads as in a file or a web page (the
+    grader's feedback and autograded notebooks, the instructor's report)."""
+    return ANSI.sub("", text)
 
 
 class Role(StrEnum):

@@ -150,6 +150,9 @@ def main() -> None:
         summary = (out / "summary.txt").read_text()
         graded = re.search(r"graded (\d+) submission\(s\) in ([\d.]+) s", summary)
         recorded = re.search(r"recorded (\d+) submission\(s\) in the gradebook and autograded/ in ([\d.]+) s", summary)
+        if graded is None or recorded is None:
+            raise SystemExit(f"the grader's summary ({out / 'summary.txt'}) no longer says how long grading and "
+                             f"recording took:\n{summary}")
         print(f"ours ({cores} workers, sandboxed, PostgreSQL): {seconds:.1f} s wall for {notebooks} notebooks = "
               f"{notebooks / seconds:.2f} notebooks/s ({seconds / notebooks * cores:.2f} core-s per notebook); "
               f"running the notebooks {graded.group(2)} s, writing {recorded.group(1)} submissions into the gradebook "
@@ -206,7 +209,8 @@ def main() -> None:
 def postgres_server_version(server) -> str:
     import psycopg
     with psycopg.connect(host=str(server.folder), port=server.port, user="postgres", dbname="postgres") as c:
-        return c.execute("SHOW server_version").fetchone()[0]
+        row = c.execute("SHOW server_version").fetchone()
+        return row[0] if row else "unknown"
 
 
 if __name__ == "__main__":

@@ -162,7 +162,7 @@ def main() -> None:
     print(f"{datetime.datetime.now().astimezone():%Y-%m-%d %H:%M %Z} on {platform.node()}: {os.cpu_count()} cores "
           f"({platform.machine()}); the class in {course}: {students} students who submitted something")
     server = postgres_server.start()
-    results = {}
+    results: dict[str, dict] = {}
     try:
         with tempfile.TemporaryDirectory(prefix="formgrader-pages-") as scratch:
             start = time.perf_counter()

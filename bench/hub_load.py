@@ -161,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
     students = [f"load{i:04d}" for i in range(args.students)]
     roster.write_text("id\n" + "".join(f"{s}\n" for s in students))
     (scratch / "home").mkdir(mode=0o755)
-    ports = []
+    ports: list[int] = []
     for _ in range(4):   # loopback, below 1024: the hub, its API, the proxy's API, Formgrader
         ports.append(free_low_port(set(ports)))
     hub = ClassHub(prefix=args.prefix, students=students, staff=[], instructor="loadprof",

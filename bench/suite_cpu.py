@@ -76,7 +76,8 @@ def main() -> None:
         finally:
             accounting(None)
         wall, machine = time.monotonic() - started, busy_seconds() - busy
-        by_program, count = collections.Counter(), collections.Counter()
+        by_program: dict[str, float] = collections.defaultdict(float)   # CPU-s (a Counter counts ints)
+        count: collections.Counter[str] = collections.Counter()
         for name, seconds in read_records(records):
             by_program[name] += seconds
             count[name] += 1
@@ -85,7 +86,7 @@ def main() -> None:
     print(f"CPU of the processes that ended: {total:.0f} s; the machine busy: {machine:.0f} s "
           f"({machine / wall:.2f} cores on average)")
     print(f"{'CPU s':>8} {'share':>6} {'processes':>9}  program")
-    for name, seconds in by_program.most_common(args.top):
+    for name, seconds in sorted(by_program.items(), key=lambda item: item[1], reverse=True)[:args.top]:
         print(f"{seconds:8.1f} {seconds / total:6.1%} {count[name]:9}  {name}")
     sys.exit(status)
 

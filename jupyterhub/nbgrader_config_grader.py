@@ -3,7 +3,7 @@
 nbgrader_config.py is read after it and sets everything else).
 
 `nbgrader collect` here takes a submission only from the unix account that made it, copies no link or special file,
-enforces the size limits on this side and skips (with a line) what it cannot take (autograder/exchange.py). It
+enforces the size limits on this side and skips (with a line) what it cannot take (autograder/exchange/collect.py). It
 looks in the exchange's inbound folder and in each student's own inbound folder (CLASS_INBOXES, set by the hub):
 a student's submissions land on their own disk (scripts/student_jail.py)."""
 import os

@@ -25,7 +25,8 @@ from pathlib import Path
 
 import pytest
 
-from autograder.exchange import STUDENTS_CONFIG, exchange_root, students_config
+from autograder.course import exchange_root
+from autograder.exchange import STUDENTS_CONFIG, students_config
 
 REPO = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
@@ -138,7 +139,7 @@ def test_a_students_own_course_exchange_naming_another_folder_is_refused(two_cla
 
 
 def test_the_exchange_root_is_nbgraders_own_default_where_nothing_names_one():
-    """autograder.exchange.exchange_root reads nbgrader's Exchange.root traitlet (/usr/local/share/nbgrader/exchange
+    """autograder.course.exchange_root reads nbgrader's Exchange.root traitlet (/usr/local/share/nbgrader/exchange
     since nbgrader 0.8) rather than restating a path; the course's config names its exchange/ (or COURSE_EXCHANGE)."""
     from nbgrader.exchange.default.exchange import Exchange
     from traitlets.config import Config

@@ -1,4 +1,4 @@
-"""autograder/exchange.py's collect by owner, on files owned by real accounts (`nobody`, `daemon`): what it takes,
+"""autograder/exchange/collect.py's collect by owner, on files owned by real accounts (`nobody`, `daemon`): what it takes,
 what it leaves out and why. As root (it gives files away); the class hub's test tries the same as students."""
 from __future__ import annotations
 

@@ -306,7 +306,7 @@ def test_a_due_date_already_past_for_everyone_is_warned_at_release_and_at_gradin
 
     from nbgrader.api import Gradebook
 
-    from autograder.deadlines import passed_for_everyone
+    from autograder.due_dates import passed_for_everyone
     root = tiny_course.make_course(tmp_path / "course", exchange=tmp_path / "exchange")
     course = Course.load(root)
     assert course.api().generate_assignment(A, force=True, create=True)["success"]

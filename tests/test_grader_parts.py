@@ -8,7 +8,7 @@ import pytest
 
 from autograder.course import REPO_ROOT, Course
 from autograder.grader.plan import NotANotebook, make_plan, read_notebook
-from autograder.grader.write import CSV_COLUMNS
+from autograder.grades_csv import CSV_COLUMNS
 from autograder.limits import load_limits
 from autograder.merge import MergeError, merge
 from autograder.sandboxed.walls import readable_paths
@@ -103,7 +103,7 @@ def test_every_error_that_stops_a_run_is_a_grader_error_with_its_exit_code_and_w
     from autograder.grader.notebooks import GraderFault, MachineShort
     from autograder.grader.pipeline import WeakSandbox
     from autograder.grader.run import RunLocked
-    from autograder.grader.write import OldGradesFile
+    from autograder.grades_csv import OldGradesFile
     from autograder.limits import MemoryTooSmall
     from autograder.merge import MergeError
     from autograder.shards import ShardError

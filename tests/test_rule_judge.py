@@ -1,4 +1,4 @@
-"""The task rules' judge (utils/rules.py, utils/code_flow.py), issue #59: sound by construction, precise on honest code.
+"""The task rules' judge (utils/rule_judge.py, utils/code_flow.py; the rules: utils/rules.py), issue #59: sound by construction, precise on honest code.
 
 - every name and method each rule rules out (a table written here, apart from utils/rules.py) breaks its rule, and
   the rules rule out nothing else: dropping numpy.finfo from exercise 1's rules fails this file;
@@ -19,7 +19,8 @@ import textwrap
 import pytest
 
 from tests import rule_corpus
-from utils.rules import RULES, Code, judge, parse, tasks_of
+from utils.rule_judge import judge, parse
+from utils.rules import RULES, Code, tasks_of
 
 # What each task may not use, as this table says it (apart from utils/rules.py, on purpose): a name, `.method`,
 # `private-of:module` (its private names), `private` (private attributes of anything).
@@ -396,6 +397,25 @@ def test_a_stand_in_is_what_the_other_task_held_at_its_own_test():
     late = Code(parse([honest_limits, cheat_limits, after_cast]), context=parse([SETUP]))
     assert judge(rule, late, {"limits": 1, "after_cast": 3, "decode": 0}, at=3).broken == \
         ["torch.finfo, reached through your `limits`"]
+
+
+def test_a_lambda_in_a_class_body_is_read_as_the_method_it_may_be():
+    """A class body may bind a lambda to a special method (`__len__ = lambda self: ...`), which Python calls itself:
+    the judge reads it (issue #63: mypy found that a lambda there crashed the judge with an AttributeError)."""
+    found = verdict("limits", """
+        class Box:
+            __len__ = lambda self: torch.finfo(torch.float16).bits
+        def limits(fmt):
+            return len(Box())
+        """)
+    assert any("torch.finfo" in broken for broken in found.broken), found
+    honest = verdict("limits", """
+        class Box:
+            double = lambda self, x: 2 * x
+        def limits(fmt):
+            return Box().double(3)
+        """)
+    assert not honest.broken, honest
 
 
 def test_generated_corpora_zero_or_flag_every_route_and_never_charge_honest_code():

@@ -9,7 +9,8 @@ from autograder.grader.plan import Cell, CellRun
 from autograder.grader.rules import flags, watch_lines
 from autograder.protocol import CellKind
 from autograder.sandboxed import executor, watch
-from utils.rules import RULES, Verdict, tasks_of
+from utils.rule_judge import Verdict
+from utils.rules import RULES, tasks_of
 
 RULE = {rule.task: rule for rule in RULES.values()}
 ASSIGNMENT = {rule.task: assignment for (assignment, _), rule in RULES.items()}

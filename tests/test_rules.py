@@ -16,7 +16,8 @@ from autograder.grader.plan import make_plan
 from autograder.grader.rules import verdicts
 from autograder.source import read_notebook as read_source
 from tests import submissions
-from utils.rules import MAX_ROUTES, RULES, Code, Rule, judge, parse, tasks_of
+from utils.rule_judge import MAX_ROUTES, Rule, judge, parse
+from utils.rules import RULES, Code, tasks_of
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from autograder import shards
-from autograder.grader.write import write_summary
+from autograder.grades_csv import write_summary
 from autograder.outcome import Event, EventKind, read_summary_json
 from autograder.shards import ShardError
 

@@ -6,6 +6,8 @@ is written here.
 """
 from __future__ import annotations
 
+from typing import Any
+
 import ipywidgets as widgets
 import matplotlib.pyplot as plt
 from IPython.display import display
@@ -89,6 +91,6 @@ def planning_calculator(params: float = 70e9, tokens: float = 15e12, gpu: str = 
                                        widgets.VBox(list(controls.values())[5:])]), answer, figure])
 
 
-def show_calculator(**start: float) -> None:
-    """Display the calculator (keyword arguments: the inputs it starts with)."""
+def show_calculator(**start: Any) -> None:
+    """Display the calculator (keyword arguments: planning_calculator's, the inputs it starts with)."""
     display(planning_calculator(**start))

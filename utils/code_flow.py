@@ -1,5 +1,5 @@
 """What a notebook's code can hold, reach and call, read from its text: the analysis under the task rules
-(utils/rules.py), torch-free so that the grader can run it outside the student's process.
+(utils/rule_judge.py), torch-free so that the grader can run it outside the student's process.
 
 Why an analysis of its own rather than a linter's: the question is not "which names does this function mention" but
 "what can each expression evaluate to", however the value travelled (an alias, a default argument, a container, a
@@ -36,8 +36,8 @@ import builtins
 import re
 import symtable
 import sys
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Iterator
 
 Value = tuple
 OPAQUE: Value = ("o",)
@@ -50,6 +50,8 @@ MAX_ROUNDS = 400       # rounds to a fixed point; a notebook that needs more is 
 SCOPE_NODES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda, ast.ListComp, ast.SetComp,
                ast.DictComp, ast.GeneratorExp)
 COMPREHENSIONS = {ast.ListComp: "listcomp", ast.SetComp: "setcomp", ast.DictComp: "dictcomp", ast.GeneratorExp: "genexpr"}
+Comprehension = ast.ListComp | ast.SetComp | ast.DictComp | ast.GeneratorExp
+FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda
 
 # What runs code or binds names from text at run time: anywhere in a notebook, the judge cannot read the notebook.
 CODE_BUILDERS = {"builtins.exec", "builtins.eval", "builtins.compile", "builtins.__import__", "builtins.breakpoint",
@@ -136,7 +138,7 @@ class Scope:
 @dataclass
 class Fn:
     fid: int
-    node: ast.AST
+    node: FunctionNode
     scope: Scope
     positional: list[str]
     vararg: str | None
@@ -161,7 +163,7 @@ class Def:
     """One top-level binding of a name: at statement `pos`; `certain`: it runs whenever its cell runs and replaces what
     came before; `anytime`: bound inside a function (`global`), so at any time."""
     key: tuple
-    pos: int
+    pos: float
     certain: bool
     anytime: bool = False
     star: str | None = None       # `from star import *`: may bind any name as star.<name>
@@ -199,7 +201,7 @@ class Program:
         self.certain = {pos: self._certain(pos) for pos in range(len(self.statements))}
         self.scope_fn: dict[int, int] = {}       # scope key -> the function (fid) whose call runs it
         for scope in self.scopes:
-            owner = scope
+            owner: Scope | None = scope
             while owner is not None and owner.fid is None and owner.kind == "function":
                 owner = owner.parent
             if owner is not None and owner.fid is not None:
@@ -224,6 +226,13 @@ class Program:
             self.statements.append((statement, scope, from_context, len(self.cell_starts)))
             self._reposition(statement, len(self.statements) - 1)
 
+    def fn_of(self, node: ast.AST) -> Fn:
+        """The function a `def` or `lambda` node defines."""
+        fid = self.scope_of[id(node)].fid
+        if fid is None:
+            raise ValueError(f"{type(node).__name__} defines no function")
+        return self.fns[fid]
+
     def _reposition(self, statement: ast.AST, pos: int) -> None:
         """Give every scope opened inside a top-level statement that statement's position and top-level name."""
         owner = _top_name(statement)
@@ -239,7 +248,7 @@ class Program:
             self.scope_of[id(node)] = scope
         return scope
 
-    def _map(self, scope: Scope, body: list[ast.AST], table: symtable.SymbolTable) -> None:
+    def _map(self, scope: Scope, body: Sequence[ast.AST], table: symtable.SymbolTable) -> None:
         """Pair each scope-opening node under `body` with its symbol table, in the order symtable made them (CPython's
         visitor order: defaults, annotations and decorators before a function's own table; a comprehension's first
         iterable in the enclosing scope)."""
@@ -250,9 +259,10 @@ class Program:
             groups.setdefault((child.get_name(), child.get_lineno()), []).append(child)
         for node in nodes:
             name = getattr(node, "name", None) or ("lambda" if isinstance(node, ast.Lambda) else COMPREHENSIONS[type(node)])
-            pending = groups.get((name, node.lineno))
+            line = getattr(node, "lineno", None)   # every scope-opening node is a statement or an expression
+            pending = groups.get((name, line))
             if not pending:
-                raise Unscopable(f"{name} on line {node.lineno}")
+                raise Unscopable(f"{name} on line {line}")
             child = pending.pop(0)
             self._open(scope, node, child)
         if any(groups.values()):
@@ -269,9 +279,9 @@ class Program:
                             parent.owner or getattr(node, "name", "") or "")
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
             self._function(scope, node, parent)
-            body = node.body if isinstance(node.body, list) else [node.body]
+            body: Sequence[ast.AST] = node.body if isinstance(node.body, list) else [node.body]
             self._map(scope, body, table)
-        else:  # a comprehension: everything but its first iterable is its own
+        elif isinstance(node, Comprehension):  # everything but its first iterable is its own
             first, *rest = node.generators
             inner: list[ast.AST] = [first.target, *first.ifs]
             for generator in rest:
@@ -279,7 +289,7 @@ class Program:
             inner += [node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]
             self._map(scope, inner, table)
 
-    def _function(self, scope: Scope, node: ast.AST, parent: Scope) -> None:
+    def _function(self, scope: Scope, node: FunctionNode, parent: Scope) -> None:
         args = node.args
         kind = "function"
         cid = parent.cid if parent.kind == "class" else None
@@ -366,7 +376,7 @@ class Program:
         if isinstance(node, ast.Attribute):   # torch.Tensor: a module of the set-up's, a class it surely has
             dotted = _dotted(node)
             base = dotted.split(".")[0] if dotted else ""
-            return dotted is not None and dotted.split(".", 1)[1] in KNOWN_ATTRIBUTES.get(self.context_modules.get(base), ()) \
+            return dotted is not None and dotted.split(".", 1)[1] in KNOWN_ATTRIBUTES.get(self.context_modules.get(base, ""), ()) \
                 and base not in bound and not self._student_binds(base) and "?" not in self.student_stores and \
                 not set(dotted.split(".")[1:]) & self.student_stores
         if isinstance(node, ast.Subscript):
@@ -416,7 +426,7 @@ def _bound_names(statement: ast.AST) -> set[str]:
     return names
 
 
-def _own_nodes(body: list[ast.AST]) -> Iterator[ast.AST]:
+def _own_nodes(body: Sequence[ast.AST]) -> Iterator[ast.AST]:
     """The nodes of `body`, not descending into the scopes it opens (a nested function's header is still walked)."""
     todo = list(body)
     while todo:
@@ -429,13 +439,13 @@ def _own_nodes(body: list[ast.AST]) -> Iterator[ast.AST]:
             todo += [*node.bases, *[k.value for k in node.keywords], *node.decorator_list]
         elif isinstance(node, ast.Lambda):
             todo += [*node.args.defaults, *[d for d in node.args.kw_defaults if d]]
-        elif isinstance(node, tuple(COMPREHENSIONS)):
+        elif isinstance(node, Comprehension):
             todo.append(node.generators[0].iter)
         else:
             todo += list(ast.iter_child_nodes(node))
 
 
-def _child_scopes(body: list[ast.AST]) -> Iterator[ast.AST]:
+def _child_scopes(body: Sequence[ast.AST]) -> Iterator[ast.AST]:
     """The scope-opening nodes directly under `body`, in the order CPython's symtable visits them."""
     for node in body:
         yield from _visit(node)
@@ -448,8 +458,8 @@ def _visit(node: ast.AST | None) -> Iterator[ast.AST]:
         a = node.args
         for d in a.defaults:
             yield from _visit(d)
-        for d in a.kw_defaults:
-            yield from _visit(d)
+        for kw_default in a.kw_defaults:
+            yield from _visit(kw_default)
         if not isinstance(node, ast.Lambda):
             for arg in [*a.posonlyargs, *a.args, *([a.vararg] if a.vararg else []), *([a.kwarg] if a.kwarg else []),
                         *a.kwonlyargs]:
@@ -466,12 +476,12 @@ def _visit(node: ast.AST | None) -> Iterator[ast.AST]:
         for d in node.decorator_list:
             yield from _visit(d)
         yield node
-    elif isinstance(node, tuple(COMPREHENSIONS)):
+    elif isinstance(node, Comprehension):
         yield from _visit(node.generators[0].iter)
         yield node
     elif isinstance(node, ast.Dict):
-        for k in node.keys:
-            yield from _visit(k)
+        for key in node.keys:
+            yield from _visit(key)
         for v in node.values:
             yield from _visit(v)
     elif isinstance(node, ast.Assign):
@@ -513,11 +523,19 @@ def under(name: str, prefixes: Iterable[str]) -> str | None:
 # ---- the analysis -------------------------------------------------------------------------------------------------
 @dataclass
 class Env:
-    scope: Scope
-    pos: int                       # the top-level statement being run, or the defining one for a function's body
+    scope: Scope | None            # None: the notebook's top level as a test sees it, after every cell
+    pos: float                     # the top-level statement being run, or the defining one for a function's body (x.5:
+                                   # between two statements, where a test runs)
     top: bool                      # running at the top level (module or a top-level class body), not in a function
     level: str = "definite"        # "escape": reached only through code outside the notebook
     owner: str = ""
+
+    @property
+    def running(self) -> Scope:
+        """The scope whose code runs here (every env has one but a test's view of the top level, which runs none)."""
+        if self.scope is None:
+            raise ValueError("a test's view of the top level runs no code")
+        return self.scope
 
 
 class Flow:
@@ -538,8 +556,9 @@ class Flow:
         self.reached: dict[int, str] = {}       # fid -> level, in a task's flow
         self.classes_alive: dict[int, str] = {}
         self.interesting = interesting
-        self.roots = {n.split(".")[0] for n in interesting} if base is None else base.roots
-        self.method_names = set(method_names) | {"__matmul__", "__rmatmul__"} if base is None else base.method_names
+        self.roots: set[str] = {n.split(".")[0] for n in interesting} if base is None else base.roots
+        self.method_names: set[str] = (set(method_names) | {"__matmul__", "__rmatmul__"} if base is None
+                                       else base.method_names)
         self.defs: dict[str, list[Def]] = base.defs if base else {}
         self.stand_ins: set[Value] = set()
         self.entry_points: set[Value] = set()
@@ -692,7 +711,10 @@ class Flow:
         if all_methods:
             self._all.add(key)
         for fn in self.p.fns:
-            if fn.cid == cid and (all_methods or fn.node.name.startswith("__")):
+            # a lambda in the class body has no name of its own: the body may bind it to a special method (`__eq__ =
+            # lambda self, other: True`), so it is reached as one is
+            name = None if isinstance(fn.node, ast.Lambda) else fn.node.name
+            if fn.cid == cid and (all_methods or name is None or name.startswith("__")):
                 self._reach_fn(fn.fid, self.classes_alive[cid])
                 self._enter(fn, OPAQUE_ONLY, self_value=("i", cid))
         for base in self._bases(cid):
@@ -710,19 +732,20 @@ class Flow:
     def class_header(self, cid: int, level: str) -> None:
         cls = self.p.classes[cid]
         parent = cls.scope.parent
-        env = Env(parent, cls.scope.pos, parent.kind == "module", level, cls.scope.owner)
+        at_top = parent is not None and parent.kind == "module"
+        env = Env(parent, cls.scope.pos, at_top, level, cls.scope.owner)
         for expression in [*cls.node.bases, *[k.value for k in cls.node.keywords], *cls.node.decorator_list]:
             for value in self.ev(expression, env):      # a metaclass or base of the student's: all of it runs
                 if value[0] == "c":
                     self._alive(value[1], level, all_methods=True)
-        inner = Env(cls.scope, cls.scope.pos, parent.kind == "module", level, cls.scope.owner)
+        inner = Env(cls.scope, cls.scope.pos, at_top, level, cls.scope.owner)
         for statement in cls.node.body:
             if not isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 self.stmt(statement, inner, cls.scope.pos)
             elif not isinstance(statement, ast.ClassDef):
                 self._header_values(statement, inner)
 
-    def _header_values(self, node: ast.AST, env: Env) -> set:
+    def _header_values(self, node: FunctionNode, env: Env) -> set:
         args = node.args
         values = set()
         for default in [*args.defaults, *[d for d in args.kw_defaults if d is not None]]:
@@ -757,16 +780,16 @@ class Flow:
             first = 1
         for name in names[first:]:
             self.add(("v", fn.scope.key, name), args)
-        for name in (fn.vararg, fn.kwarg):
-            if name:
-                box = ("x", ("args", fn.fid, name))
-                self.add(("v", fn.scope.key, name), {box})
+        for packed in (fn.vararg, fn.kwarg):
+            if packed:
+                box = ("x", ("args", fn.fid, packed))
+                self.add(("v", fn.scope.key, packed), {box})
                 self.add(("h", box, "*"), args)
 
     # -- statements -------------------------------------------------------------------------------------------------
     def stmt(self, s: ast.stmt, env: Env, pos: int) -> None:
         if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            fn = self.p.fns[self.p.scope_of[id(s)].fid]
+            fn = self.p.fn_of(s)
             defaults = self._header_values(s, env)
             self._defaults(fn, defaults)
             value = self._decorate({("f", fn.fid)}, s.decorator_list, env, fn)
@@ -784,8 +807,8 @@ class Flow:
                 self.stmt(statement, inner, pos)
             self.bind(s.name, self._decorate({("c", scope.cid)}, s.decorator_list, env, None), env, s)
         elif isinstance(s, ast.Return):
-            if s.value is not None and env.scope.fid is not None:
-                self.add(("r", env.scope.fid), self.ev(s.value, env))
+            if s.value is not None and env.running.fid is not None:
+                self.add(("r", env.running.fid), self.ev(s.value, env))
         elif isinstance(s, ast.Assign):
             values = self.ev(s.value, env)
             for target in s.targets:
@@ -803,7 +826,7 @@ class Flow:
                 result |= self.method_call({v for v in current if v[0] in ("i", "q")}, inplace, [added], env, data=True)
             self.assign(s.target, result, env, None)
         elif isinstance(s, ast.AnnAssign):
-            if env.top or env.scope.kind == "class":
+            if env.top or env.running.kind == "class":
                 self.ev(s.annotation, env)
             if s.value is not None:
                 self.assign(s.target, self.ev(s.value, env), env, s.value)
@@ -817,11 +840,11 @@ class Flow:
             for item in s.items:
                 manager = self.ev(item.context_expr, env)
                 entered = self.method_call(manager, "__enter__", [], env) | self.method_call(manager, "__aenter__", [], env)
-                self.method_call(manager, "__exit__", [OPAQUE_ONLY] * 3, env)
+                self.method_call(manager, "__exit__", [set(OPAQUE_ONLY)] * 3, env)
                 if item.optional_vars is not None:
                     self.assign(item.optional_vars, entered, env, None)
             self.block(s.body, env, pos)
-        elif isinstance(s, (ast.Try, getattr(ast, "TryStar", ast.Try))):
+        elif isinstance(s, (ast.Try, ast.TryStar)):
             self.block(s.body, env, pos)
             for handler in s.handlers:
                 if handler.type is not None:
@@ -840,7 +863,7 @@ class Flow:
                 self.ev(s.msg, env)
         elif isinstance(s, ast.Expr):
             values = self.ev(s.value, env)
-            if env.top and env.scope.kind == "module" and self.base is None:   # a cell's last line: IPython keeps it
+            if env.top and env.running.kind == "module" and self.base is None:   # a cell's last line: IPython keeps it
                 self.add(("OUT",), values)                                      # in _, __, Out[n], _n
                 self.add(("h", OUTPUTS, "*"), values)
         elif isinstance(s, ast.Import):
@@ -894,7 +917,7 @@ class Flow:
             self._flag(f"an import of {module[:60]}, code the grader has not read")
 
     def _star(self, module: str, env: Env, node: ast.AST) -> None:
-        if env.top and env.scope.kind == "module" and self.base is None:
+        if env.top and env.running.kind == "module" and self.base is None:
             key = ("m*", module, env.pos)
             found = self.defs.setdefault("*", [])
             if not any(d.key == key for d in found):
@@ -946,7 +969,7 @@ class Flow:
 
     def _enclosing(self, name: str, scope: Scope | None) -> tuple:
         while scope is not None and scope.kind != "module":
-            if scope.kind == "function":
+            if scope.kind == "function" and scope.table is not None:   # a function's scope always has its table
                 try:
                     symbol = scope.table.lookup(name)
                 except KeyError:
@@ -957,7 +980,7 @@ class Flow:
         return ("module",)
 
     def load(self, name: str, env: Env, node: ast.AST | None = None) -> set:
-        place = self.where(name, env.scope)
+        place = self.where(name, env.running)
         if place[0] == "v":
             return set(self.get(("v", place[1], name)))
         if place[0] == "class":
@@ -965,12 +988,12 @@ class Flow:
         return self.module_read(name, env)
 
     def bind(self, name: str, values: set, env: Env, node: ast.AST) -> None:
-        place = self.where(name, env.scope)
+        place = self.where(name, env.running)
         if place[0] == "v":
             self.add(("v", place[1], name), values)
         elif place[0] == "class":
             self.add(("h", ("c", place[1].cid), name), values)
-        elif env.top and env.scope.kind == "module":
+        elif env.top and env.running.kind == "module":
             self._module_def(name, values, env, node, anytime=False)
         else:
             self._module_def(name, values, env, node, anytime=True)
@@ -982,10 +1005,11 @@ class Flow:
         found = self.defs.setdefault(name, [])
         if key not in self._def_keys:
             self._def_keys.add(key)
-            statement = self.p.statements[env.pos][0] if 0 <= env.pos < len(self.p.statements) else None
+            at = int(env.pos)   # a binding runs in a statement: a whole position (a test's view, x.5, binds nothing)
+            statement = self.p.statements[at][0] if 0 <= at < len(self.p.statements) else None
             direct = statement is node or isinstance(statement, ast.Assign) and any(t is node for t in statement.targets) \
                 or isinstance(statement, ast.Import)
-            certain = not anytime and direct and self.p.certain.get(env.pos, False)
+            certain = not anytime and direct and self.p.certain.get(at, False)
             found.append(Def(key, env.pos, certain, anytime))
             found.sort(key=lambda d: d.pos)
             self.changed = True
@@ -1085,7 +1109,7 @@ class Flow:
                 else:
                     self.add(("h", box, "*"), self.ev(key, env) | self.ev(value, env))
             return {box}
-        if isinstance(node, tuple(COMPREHENSIONS)):
+        if isinstance(node, Comprehension):
             return self.comprehension(node, env)
         if isinstance(node, ast.BinOp):
             left, right = self.ev(node.left, env), self.ev(node.right, env)
@@ -1101,13 +1125,13 @@ class Flow:
         if isinstance(node, ast.Compare):
             operands = [self.ev(node.left, env)] + [self.ev(c, env) for c in node.comparators]
             for values in operands:
-                self.method_call(values, "__eq__", [OPAQUE_ONLY], env, data=True)
+                self.method_call(values, "__eq__", [set(OPAQUE_ONLY)], env, data=True)
             return set(OPAQUE_ONLY)
         if isinstance(node, ast.IfExp):
             self.ev(node.test, env)
             return self.ev(node.body, env) | self.ev(node.orelse, env)
         if isinstance(node, ast.Lambda):
-            fn = self.p.fns[self.p.scope_of[id(node)].fid]
+            fn = self.p.fn_of(node)
             self._defaults(fn, self._header_values(node, env))
             return {("f", fn.fid)}
         if isinstance(node, ast.NamedExpr):
@@ -1115,14 +1139,15 @@ class Flow:
             self.assign(node.target, values, env, node.value)
             return values
         if isinstance(node, ast.JoinedStr):
-            parts = []
+            parts: list[str] = []
+            constant = True
             for value in node.values:
                 if isinstance(value, ast.Constant) and isinstance(value.value, str):
                     parts.append(value.value)
                 else:
                     self.ev(value, env)
-                    parts.append(None)
-            if all(p is not None for p in parts) and sum(map(len, parts)) < 200:
+                    constant = False
+            if constant and sum(map(len, parts)) < 200:
                 return {("s", "".join(parts))}
             return set(OPAQUE_ONLY)
         if isinstance(node, ast.FormattedValue):
@@ -1137,8 +1162,8 @@ class Flow:
                 values = self.ev(node.value, env)
                 if isinstance(node, ast.YieldFrom):
                     values = self.contents(values, env)
-                if env.scope.fid is not None:
-                    self.add(("h", ("x", ("gen", env.scope.fid)), "*"), values)
+                if env.running.fid is not None:
+                    self.add(("h", ("x", ("gen", env.running.fid)), "*"), values)
             return self.from_outside(env)
         if isinstance(node, ast.Starred):
             return self.contents(self.ev(node.value, env), env)
@@ -1216,9 +1241,8 @@ class Flow:
             self.ev(target.slice, env)
             self.store_item(base, values, env)
         elif isinstance(target, (ast.Tuple, ast.List)):
-            paired = isinstance(source, (ast.Tuple, ast.List)) and len(source.elts) == len(target.elts) and \
-                not any(isinstance(e, ast.Starred) for e in [*source.elts, *target.elts])
-            if paired:
+            if isinstance(source, (ast.Tuple, ast.List)) and len(source.elts) == len(target.elts) and \
+                    not any(isinstance(e, ast.Starred) for e in [*source.elts, *target.elts]):
                 for element, value in zip(target.elts, source.elts):
                     self.assign(element, self.ev(value, env), env, value)
                 return
@@ -1256,7 +1280,7 @@ class Flow:
             elif kind in ("x", "f", "c"):
                 self.add(("h", base, "*"), values)
             elif kind == "i":
-                self.method_call({base}, "__setitem__", [OPAQUE_ONLY, values], env)
+                self.method_call({base}, "__setitem__", [set(OPAQUE_ONLY), values], env)
                 self.add(("h", base, "*"), values)
             elif kind == "d":
                 self._flag("a name bound through a value built at run time")
@@ -1389,7 +1413,7 @@ class Flow:
                 if kind in ("c", "n"):
                     found.add(OPAQUE)
             elif kind == "i":
-                found |= self.method_call({base}, "__getitem__", [OPAQUE_ONLY], env) | self.get(("h", base, "*"))
+                found |= self.method_call({base}, "__getitem__", [set(OPAQUE_ONLY)], env) | self.get(("h", base, "*"))
             elif base == QSTAR:
                 found |= {QSTAR} | self.store.get(("xe",), set())
             elif kind == "e" and under(base[1], REFLECTIVE):
@@ -1412,7 +1436,7 @@ class Flow:
             if kind == "i":
                 iterator = self.method_call({value}, "__iter__", [], env)
                 found |= self.contents(iterator - {value}, env) | self.method_call(iterator, "__next__", [], env)
-                found |= self.method_call({value}, "__getitem__", [OPAQUE_ONLY], env) | self.get(("h", value, "*"))
+                found |= self.method_call({value}, "__getitem__", [set(OPAQUE_ONLY)], env) | self.get(("h", value, "*"))
             else:
                 found |= self.item({value}, env)
         return found
@@ -1425,7 +1449,7 @@ class Flow:
         method = names[type(op)]
         boxes = {v for v in left | right if v[0] in ("x", "q")}
         if boxes and isinstance(op, (ast.Add, ast.Mult, ast.BitOr)):       # [f] + [g], [f] * 3, {..} | {..}
-            box = ("x", ("op", id(op), env.scope.key))
+            box = ("x", ("op", id(op), env.running.key))
             self.add(("h", box, "*"), self.contents(boxes, env))
             found.add(box)
             found |= {v for v in left if v[0] == "x"} if isinstance(op, ast.Add) else set()
@@ -1460,7 +1484,7 @@ class Flow:
             found.add(OPAQUE)
         return found
 
-    def comprehension(self, node: ast.AST, env: Env) -> set:
+    def comprehension(self, node: Comprehension, env: Env) -> set:
         scope = self.p.scope_of[id(node)]
         inner = Env(scope, env.pos, env.top, env.level, env.owner)
         first, *rest = node.generators
@@ -1496,7 +1520,7 @@ class Flow:
         scope = env.scope
         while scope is not None and scope.fid is None:
             scope = scope.parent
-        if scope is None or self.p.fns[scope.fid].cid is None:
+        if scope is None or scope.fid is None or self.p.fns[scope.fid].cid is None:
             return {("d", "super() outside a method")}
         fn = self.p.fns[scope.fid]
         selves = self.get(("v", scope.key, fn.positional[0])) if fn.positional else set()
@@ -1569,7 +1593,7 @@ class Flow:
                 return self.call(held, [(stored, True), *args], kwargs, env, None)
             return set()
         if kind == "n":
-            box = ("x", ("nt", id(node), env.scope.key))
+            box = ("x", ("nt", id(node), env.running.key))
             fields = self.store.get(("ntf", callee), set())
             values = set().union(*(a for a, _ in args), *(v for _, v in kwargs)) if args or kwargs else set()
             positional = sorted(fields, key=lambda f: f[0])
@@ -1699,13 +1723,13 @@ class Flow:
             self.call(functions, [], [], env, node)
             return set(OPAQUE_ONLY)
         if name in ("functools.partial", "functools.partialmethod", "types.MethodType"):
-            box = ("x", ("partial", id(node), env.scope.key))
+            box = ("x", ("partial", id(node), env.running.key))
             if args:
                 self.add(("h", box, "func"), args[0][0])
                 self.add(("h", box, "*"), set().union(*(a for a, _ in args[1:])) | {v for _, vs in kwargs for v in vs})
             return {box}
         if name == "types.SimpleNamespace" or name == "argparse.Namespace":
-            box = ("x", ("ns", id(node), env.scope.key))
+            box = ("x", ("ns", id(node), env.running.key))
             for key, values in kwargs:
                 if key is None:
                     self.add(("h", box, "?"), self.contents(values, env))
@@ -1715,7 +1739,7 @@ class Flow:
                 self.add(("h", box, "?"), self.contents(values, env))
             return {box}
         if name in ("collections.namedtuple", "typing.NamedTuple"):
-            site = ("n", ("nt", id(node), env.scope.key))
+            site = ("n", ("nt", id(node), env.running.key))
             fields = set()
             names_arg = args[1][0] if len(args) > 1 else next((v for k, v in kwargs if k == "field_names"), set())
             for value in names_arg:
@@ -1733,7 +1757,7 @@ class Flow:
         if name == "functools.update_wrapper":
             return set(args[0][0]) | (set(args[1][0]) if len(args) > 1 else set()) if args else set()
         if name in CONTAINERS:
-            box = ("x", ("call", id(node), env.scope.key))
+            box = ("x", ("call", id(node), env.running.key))
             inner = self.contents(everything, env)
             if name in ("builtins.dict", "collections.OrderedDict", "collections.defaultdict", "collections.ChainMap",
                         "builtins.dict.fromkeys"):
@@ -1748,7 +1772,7 @@ class Flow:
                 if name in ("builtins.map", "itertools.starmap", "functools.reduce", "itertools.accumulate"):
                     inner |= results
             if name in TUPLES_OF:                      # zip(a, b): tuples of what a and b hold
-                pair = ("x", ("tuple", id(node), env.scope.key))
+                pair = ("x", ("tuple", id(node), env.running.key))
                 self.add(("h", pair, "*"), inner)
                 inner = inner | {pair}
             self.add(("h", box, "*"), inner)

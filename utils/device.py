@@ -34,15 +34,15 @@ def pick_device(cuda_count: int, mps_available: bool) -> str:
 
 def describe_device(device: torch.device | str | None = None) -> str:
     """One line saying which device computations will run on (and how big it is)."""
-    device = torch.device(device) if device is not None else get_device()
+    chosen = torch.device(device) if device is not None else get_device()
     torch_version = f"torch {torch.__version__}"
-    if device.type == "cuda":
-        index = device.index if device.index is not None else torch.cuda.current_device()
+    if chosen.type == "cuda":
+        index = chosen.index if chosen.index is not None else torch.cuda.current_device()
         props = torch.cuda.get_device_properties(index)
         memory_gib = props.total_memory / 2**30
         return (f"CUDA GPU {index} of {torch.cuda.device_count()}: {props.name}, {memory_gib:.1f} GiB, "
                 f"compute capability {props.major}.{props.minor} ({torch_version})")
-    if device.type == "mps":
+    if chosen.type == "mps":
         return f"Apple GPU via MPS on {platform.machine()} ({torch_version})"
     return (f"CPU only: {platform.machine()}, {os.cpu_count()} logical cores, no GPU found; "
             f"GPU-only cells will say what they skip ({torch_version})")

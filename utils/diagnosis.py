@@ -277,11 +277,14 @@ def explain_tensor(got: object, expected: torch.Tensor, scales: dict[str, float]
     `axes`: names of expected's axes; `elementwise_of`: input shapes whose broadcast shape an elementwise product of
     the inputs (instead of a matmul) has; `row_quantities`: quantities with one value per row (the real tokens of each
     row, the sequence length) a row may have been divided by instead of another."""
-    if type(got) is not _tensor_type or not (got.dtype.is_floating_point and expected.dtype.is_floating_point):
+    if type(got) is not _tensor_type:
         return None
-    if tuple(got.shape) == tuple(expected.shape):
-        return _same_shape_slip(got, expected, scales or {}, row_quantities or {})
-    return _shape_slip(got, expected, axes, elementwise_of)
+    tensor: torch.Tensor = got   # exactly a torch.Tensor now (mypy does not read torch, so it cannot narrow `got`)
+    if not (tensor.dtype.is_floating_point and expected.dtype.is_floating_point):
+        return None
+    if tuple(tensor.shape) == tuple(expected.shape):
+        return _same_shape_slip(tensor, expected, scales or {}, row_quantities or {})
+    return _shape_slip(tensor, expected, axes, elementwise_of)
 
 
 def _same_shape_slip(got: torch.Tensor, expected: torch.Tensor, scales: dict[str, float],
@@ -349,10 +352,13 @@ def _elementwise(shape: tuple[int, ...], inputs: Sequence[Sequence[int]]) -> boo
 def explain_candidates(got: object, candidates: dict[str, torch.Tensor]) -> str | None:
     """The first of `candidates` (words -> the tensor that slip gives, built from the case's own structure) that `got`
     equals, in words; None if none."""
-    if type(got) is not _tensor_type or not got.dtype.is_floating_point:
+    if type(got) is not _tensor_type:
+        return None
+    given: torch.Tensor = got   # exactly a torch.Tensor now (mypy does not read torch, so it cannot narrow `got`)
+    if not given.dtype.is_floating_point:
         return None
     for words, tensor in candidates.items():
-        if _close(got, tensor):
+        if _close(given, tensor):
             return words
     return None
 

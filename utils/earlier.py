@@ -22,15 +22,19 @@ def _same(given: object, known: object) -> bool:
     """`given` is the argument `known` stands for: equal ints/floats/strings, sequences of them (a tuple, a list or a
     torch.Size alike), or a tensor of the same shape and dtype whose values agree to float rounding."""
     if isinstance(known, _tensor_type):
-        if not isinstance(given, _tensor_type) or given.shape != known.shape or given.dtype != known.dtype:
+        if not isinstance(given, _tensor_type):
             return False
-        if known.numel() == 0:
+        tensor: torch.Tensor = given   # tensors now (mypy does not read torch, so it cannot narrow either)
+        right: torch.Tensor = known
+        if tensor.shape != right.shape or tensor.dtype != right.dtype:
+            return False
+        if right.numel() == 0:
             return True
-        if not known.dtype.is_floating_point:
-            return bool(_equal(given.detach().cpu(), known))
-        given, known = given.detach().cpu().double(), known.double()
-        scale = float(known.abs().max())
-        return bool(((given - known).abs() <= 1e-5 * scale + 1e-4 * known.abs()).all())
+        if not right.dtype.is_floating_point:
+            return bool(_equal(tensor.detach().cpu(), right))
+        tensor, right = tensor.detach().cpu().double(), right.double()
+        scale = float(right.abs().max())
+        return bool(((tensor - right).abs() <= 1e-5 * scale + 1e-4 * right.abs()).all())
     if isinstance(known, (tuple, list)):
         return (isinstance(given, (tuple, list)) and len(given) == len(known)
                 and all(_same(g, k) for g, k in zip(given, known)))

@@ -98,7 +98,7 @@ def stack_call_table(x: Tensor, weights: list[Tensor], biases: list[Tensor], act
     inputs = [x]  # h_0 ... h_L
     for weight, bias in zip(weights, biases):
         inputs.append(inputs[-1] @ weight + bias)
-    table = {"w2_grad": [], "h1_grad": []}
+    table: dict[str, list] = {"w2_grad": [], "h1_grad": []}
     for layer, weight in enumerate(weights):
         table["w2_grad"].append(((inputs[layer], activation_grads[layer + 1]), weight_grads[layer]))
         table["h1_grad"].append(((weight, activation_grads[layer + 1]), activation_grads[layer]))
@@ -138,8 +138,11 @@ def count_linear_stack_flops(batch: int, dims: list[int], x_requires_grad: bool 
 # activations, so that a layer given the wrong input is named. Black boxes: the rules come from autograd.
 
 def _close(a: object, b: Tensor) -> bool:
-    return (type(a) is Tensor and tuple(a.shape) == tuple(b.shape)
-            and bool(torch.allclose(a.detach().double(), b.detach().double(), rtol=1e-4,
+    if type(a) is not Tensor:
+        return False
+    given: Tensor = a   # exactly a Tensor now (mypy does not read torch, so it cannot narrow `a`)
+    return (tuple(given.shape) == tuple(b.shape)
+            and bool(torch.allclose(given.detach().double(), b.detach().double(), rtol=1e-4,
                                     atol=1e-6 * (float(b.detach().abs().max()) if b.numel() else 1.0))))
 
 
@@ -193,7 +196,8 @@ def explain_two_layer_grads(got: dict, x: Tensor, w1: Tensor, w2: Tensor) -> dic
     explain_input_grad), using the student's own h2 and h1 gradients as the upstream ones."""
     h1 = x @ w1
     activations = {"x": x, "h1": h1}
-    own_h2, own_h1 = got.get("h2"), got.get("h1")
+    own_h2: Tensor = got.get("h2")   # anything the student returned: used below only when exactly a Tensor
+    own_h1: Tensor = got.get("h1")
     found: dict[str, str | None] = {}
     if type(own_h2) is Tensor and own_h2.shape == (x.shape[0], w2.shape[1]):
         found["w2"] = explain_weight_grad(got.get("w2"), "w2", "h1", activations, own_h2, "h2.grad")

@@ -13,7 +13,7 @@ import inspect
 import math
 import re
 import types
-from typing import Callable, Iterator
+from typing import Callable, Iterator, NoReturn, TypeVar
 
 import torch
 from jaxtyping import Shaped
@@ -22,9 +22,10 @@ from torch import Tensor
 _assert_close = torch.testing.assert_close
 _tensor_type = torch.Tensor
 _isnan = math.isnan
+T = TypeVar("T")
 
 
-def _fail(what: str, detail: str, hint: str | None, found: str | None = None) -> None:
+def _fail(what: str, detail: str, hint: str | None, found: str | None = None) -> NoReturn:
     """AssertionError "what: detail", then what a diagnosis found in the wrong value (utils/diagnosis.py) on a line
     "Found: ...", then the hint on a line "Hint: ..."."""
     message = f"{what}: {detail}"
@@ -48,9 +49,16 @@ def _found(explain: Callable[[object], str | None] | None, value: object) -> str
 
 def check_type(value: object, expected_type: type, what: str, hint: str | None = None) -> None:
     """`value` must be exactly of `expected_type` (a subclass does not count; bool is not an int)."""
+    exactly(value, expected_type, what, hint)
+
+
+def exactly(value: object, expected_type: type[T], what: str, hint: str | None = None) -> T:
+    """check_type, returning `value` typed, for code that goes on with it (a notebook's test calls check_type, which
+    returns None: a check on a cell's last line shows nothing)."""
     if type(value) is not expected_type:
         name = expected_type.__name__
         _fail(what, f"expected {'an' if name[0] in 'aeiou' else 'a'} {name}, got {type(value).__name__}", hint)
+    return value
 
 
 def _named(value: object, mistakes: dict | None, hint: str | None, same=lambda a, b: a == b) -> str | None:
@@ -67,7 +75,7 @@ def check_int(value: object, expected: int, what: str, hint: str | None = None,
     """`value` must be a plain int equal to `expected`. `mistakes` maps wrong values that a known mistake gives to the
     hint that names it (used instead of `hint` when `value` is one of them); `explain` is a diagnosis of a wrong value
     (utils/diagnosis.py), printed as what it found."""
-    check_type(value, int, what, hint)
+    value = exactly(value, int, what, hint)
     if int.__ne__(value, expected):
         _fail(what, f"expected {expected:,}, got {value:,}", _named(value, mistakes, hint), _found(explain, value))
 
@@ -84,7 +92,7 @@ def check_float(value: object, expected: float, what: str, hint: str | None = No
                 mistakes: dict[float, str] | None = None, explain: Callable[[object], str | None] | None = None) -> None:
     """`value` must be a plain float equal to `expected` (to `rel_tol`; nan matches nan; signs of inf and 0 matter).
     `mistakes` and `explain` as in check_int, `mistakes` matched to the same `rel_tol`."""
-    check_type(value, float, what, hint)
+    value = exactly(value, float, what, hint)
     if not _floats_match(value, expected, rel_tol):
         named = _named(value, mistakes, hint, lambda a, b: _floats_match(a, float(b), max(rel_tol, 1e-12)))
         _fail(what, f"expected {expected!r}, got {value!r}", named, _found(explain, value))
@@ -92,21 +100,21 @@ def check_float(value: object, expected: float, what: str, hint: str | None = No
 
 def check_str(value: object, expected: str, what: str, hint: str | None = None) -> None:
     """`value` must be a plain str equal to `expected`."""
-    check_type(value, str, what, hint)
+    value = exactly(value, str, what, hint)
     if str.__ne__(value, expected):
         _fail(what, f"expected {expected!r}, got {value!r}", hint)
 
 
 def check_bool(value: object, expected: bool, what: str, hint: str | None = None) -> None:
     """`value` must be exactly True or False (not 1, not a numpy or torch bool) and equal to `expected`."""
-    check_type(value, bool, what, hint)
+    value = exactly(value, bool, what, hint)
     if value is not expected:
         _fail(what, f"expected {expected}, got {value}", hint)
 
 
 def check_ints(value: object, expected: tuple[int, ...], what: str, hint: str | None = None) -> None:
     """`value` must be a plain tuple of plain ints equal to `expected` (a list, a torch.Size or numpy ints fail)."""
-    check_type(value, tuple, what, hint)
+    value = exactly(value, tuple, what, hint)
     if tuple.__len__(value) != len(expected):
         _fail(what, f"expected {len(expected)} entries {expected}, got {tuple.__len__(value)}", hint)
     if any(type(v) is not int for v in value):
@@ -150,33 +158,42 @@ def check_tensor(value: object, expected: Shaped[Tensor, "..."], what: str, hint
     mistake gives, the hint that names it): a value matching one (its shape, and its values to atol/rtol) gets that
     hint instead of `hint`. `explain` is a diagnosis of a wrong tensor (utils/diagnosis.py: tensor_slips, which
     check_tensor uses by default for floating-point tensors), printed as what it found."""
+    _checked_tensor(value, expected, what, hint, atol, rtol, mistakes, explain)
+
+
+def _checked_tensor(value: object, expected: Tensor, what: str, hint: str | None, atol: float, rtol: float,
+                    mistakes: list[tuple[Tensor, str]] | None, explain: Callable[[object], str | None] | None) -> Tensor:
+    """check_tensor, returning `value` typed for the check that goes on (a check on a notebook cell's last line must
+    show nothing, so check_tensor itself returns None)."""
     if explain is None and type(expected) is _tensor_type and expected.dtype.is_floating_point:
         from utils.diagnosis import tensor_slips
         explain = tensor_slips(expected)
     if type(value) is not _tensor_type:
         _fail(what, f"expected a torch.Tensor, got {type(value).__name__}", hint)
+    tensor: Tensor = value   # exactly a torch.Tensor now (mypy does not read torch, so it cannot narrow `value`)
     named = hint
     for wrong, mistake in mistakes or []:
-        if (tuple(value.shape) == tuple(wrong.shape) and value.dtype.is_floating_point == wrong.dtype.is_floating_point
-                and _tensors_match(value.detach().cpu().to(wrong.dtype), wrong, atol, rtol)):
+        if (tuple(tensor.shape) == tuple(wrong.shape) and tensor.dtype.is_floating_point == wrong.dtype.is_floating_point
+                and _tensors_match(tensor.detach().cpu().to(wrong.dtype), wrong, atol, rtol)):
             named = mistake
             break
 
     def found() -> str | None:   # a known mistake's hint says it already
-        return None if named is not hint else _found(explain, value)
+        return None if named is not hint else _found(explain, tensor)
 
-    if value.dtype != expected.dtype:
-        _fail(what, f"expected dtype {expected.dtype}, got {value.dtype}", hint)
-    if tuple(value.shape) != tuple(expected.shape):
-        _fail(what, f"expected shape {tuple(expected.shape)}, got {tuple(value.shape)}", named, found())
-    if value.device != expected.device:
-        _fail(what, f"expected device {expected.device}, got {value.device}", hint)
+    if tensor.dtype != expected.dtype:
+        _fail(what, f"expected dtype {expected.dtype}, got {tensor.dtype}", hint)
+    if tuple(tensor.shape) != tuple(expected.shape):
+        _fail(what, f"expected shape {tuple(expected.shape)}, got {tuple(tensor.shape)}", named, found())
+    if tensor.device != expected.device:
+        _fail(what, f"expected device {expected.device}, got {tensor.device}", hint)
     try:
-        _assert_close(value, expected, atol=atol, rtol=rtol, equal_nan=True)
+        _assert_close(tensor, expected, atol=atol, rtol=rtol, equal_nan=True)
     except AssertionError as error:
         if expected.numel() <= SHOWN_ELEMENTS:
-            _fail(what, f"values differ: expected {show(expected)}, got {show(value)}", named, found())
+            _fail(what, f"values differ: expected {show(expected)}, got {show(tensor)}", named, found())
         _fail(what, f"values differ: {error}", named, found())
+    return tensor
 
 
 @contextlib.contextmanager
@@ -226,12 +243,12 @@ def check_as_accurate_as_torch(value: object, torch_value: Shaped[Tensor, "..."]
     float64) as torch's own result is, up to ROUNDING_ALLOWANCE times that distance plus 4 units in the last place
     of the largest entry. The tolerance comes from the numerics of the case, not from one machine's kernels.
     `explain` as in check_tensor."""
-    check_tensor(value, torch_value, what, hint, atol=math.inf, explain=explain)
+    tensor = _checked_tensor(value, torch_value, what, hint, math.inf, 0.0, None, explain)
     exact = exact.double()
     torch_error = float((torch_value.double() - exact).abs().max()) if exact.numel() else 0.0
     ulp = torch.finfo(torch_value.dtype).eps if torch_value.dtype.is_floating_point else 0.0
     allowed = ROUNDING_ALLOWANCE * torch_error + 4 * ulp * (float(exact.abs().max()) if exact.numel() else 0.0)
-    error = float((value.double() - exact).abs().max()) if exact.numel() else 0.0
+    error = float((tensor.double() - exact).abs().max()) if exact.numel() else 0.0
     if not error <= allowed:  # also fails for nan
         _fail(what, f"{error:.3g} away from the float64 result, but torch's own {torch_value.dtype} result is "
                     f"{torch_error:.3g} away (allowed: {allowed:.3g})", hint, _found(explain, value))
@@ -254,10 +271,10 @@ def check_within_rounding_bound(value: object, like: Shaped[Tensor, "..."], exac
     if explain is None and type(exact) is _tensor_type and exact.dtype.is_floating_point:
         from utils.diagnosis import tensor_slips
         explain = tensor_slips(exact.to(like.dtype) if type(like) is _tensor_type else exact)
-    check_tensor(value, like, what, hint, atol=math.inf, explain=explain)
+    tensor = _checked_tensor(value, like, what, hint, math.inf, 0.0, None, explain)
     eps = torch.finfo(like.dtype).eps
     allowed = operations * eps * magnitude.double()
-    error = (value.double() - exact.double()).abs()
+    error = (tensor.double() - exact.double()).abs()
     outside = ~(error <= allowed)  # nan is outside too
     if outside.any():
         worst = int((error - allowed).nan_to_num(nan=math.inf).flatten().argmax())

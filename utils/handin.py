@@ -95,24 +95,25 @@ def _to_json(value: object) -> object:
     kind = type(value)  # exact types only: a subclass of float is not a float here
     if value is None or kind is bool or kind is int or kind is str:
         return value
-    if kind is float:
+    if type(value) is float:   # type(value) again, not `kind`: mypy narrows `value` on this test only
         return {"float": float.hex(value)}
-    if kind is tuple:
+    if type(value) is tuple:
         return {"tuple": [_to_json(v) for v in value]}
-    if kind is list:
+    if type(value) is list:
         return [_to_json(v) for v in value]
-    if kind is dict and all(type(k) is str for k in value):
+    if type(value) is dict and all(type(k) is str for k in value):
         return {"dict": {k: _to_json(v) for k, v in value.items()}}
     # torch only if this process loaded it: a course that never imports torch never pays for it here (no value of
     # torch's types can exist without it)
-    torch = sys.modules.get("torch")
-    if torch is not None and kind is torch.dtype:
+    loaded = sys.modules.get("torch")
+    if loaded is not None and kind is loaded.dtype:
         return {"dtype": str(value).removeprefix("torch.")}
-    if torch is not None and (kind is torch.Tensor or kind is torch.nn.Parameter):
-        data = _tensor_bytes(value)
-        return {"tensor": {"dtype": str(value.dtype).removeprefix("torch."), "shape": list(value.shape),
-                           "device": str(value.device), "parameter": kind is torch.nn.Parameter,
-                           "requires_grad": bool(value.requires_grad), "data": base64.b64encode(data).decode()}}
+    if loaded is not None and (kind is loaded.Tensor or kind is loaded.nn.Parameter):
+        tensor: torch.Tensor = value   # exactly one of the two (mypy does not read torch, so it cannot narrow `value`)
+        data = _tensor_bytes(tensor)
+        return {"tensor": {"dtype": str(tensor.dtype).removeprefix("torch."), "shape": list(tensor.shape),
+                           "device": str(tensor.device), "parameter": kind is loaded.nn.Parameter,
+                           "requires_grad": bool(tensor.requires_grad), "data": base64.b64encode(data).decode()}}
     return {"other": f"{kind.__module__}.{kind.__qualname__}" if kind.__module__ != "builtins" else kind.__qualname__}
 
 

@@ -107,25 +107,29 @@ def run_probe(cls: type, probe: Probe) -> dict:
 
 
 def _same(a: object, b: torch.Tensor) -> bool:
-    return (type(a) is torch.Tensor and a.shape == b.shape and a.dtype == b.dtype
-            and bool(torch.allclose(a, b, **FLOAT64_TOLERANCE, equal_nan=True)))
+    if type(a) is not torch.Tensor:
+        return False
+    given: torch.Tensor = a   # exactly a tensor now (mypy does not read torch, so it cannot narrow `a`)
+    return (given.shape == b.shape and given.dtype == b.dtype
+            and bool(torch.allclose(given, b, **FLOAT64_TOLERANCE, equal_nan=True)))
 
 
 def _state_ratio(got: object, want: torch.Tensor) -> str:
     """How a state tensor compares with torch's: 'x0.01' when a constant times it, else 'differs'."""
     if type(got) is not torch.Tensor:
         return f"is a {type(got).__name__}, not a tensor"
-    if got.dtype != want.dtype or got.shape != want.shape:
-        return (f"is a {tuple(got.shape)} {got.dtype} tensor where torch's is {tuple(want.shape)} {want.dtype}: a state "
-                "tensor takes its parameter's shape and dtype")
+    given: torch.Tensor = got   # exactly a tensor now (mypy does not read torch, so it cannot narrow `got`)
+    if given.dtype != want.dtype or given.shape != want.shape:
+        return (f"is a {tuple(given.shape)} {given.dtype} tensor where torch's is {tuple(want.shape)} {want.dtype}: a "
+                "state tensor takes its parameter's shape and dtype")
     from utils.diagnosis import _scale
-    c = _scale(got, want)
+    c = _scale(given, want)
     return f"is {c:.4g} times torch's" if c is not None else "differs"
 
 
 def _first_difference(got: dict, want: dict, names: set[str], words: dict) -> tuple[int, list[str]] | None:
     """The first step where the parameters or the named state tensors differ, and which state tensors differ then."""
-    params = got.get("params") if isinstance(got, dict) else None
+    params: torch.Tensor = got.get("params") if isinstance(got, dict) else None   # used once exactly a tensor
     states = got.get("states") if isinstance(got, dict) else None
     if type(params) is not torch.Tensor or params.shape != want["params"].shape or type(states) is not list \
             or len(states) != len(want["states"]):
@@ -232,8 +236,8 @@ def forbidden_optimizer_targets() -> dict[str, tuple[object, str]]:
 
 def ready_made_optimizers() -> tuple[type, ...]:
     """Every optimizer class of torch.optim and of utils.optimizers: what an exercise's optimizer must not inherit from."""
-    this = [SGD, RMSProp]
-    torchs = [value for value in vars(torch.optim).values()
+    this: list[type] = [SGD, RMSProp]
+    torchs: list[type] = [value for value in vars(torch.optim).values()
               if isinstance(value, type) and issubclass(value, Optimizer) and value is not Optimizer]
     return tuple(torchs + this)
 
@@ -349,25 +353,26 @@ def compare_optimizer_run(observed: object, case: Case, reference: Reference, st
     after every step, that a parameter without a gradient is left alone (no change, no state), the names, shapes,
     dtypes and values of the per-parameter state tensors (besides them only a 'step' entry is allowed), and their
     total bytes."""
-    from utils.grading import check_as_accurate_as_torch, check_int, check_tensor, check_type
+    from utils.grading import check_as_accurate_as_torch, check_int, check_tensor, exactly
 
     def check_close(value, torch_value, exact_value, what, hint, found=None):
         if exact_value is None:
-            check_tensor(value, torch_value, what, hint, **FLOAT64_TOLERANCE, explain=lambda _: found)
+            check_tensor(value, torch_value, what, hint, atol=FLOAT64_TOLERANCE["atol"], rtol=FLOAT64_TOLERANCE["rtol"],
+                         explain=lambda _: found)
         else:
             check_as_accurate_as_torch(value, torch_value, exact_value, what, hint, explain=lambda _: found)
 
     label = f"{task} with {case.hyper}" + (f", groups {case.groups}" if case.groups else "") + f", {case.dtype}"
-    check_type(observed, dict, f"{label}: what the run handed in")
+    run = exactly(observed, dict, f"{label}: what the run handed in")
     found = None
     if reference.probes is not None and task in PROBES:
-        found = explain_probes(observed.get("probes"), reference.probes, PROBES[task], state_names)
+        found = explain_probes(run.get("probes"), reference.probes, PROBES[task], state_names)
     used = reference.run.params[:-1]
     exact = reference.exact
-    trajectory = observed.get("trajectory")
+    trajectory: torch.Tensor = run.get("trajectory")   # check_tensor below: exactly a tensor, or AssertionError
     check_tensor(trajectory, reference.run.trajectory, f"{label}: all parameters after every step", atol=float("inf"),
                  explain=lambda _: found)
-    keys, states = observed.get("state_keys"), observed.get("state")
+    keys, states = run.get("state_keys"), run.get("state")
     if type(states) is list and len(states) == len(used):
         for p_reference, tensors in zip(used, states):
             for name in sorted(state_names & set(tensors) if type(tensors) is dict else ()):
@@ -383,17 +388,17 @@ def compare_optimizer_run(observed: object, case: Case, reference: Reference, st
                     f"{label}: all parameters after step {k + 1}",
                     "torch.optim does this differently; compare your update with the formula "
                     "(and read each hyperparameter from the parameter's group).", found)
-    if observed.get("unused_has_state") is not False:
+    if run.get("unused_has_state") is not False:
         raise AssertionError(f"{label}: a parameter whose .grad is None has state\n"
                              f"Hint: skip parameters without a gradient; create state only when updating.")
-    check_type(keys, list, f"{label}: state keys")
-    check_type(states, list, f"{label}: state tensors")
+    keys = exactly(keys, list, f"{label}: state keys")
+    states = exactly(states, list, f"{label}: state tensors")
     check_int(len(states), len(used), f"{label}: parameters with state")
     check_int(len(keys), len(used), f"{label}: parameters with state")
     state_bytes = 0
     exact_params = exact.params[:-1] if exact else [None] * len(used)
     for p_reference, p_exact, names, tensors in zip(used, exact_params, keys, states):
-        check_type(tensors, dict, f"{label}: state tensors")
+        tensors = exactly(tensors, dict, f"{label}: state tensors")
         if set(tensors) != state_names or not isinstance(names, list) or set(names) - state_names - {"step"}:
             raise AssertionError(f"{label}: the state of a {tuple(p_reference.shape)} parameter holds {names}\n"
                                  f"Hint: keep exactly {sorted(state_names)} (and, if you need it, 'step').")

@@ -85,7 +85,11 @@ def largest_model(plan: Plan) -> float:
 def cluster_flops_per_second(plan: Plan) -> float:
     """FLOP/s the plan's GPUs deliver together: peak for the compute dtype x MFU x number of GPUs."""
     dtype, _ = PRECISIONS[plan.precision]
-    return peak_flops(plan.gpu, dtype) * plan.mfu * plan.num_gpus
+    peak = peak_flops(plan.gpu, dtype)
+    if peak is None:
+        raise ValueError(f"no peak FLOP/s known for {plan.gpu!r} in {dtype} (utils/hardware.py's PEAK_FLOPS lists the "
+                         "GPUs and dtypes it knows)")
+    return peak * plan.mfu * plan.num_gpus
 
 
 def total_training_flops(plan: Plan) -> float:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Sized
 from typing import Callable, Iterable, Iterator, TypeVar
 
 T = TypeVar("T")
@@ -36,7 +37,7 @@ def _terminal_display() -> Callable[[str], None] | None:
 
 def progress(items: Iterable[T], description: str, total: int | None = None) -> Iterator[T]:
     """Iterate over `items` while showing `description: done/total` (total from len(items) when it has one)."""
-    total = total if total is not None else (len(items) if hasattr(items, "__len__") else None)
+    total = total if total is not None else (len(items) if isinstance(items, Sized) else None)
     show = _notebook_display() or _terminal_display()
     last = 0.0
     for done, item in enumerate(items):

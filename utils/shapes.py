@@ -6,7 +6,7 @@ dimensions, and that a name means the same size everywhere in one call (argument
 """
 import inspect
 import re
-from typing import Callable, TypeVar
+from typing import Callable, NoReturn, TypeVar
 
 from beartype import beartype
 from beartype.roar import BeartypeCallHintViolation
@@ -44,7 +44,7 @@ def _bound_sizes(message: str) -> dict[str, int | tuple[int, ...]]:
     """The dimension sizes jaxtyping had bound when it gave up (a variadic `*batch` is a tuple)."""
     if _SIZES_HEADER not in message:
         return {}
-    sizes = {}
+    sizes: dict[str, int | tuple[int, ...]] = {}
     for line in message.split(_SIZES_HEADER, 1)[1].splitlines():
         name, _, value = line.partition("=")
         if value.isdigit():
@@ -61,8 +61,8 @@ def _name_sizes(dims: list[str], shape: tuple[int, ...]) -> list[tuple[str, int 
         return list(zip(dims, shape))
     i = variadic[0]
     tail = len(dims) - i - 1
-    middle = (dims[i].lstrip("*"), tuple(shape[i:len(shape) - tail]))
-    return list(zip(dims[:i], shape[:i])) + [middle] + list(zip(dims[i + 1:], shape[len(shape) - tail:]))
+    middle: list[tuple[str, int | tuple[int, ...]]] = [(dims[i].lstrip("*"), tuple(shape[i:len(shape) - tail]))]
+    return list(zip(dims[:i], shape[:i])) + middle + list(zip(dims[i + 1:], shape[len(shape) - tail:]))
 
 
 def _mismatch(actual: str, expected: str, sizes: dict[str, int | tuple[int, ...]]) -> str | None:
@@ -193,7 +193,7 @@ def _found_in_rejection(message: str, annotations: dict[str, str]) -> str | None
     return None
 
 
-def _aligned(dims: list[str], shape: tuple[int, ...]) -> list[tuple[str, str, object]]:
+def _aligned(dims: list[str], shape: tuple[int, ...]) -> list[tuple[str, str, int | tuple[int, ...]]]:
     """(place, name, size) of an argument's axes: 'lead' for the variadic part, 'first i' / 'last i' for fixed axes."""
     pairs = _name_sizes(dims, shape)
     variadic = next((i for i, d in enumerate(dims) if d.startswith("*") or d == "..."), None)
@@ -225,7 +225,8 @@ def _found_in_acceptance(annotations: dict[str, str], shapes: dict[str, tuple[in
             "...) are never compared across arguments; axes that must agree need one shared name")
 
 
-def _rejected_a_valid_input(message: str, what: str, hint: str | None, annotations: dict[str, str] | None = None) -> None:
+def _rejected_a_valid_input(message: str, what: str, hint: str | None,
+                            annotations: dict[str, str] | None = None) -> NoReturn:
     found = _found_in_rejection(message, annotations or {})
     text = f"{what}: rejected a valid input\n{message}" + (f"\nFound: {found}" if found else "")
     text += "\nHint: compare your annotations with the task text."
@@ -235,7 +236,7 @@ def _rejected_a_valid_input(message: str, what: str, hint: str | None, annotatio
 
 
 def _let_a_wrong_input_in(detail: str, decorated: bool, jaxtyped: bool, what: str, hint: str | None,
-                          found: str | None = None) -> None:
+                          found: str | None = None) -> NoReturn:
     if decorated and not jaxtyped:
         advice = ("the function is decorated, but not with jaxtyped: beartype alone checks each argument on its own "
                   "and never compares sizes across arguments. Use @typechecked (jaxtyped + beartype).")

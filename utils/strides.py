@@ -15,7 +15,7 @@ import torch._prims_common
 from jaxtyping import Int64
 from torch import Tensor
 
-from utils.grading import check_bool, check_int, check_ints, check_type, forbidden  # noqa: F401 (the exercise imports them from here)
+from utils.grading import check_bool, check_int, check_ints, check_type, exactly, forbidden  # noqa: F401 (the exercise imports them from here)
 
 forbidding = forbidden  # the name the exercise uses; forbidden() leaves classes exactly as they were
 
@@ -52,7 +52,7 @@ class ViewMeta(NamedTuple):
 
 def check_metadata(got: object, want: tuple, what: str, hint: str | None = None) -> None:
     """`got` must be a view's (shape, strides, storage offset), as plain tuples and ints, equal to `want`."""
-    check_type(got, tuple, what, hint="return a tuple (new_shape, new_strides, new_storage_offset).")
+    got = exactly(got, tuple, what, hint="return a tuple (new_shape, new_strides, new_storage_offset).")
     check_int(len(got), 3, f"length of {what}", hint="three things: (new_shape, new_strides, new_storage_offset).")
     check_ints(got[0], want[0], f"new shape of {what}", hint)
     check_ints(got[1], want[1], f"new strides of {what}", hint)

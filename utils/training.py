@@ -382,7 +382,8 @@ def checkpoint_problem(save_fn) -> str | None:
         generator = torch.Generator().manual_seed(12)
         torch.rand(generator=generator, size=(3,)), torch.rand(2), np.random.rand(2), random.random()
         wanted = {"torch.get_rng_state()": torch.get_rng_state(), "generator.get_state()": generator.get_state(),
-                  "np.random.get_state()'s key words": torch.from_numpy(np.random.get_state()[1].astype(np.int64)),
+                  "np.random.get_state()'s key words": torch.from_numpy(
+                      np.random.get_state(legacy=False)["state"]["key"].astype(np.int64)),
                   "random.getstate()": torch.tensor(random.getstate()[1], dtype=torch.int64)}
         with tempfile.TemporaryDirectory() as folder:
             path = Path(folder) / "checkpoint.pt"

@@ -23,14 +23,9 @@ from dataclasses import replace
 
 from autograder.grader.plan import CellRun, Plan, nbgrader_meta, text_of
 from autograder.outcome import Autograded, CellKind, Failure
-from autograder.source import Role, SourceCell, SourceNotebook
+from autograder.source import Role, SourceCell, SourceNotebook, strip_ansi
 
-ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
 NO_RESPONSE = "No response."  # nbgrader's own comment for an unchanged answer
-
-
-def strip_ansi(text: str) -> str:
-    return ANSI.sub("", text)
 
 
 # The exception nbgrader's autograded notebook shows for a failure that raised none in the student's code.

@@ -304,7 +304,7 @@ def recorded_elsewhere(course: Course, out: Path) -> frozenset[tuple[str, str]]:
     """Every (student, assignment) that was recorded in the gradebook by the signs a run leaves after its commit:
     a notebook in autograded/<student>/<assignment>/, and a `graded` TOTAL row of OUT/grades.csv (written from the
     gradebook). Listing folders and reading one CSV: no result file is opened."""
-    from autograder.grader.write import OldGradesFile, read_totals
+    from autograder.grades_csv import OldGradesFile, read_totals
     from autograder.outcome import Status
     found = set()
     autograded = course.folder("autograded")

@@ -31,6 +31,7 @@ from autograder.grader.plan import CellRun, Plan
 from autograder.limits import Limits
 from autograder.outcome import CellKind, Failure
 from autograder.protocol import (
+    KEPT_ENVIRONMENT,
     CellRequest,
     CellResult,
     CostBudget,
@@ -44,7 +45,6 @@ from autograder.protocol import (
     Started,
     StartupFailed,
 )
-from autograder.sandboxed.zygote import KEPT_ENVIRONMENT
 
 START_SECONDS = 60  # for a notebook process to say Ready (many starting at once on a loaded machine)
 STARVED_FACTOR = 4  # a cell's wall time may stretch to this many times its limit while it waits for a CPU (issue #49)

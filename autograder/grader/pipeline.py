@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from autograder import cgroups, database, deadlines, gradebook, shards
+from autograder import cgroups, database, due_dates, gradebook, shards
 from autograder.course import REPO_ROOT, Course, default_course
 from autograder.errors import GraderError, Refused
 from autograder.gradebook import Row, RunNotes
@@ -30,11 +30,12 @@ from autograder.grader.plan import source_cells
 from autograder.grader.record import install, record, stopped_after_commit
 from autograder.grader.selfcheck import digest, self_check
 from autograder.grader.workers import Job, Setting, not_graded, read_result, result_path, reusable, run_jobs
-from autograder.grader.write import pending_events, write_csv, write_feedback, write_summary
+from autograder.grader.write import pending_events, write_feedback
+from autograder.grades_csv import write_csv, write_summary
 from autograder.limits import Limits, fit_to_machine, load_limits
 from autograder.outcome import Event, EventKind, Status, SubmissionOutcome, in_order
 from autograder.progress import Progress
-from autograder.sandboxed.zygote import KEPT_ENVIRONMENT
+from autograder.protocol import KEPT_ENVIRONMENT
 from autograder.trusted.checker import Checker
 
 
@@ -321,7 +322,7 @@ def write(run: run_module.Run, found: Found, jobs: list[Job], results: list[Subm
     run.summary += pending_events(rows)
     missing = {a: [r.student for r in rows if r.assignment == a and r.status is Status.NO_SUBMISSION] for a in names}
     run.summary += [Event.no_submission(a, students) for a, students in missing.items() if students]
-    run.summary += [Event(EventKind.SUBMISSION, line) for line in deadlines.grading_warnings(course, names)]
+    run.summary += [Event(EventKind.SUBMISSION, line) for line in due_dates.grading_warnings(course, names)]
     killed = cgroups.grader_oom_kills_since(memory)
     if killed:  # "no memory limit" above is the job's limit; the machine may still have run out (issue #62)
         run.summary.append(Event(EventKind.MACHINE, f"out of memory during this run: {killed}; a submission whose "

@@ -19,7 +19,8 @@ def verdicts(assignment: str, plan: Plan) -> dict:
     """{test grade_id: (rule, verdict)} for every test cell of `plan` that has a rule. Each task is judged as its
     name stands when its test cell runs (after the student's cells above it), and charged for its own code only,
     once: another rule-bound task, as it stood at its own test, is a stand-in."""
-    from utils.rules import RULES, Code, judge, parse  # imported by the grader before its workers fork
+    from utils.rule_judge import judge, parse  # imported by the grader before its workers fork
+    from utils.rules import RULES, Code
     tests = [c for c in plan.cells if c.kind is CellKind.TEST and (assignment, c.grade_id) in RULES]
     if not tests:
         return {}
@@ -60,7 +61,8 @@ def bounded_verdicts(assignment: str, plan: Plan) -> dict:
     """`verdicts`, judged in a child of its own with a time and a memory cap, as a notebook has (issue #48: twelve
     lines of dead code once made the judge take 2.26 GB and 47 s): a judgement that runs out of either flags every
     rule-bound task of the notebook for a person, and the run goes on."""
-    from utils.rules import RULES, Verdict
+    from utils.rule_judge import Verdict
+    from utils.rules import RULES
 
     def work() -> dict:
         _cap_memory(JUDGE_MEMORY)

@@ -26,7 +26,7 @@ import traceback
 from pathlib import Path
 
 from autograder.limits import Limits
-from autograder.protocol import Exited, Init, Message, ProtocolError, Spawn, Started, StartupFailed
+from autograder.protocol import KEPT_ENVIRONMENT, Exited, Init, Message, ProtocolError, Spawn, Started, StartupFailed
 from autograder.sandboxed import executor, walls
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -41,9 +41,6 @@ COMPANIONS = {
 }
 ALWAYS = ("IPython.core.interactiveshell", "traitlets.config")   # what the executor runs cells with
 MODULE_NAME = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
-# What a notebook keeps of the environment: the locale, and the variables that pick torch's and oneDNN's CPU kernels
-# (a grading run can reproduce another CPU: tests/test_variants.py grades under ATEN_CPU_CAPABILITY=default).
-KEPT_ENVIRONMENT = ("PATH", "LANG", "LC_ALL", "TZ", "ATEN_CPU_CAPABILITY", "ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA")
 LOCKS = Path("/run/cs336-grader")  # root only: which sandbox uids a running grader holds
 # Where a notebook finds the folder the grader lends it a cost budget's file in (grader/budget_files.py; utils/cost.py
 # reads it): the folder is readable to this notebook alone, beside what every notebook may read.

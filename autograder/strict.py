@@ -54,42 +54,62 @@ def read(value: object, kind: Any, where: str, error: type[Exception]) -> Any:
     """`value` (parsed JSON or TOML) as the annotation `kind` (see the module docstring); `error` naming `where` and
     what came instead when it is not one."""
     way, needs = _shape(kind)
-    if way == "exact":
-        if type(value) not in needs:
-            raise error(f"{where}: expected {_name(kind)}, got {_shown(value)}")
-        return value
-    if way == "any":
-        return value
-    if way == "union":
-        if value is None and NoneType in needs:
-            return None
-        for arm in needs:
-            try:
-                return read(value, arm, where, error)
-            except error:
-                continue
-        raise error(f"{where}: expected {_name(kind)}, got {_shown(value)}")
-    if way == "enum":
-        member = needs.get((type(value), value)) if isinstance(value, (str, int, float)) else None
-        if member is None:
-            raise error(f"{where}: expected one of {sorted(str(k[1]) for k in needs)}, got {_shown(value)}")
-        return member
-    if way == "dataclass":
-        return needs(**fields_of(needs, value, where, error))
-    if way == "fixed":
-        if type(value) is not list or len(value) != len(needs):
-            raise error(f"{where}: expected {_name(kind)}, got {_shown(value)}")
-        return tuple(read(v, item, f"{where}[{i}]", error) for i, (v, item) in enumerate(zip(value, needs)))
-    if way == "sequence":
-        origin, item = needs
-        if type(value) is not list:
-            raise error(f"{where}: expected {_name(kind)}, got {_shown(value)}")
-        items = [read(v, item, f"{where}[{i}]", error) for i, v in enumerate(value)]
-        return tuple(items) if origin is tuple else items
+    return _READERS[way](value, kind, needs, where, error)
+
+
+def _wrong(value: object, kind: Any, where: str, error: type[Exception]) -> Exception:
+    return error(f"{where}: expected {_name(kind)}, got {_shown(value)}")
+
+
+def _exact(value: object, kind: Any, needs: Any, where: str, error: type[Exception]) -> Any:
+    if type(value) not in needs:
+        raise _wrong(value, kind, where, error)
+    return value
+
+
+def _union(value: object, kind: Any, needs: Any, where: str, error: type[Exception]) -> Any:
+    if value is None and NoneType in needs:
+        return None
+    for arm in needs:
+        try:
+            return read(value, arm, where, error)
+        except error:
+            continue
+    raise _wrong(value, kind, where, error)
+
+
+def _enum(value: object, kind: Any, needs: Any, where: str, error: type[Exception]) -> Any:
+    member = needs.get((type(value), value)) if isinstance(value, (str, int, float)) else None
+    if member is None:
+        raise error(f"{where}: expected one of {sorted(str(k[1]) for k in needs)}, got {_shown(value)}")
+    return member
+
+
+def _fixed(value: object, kind: Any, needs: Any, where: str, error: type[Exception]) -> Any:
+    if type(value) is not list or len(value) != len(needs):
+        raise _wrong(value, kind, where, error)
+    return tuple(read(v, item, f"{where}[{i}]", error) for i, (v, item) in enumerate(zip(value, needs)))
+
+
+def _sequence(value: object, kind: Any, needs: Any, where: str, error: type[Exception]) -> Any:
+    origin, item = needs
+    if type(value) is not list:
+        raise _wrong(value, kind, where, error)
+    items = [read(v, item, f"{where}[{i}]", error) for i, v in enumerate(value)]
+    return tuple(items) if origin is tuple else items
+
+
+def _dict(value: object, kind: Any, needs: Any, where: str, error: type[Exception]) -> Any:
     if type(value) is not dict:
-        raise error(f"{where}: expected {_name(kind)}, got {_shown(value)}")
+        raise _wrong(value, kind, where, error)
     keys, values = needs
     return {read(k, keys, where, error): read(v, values, f"{where}[{k!r}]", error) for k, v in value.items()}
+
+
+# How each shape of annotation (_shape) is read.
+_READERS = {"exact": _exact, "any": lambda value, *_: value, "union": _union, "enum": _enum,
+            "dataclass": lambda value, kind, needs, where, error: needs(**fields_of(needs, value, where, error)),
+            "fixed": _fixed, "sequence": _sequence, "dict": _dict}
 
 
 @functools.cache

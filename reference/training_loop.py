@@ -372,49 +372,64 @@ def _save_check(cases, expected, results) -> None:
                                  "Hint: store only tensors and plain Python values; convert numpy's state array.")
         checkpoint = _check_dict(result.get("checkpoint"), what)
         check_int(checkpoint.get("step"), case["steps"], f"'step' of {what}")
-        saved_model = checkpoint.get("model")
-        if type(saved_model) is not dict:
-            raise AssertionError(f"'model' of {what} is not a state dict.\nHint: save what the model's state dict holds, its "
-                                 "tensors by name, not the model object (lecture 8, section 6).")
-        check_int(len(saved_model), len(want["model"]), f"number of tensors in 'model' of {what}")
-        for name, tensor in want["model"].items():
-            check_tensor(saved_model.get(name), tensor, f"'model'[{name!r}] of {what}")
-        saved_optimizer = checkpoint.get("optimizer")
-        if type(saved_optimizer) is not dict or type(saved_optimizer.get("state")) is not dict:
-            raise AssertionError(f"'optimizer' of {what} is not a state dict.\nHint: save what the optimizer's state dict "
-                                 "holds, its state tensors and settings, not the optimizer object (lecture 8, section 6).")
-        for index, state in want["optimizer"].items():
-            saved_state = _check_dict(saved_optimizer["state"].get(str(index)), f"'optimizer' state {index} of {what}")
-            for key, tensor in state.items():
-                check_tensor(saved_state.get(key), tensor, f"'optimizer' state {index} {key!r} of {what}")
-        groups = saved_optimizer.get("param_groups")
-        check_type(groups, list, f"'param_groups' of the optimizer in {what}")
-        check_float(_check_dict(groups[0] if groups else None, f"param group 0 in {what}").get("lr"), want["lr"],
-                    f"lr in {what}")
-        rng = checkpoint.get("rng")
-        if not lecture.holds_state(rng, want["torch"]):
-            raise AssertionError(f"'rng' of {what} does not hold torch.get_rng_state().")
-        if not lecture.holds_state(rng, want["generator"]):
-            raise AssertionError(f"'rng' of {what} does not hold generator.get_state().")
-        if not (lecture.holds_state(rng, want["numpy_words"]) or lecture.holds_state(rng, want["numpy_bytes"])):
-            raise AssertionError(f"'rng' of {what} does not hold the 624 key words of np.random.get_state().")
-        if not lecture.holds_state(rng, want["python_words"]):
-            raise AssertionError(f"'rng' of {what} does not hold random.getstate().")
-        if case["cuda"]:
-            cuda_states = result.get("cuda_states")
-            check_type(cuda_states, list, "CUDA's random states before saving")
-            if not all(type(s) is torch.Tensor and lecture.holds_state(rng, s) for s in cuda_states):
-                raise AssertionError(f"'rng' of {what} does not hold torch.cuda.get_rng_state_all().")
-        after = result.get("after")
-        check_type(after, list, f"the draws after saving {what}")
-        check_int(len(after), 4, f"the draws after saving {what}")
-        check_tensor(after[0], want["after"][0], "torch's random state after save_checkpoint", hint="saving must not draw numbers.")
-        check_tensor(after[1], want["after"][1], "the generator's state after save_checkpoint", hint="saving must not draw numbers.")
-        check_tensor(after[2], want["after"][2], "numpy's random state after save_checkpoint", hint="saving must not draw numbers.")
-        check_float(after[3], want["after"][3], "Python's random state after save_checkpoint", hint="saving must not draw numbers.")
-        params = _check_dict(result.get("params"), f"the parameters after saving {what}")
-        for name, tensor in want["params"].items():
-            check_tensor(params.get(name), tensor, f"parameter {name} after save_checkpoint")
+        _check_saved_state(checkpoint, want, what)
+        _check_saved_rng(checkpoint, case, want, result, what)
+        _check_nothing_drawn(result, want, what)
+
+
+def _check_saved_state(checkpoint: dict, want: dict, what: str) -> None:
+    """The checkpoint's model and optimizer state dicts, and its learning rate."""
+    saved_model = checkpoint.get("model")
+    if type(saved_model) is not dict:
+        raise AssertionError(f"'model' of {what} is not a state dict.\nHint: save what the model's state dict holds, its "
+                             "tensors by name, not the model object (lecture 8, section 6).")
+    check_int(len(saved_model), len(want["model"]), f"number of tensors in 'model' of {what}")
+    for name, tensor in want["model"].items():
+        check_tensor(saved_model.get(name), tensor, f"'model'[{name!r}] of {what}")
+    saved_optimizer = checkpoint.get("optimizer")
+    if type(saved_optimizer) is not dict or type(saved_optimizer.get("state")) is not dict:
+        raise AssertionError(f"'optimizer' of {what} is not a state dict.\nHint: save what the optimizer's state dict "
+                             "holds, its state tensors and settings, not the optimizer object (lecture 8, section 6).")
+    for index, state in want["optimizer"].items():
+        saved_state = _check_dict(saved_optimizer["state"].get(str(index)), f"'optimizer' state {index} of {what}")
+        for key, tensor in state.items():
+            check_tensor(saved_state.get(key), tensor, f"'optimizer' state {index} {key!r} of {what}")
+    groups = saved_optimizer.get("param_groups")
+    check_type(groups, list, f"'param_groups' of the optimizer in {what}")
+    check_float(_check_dict(groups[0] if groups else None, f"param group 0 in {what}").get("lr"), want["lr"],
+                f"lr in {what}")
+
+
+def _check_saved_rng(checkpoint: dict, case: dict, want: dict, result: dict, what: str) -> None:
+    """The checkpoint's 'rng' holds every random state: torch's, the generator's, numpy's, Python's (and CUDA's)."""
+    rng = checkpoint.get("rng")
+    if not lecture.holds_state(rng, want["torch"]):
+        raise AssertionError(f"'rng' of {what} does not hold torch.get_rng_state().")
+    if not lecture.holds_state(rng, want["generator"]):
+        raise AssertionError(f"'rng' of {what} does not hold generator.get_state().")
+    if not (lecture.holds_state(rng, want["numpy_words"]) or lecture.holds_state(rng, want["numpy_bytes"])):
+        raise AssertionError(f"'rng' of {what} does not hold the 624 key words of np.random.get_state().")
+    if not lecture.holds_state(rng, want["python_words"]):
+        raise AssertionError(f"'rng' of {what} does not hold random.getstate().")
+    if case["cuda"]:
+        cuda_states = result.get("cuda_states")
+        check_type(cuda_states, list, "CUDA's random states before saving")
+        if not all(type(s) is torch.Tensor and lecture.holds_state(rng, s) for s in cuda_states):
+            raise AssertionError(f"'rng' of {what} does not hold torch.cuda.get_rng_state_all().")
+
+
+def _check_nothing_drawn(result: dict, want: dict, what: str) -> None:
+    """Saving drew no random number and changed no parameter."""
+    after = result.get("after")
+    check_type(after, list, f"the draws after saving {what}")
+    check_int(len(after), 4, f"the draws after saving {what}")
+    check_tensor(after[0], want["after"][0], "torch's random state after save_checkpoint", hint="saving must not draw numbers.")
+    check_tensor(after[1], want["after"][1], "the generator's state after save_checkpoint", hint="saving must not draw numbers.")
+    check_tensor(after[2], want["after"][2], "numpy's random state after save_checkpoint", hint="saving must not draw numbers.")
+    check_float(after[3], want["after"][3], "Python's random state after save_checkpoint", hint="saving must not draw numbers.")
+    params = _check_dict(result.get("params"), f"the parameters after saving {what}")
+    for name, tensor in want["params"].items():
+        check_tensor(params.get(name), tensor, f"parameter {name} after save_checkpoint")
 
 
 # ---- task 5: load_checkpoint, checked against the run that never stopped (computed here)

@@ -1,7 +1,7 @@
 """Do the tests notice a real mistake? Mutation testing of the modules that grade, protect or charge (issue #63).
 
     nice -n 10 .venv/bin/python -m bench.mutants [--seed 63] [--per-module 16] [--module PATH ...]
-                                                 [--json mutants.json] [--list] [--check]
+                                                 [--rev REV] [--json mutants.json] [--list] [--check]
 
 For each module of MODULES, every realistic one-line mistake is generated from its syntax tree (`candidates`): a
 comparison flipped (`==`/`!=`, `in`/`not in`, `is`/`is not`) or moved across its boundary (`<`/`<=`, `>`/`>=`), a
@@ -32,6 +32,7 @@ import json
 import os
 import random
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -59,7 +60,7 @@ TESTS: dict[str, list[str]] = {
 MODULES = list(TESTS)
 
 SEED = 63
-PER_MODULE = 16
+PER_MODULE = 10
 NO_MUTATE = "pragma: no mutate"   # a line marked so is left alone (say why on it)
 
 
@@ -304,8 +305,13 @@ def sample(module: str, seed: int, size: int, root: Path = ROOT) -> list[Mutant]
     return [every[i] for i in sorted(chosen)]
 
 
-def copy_repository(dest: Path) -> None:
-    """Git's tracked and untracked (not ignored) files of the checkout, copied (never linked) into `dest`."""
+def copy_repository(dest: Path, rev: str | None = None) -> None:
+    """Git's tracked and untracked (not ignored) files of the checkout, copied (never linked) into `dest`; with `rev`,
+    the files of that commit instead (a score before a change: `--rev main`)."""
+    if rev is not None:
+        archive = subprocess.run(["git", "archive", rev], cwd=ROOT, check=True, capture_output=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
+        return
     listed = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=ROOT, check=True,
                             capture_output=True).stdout.decode().split("\0")
     for name in filter(None, listed):
@@ -434,6 +440,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=SEED)
     parser.add_argument("--per-module", type=int, default=PER_MODULE)
     parser.add_argument("--module", action="append", help="a module of TESTS (default: all)")
+    parser.add_argument("--rev", help="score the code and tests of this commit (default: the checkout as it is)")
     parser.add_argument("--json", type=Path, help="write the scores here too")
     parser.add_argument("--list", action="store_true", help="list the sampled mutants; run nothing")
     parser.add_argument("--check", action="store_true", help="check each module's tests import the copy; no mutants")
@@ -450,10 +457,11 @@ def main(argv: list[str] | None = None) -> int:
             for m in chosen:
                 print(f"  {m.path}:{m.line} ({m.kind}) {m.change}")
         return 0
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))   # killed: the copy is removed, the pytest run killed
     start = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="mutants-") as tmp:
         copy_root = Path(tmp)
-        copy_repository(copy_root)
+        copy_repository(copy_root, args.rev)
         if args.check:
             for module in modules:
                 print(f"{module}: {check_module(module, copy_root)}", flush=True)

@@ -51,7 +51,7 @@ TESTS: dict[str, list[str]] = {
     "autograder/outcome.py": ["tests/test_outcome.py", "-k", "not a_run_writes and not grades_csv_has"],
     "autograder/late.py": ["tests/test_late.py"],
     "autograder/gradebook.py": ["tests/test_gradebook_rows.py"],
-    "autograder/canvas.py": ["tests/test_canvas.py"],
+    "autograder/canvas.py": ["tests/test_canvas.py", "tests/test_gradebook_rows.py"],
     "autograder/staff_pages.py": ["tests/test_staff_pages.py", "-k",
                                   "placeholder or fresh_nonce or read_only or stay_text or sent_inert"],
     "utils/grading.py": ["tests/test_grading_checks.py", "tests/test_task_errors.py", "-k", "not answer_that_raises"],

@@ -332,7 +332,7 @@ def test_a_progress_line_is_drawn_with_a_description_and_blanked_at_the_end(monk
     data = markov_tokens(1000, 16, 2, seed=0)
     for description, wanted in ((None, []), ("steps", ["steps: 0/3", ""])):
         shown: list[str] = []   # an update at most every 0.5 s: on a slow machine "steps: 1/3" may come between
-        monkeypatch.setattr(utils.progress, "_notebook_display", lambda: shown.append)
+        monkeypatch.setattr(utils.progress, "_notebook_display", lambda shown=shown: shown.append)
         torch.manual_seed(0)
         model = TinyLM(16, 4, 8)
         lecture.train(model, torch.optim.SGD(model.parameters(), lr=0.1),

@@ -1,0 +1,116 @@
+"""What the cost meter tells a student from its measurements (autograder/grader/cost.py), without a notebook
+process: each budget's verdict at its edge, the student's own prediction read from what the hidden test handed in,
+the bars and lines shown, a cell's parts merged, and the flags for a person. The measuring itself, on real
+notebooks: tests/test_cost.py."""
+from __future__ import annotations
+
+import pytest
+
+from autograder.grader.cost import Measured, apply_budgets, bar, describe, flags, merge, prediction, verdict
+from autograder.grader.plan import CellRun, Part
+from autograder.outcome import Failure
+from autograder.protocol import CostBudget
+
+MIB = 2**20
+MEMORY = CostBudget("m.test_view", "your view", "make a view, not a copy.", peak_bytes=8 * MIB)
+READS = CostBudget("m.test_batch", "get_batch", "read only the windows.", file="tokens.bin", file_tokens=1000,
+                   file_bytes=MIB)
+CPU = CostBudget("m.test_fast", "fast", "no loops.", cpu_seconds=2.0)
+GUESS = CostBudget("m.test_guess", "your prediction", "count the bytes.", predicted_case=1, tolerance=0.1)
+
+
+def measured(peak=0, file=0, cpu=0.0, elsewhere=(), predicted=None) -> Measured:
+    return Measured(peak, peak, 0, file, 0, cpu, elsewhere, predicted)
+
+
+@pytest.mark.parametrize("budget, within, over, said", [
+    (MEMORY, measured(peak=8 * MIB), measured(peak=8 * MIB + 1),
+     "your view: they took 8.0 MiB of new memory, over the budget of 8.0 MiB.\nHint: make a view, not a copy."),
+    (READS, measured(file=MIB), measured(file=3 * MIB),
+     "get_batch: they read 3.0 MiB of tokens.bin, over the budget of 1.0 MiB.\nHint: read only the windows."),
+    (CPU, measured(cpu=2.0), measured(cpu=2.5),
+     "fast: they used 2.50 s of CPU, over the budget of 2 s.\nHint: no loops."),
+])
+def test_a_budget_is_met_up_to_its_limit_and_failed_past_it_with_its_hint(budget, within, over, said):
+    assert verdict(budget, within) == ""
+    assert verdict(budget, over) == said
+
+
+def test_a_prediction_must_match_within_its_tolerance():
+    assert verdict(GUESS, measured(peak=110, predicted=100)) == ""
+    assert verdict(GUESS, measured(peak=90, predicted=100)) == ""
+    assert verdict(GUESS, measured(peak=120 * MIB, predicted=100 * MIB)) == (
+        "your prediction: they took 120.0 MiB of new memory, +20% from your prediction of 100.0 MiB (within 10% was "
+        "asked).\nHint: count the bytes.")
+    assert "could not be read (it is no int)" in verdict(GUESS, measured(peak=100, predicted=None))
+
+
+def test_work_the_meter_cannot_see_fails_every_budget_and_says_a_person_will_look():
+    said = verdict(MEMORY, measured(elsewhere=("a child process ran",)))
+    assert said.startswith("your view: the cost of its calls cannot be measured (a child process ran)")
+    assert "your instructor will look" in said
+
+
+@pytest.mark.parametrize("handed, case, read", [("[3, 41, 5]", 1, 41), ("[3, 41, 5]", 3, None), ("[3, 41]", -1, None),
+                                                ("[3, 41.0]", 1, None), ("[3, true]", 1, None), ("{}", 0, None),
+                                                ("not json", 0, None), (None, 0, None)])
+def test_the_prediction_is_the_plain_int_the_student_returned_for_its_case(handed, case, read):
+    assert prediction(handed, case) == read
+
+
+def test_a_bar_marks_the_value_and_its_limits():
+    assert bar(5, 10, width=10) == "    [#####....|]"
+    assert bar(20, 10, width=10) == "    [#####|####]"          # the scale is the value: the budget halfway
+    assert bar(5, 6, 4, width=10) == "    [######|#.|]"          # the low limit too
+
+
+def test_describe_shows_each_budgeted_quantity_beside_its_budget():
+    lines = describe(MEMORY, measured(peak=4 * MIB)).splitlines()
+    assert lines[1] == "  new memory: 4.0 MiB (budget 8.0 MiB)" and lines[2].count("|") == 1 and len(lines) == 3
+    lines = describe(READS, measured(file=MIB // 2)).splitlines()
+    assert lines[1] == "  bytes read from storage (the file tokens.bin): 0.5 MiB (budget 1.0 MiB)"
+    assert describe(CPU, measured(cpu=1.5)).splitlines()[1:] == ["  CPU time: 1.50 s (budget 2 s)"]
+    lines = describe(GUESS, measured(peak=MIB, predicted=MIB)).splitlines()
+    assert lines[1] == "  new memory: 1.0 MiB (your prediction 1.0 MiB, which it must match within 10%)"
+
+
+def test_a_cell_over_its_budget_fails_with_the_verdict_and_shows_what_was_measured():
+    ok = CellRun(ok=True, output="passed\n")
+    within = apply_budgets(ok, [MEMORY], measured(peak=MIB), "")
+    assert within.ok and within.output.startswith("passed\nMeasured by the grader") and len(within.costs) == 1
+    over = apply_budgets(ok, [MEMORY, CPU], measured(peak=9 * MIB, cpu=3.0), "")
+    assert not over.ok and over.failure is Failure.ERROR
+    assert over.error.startswith("AssertionError: your view: they took 9.0 MiB")   # the first budget's verdict
+    assert [cost["ok"] for cost in over.costs] == [False, False]
+    failed = CellRun(ok=False, error="AssertionError: wrong", failure=Failure.ERROR)
+    kept = apply_budgets(failed, [MEMORY], measured(peak=9 * MIB), "")
+    assert kept.error == "AssertionError: wrong" and kept.output == ""            # a wrong answer is told only that
+    handed = CellRun(ok=True, handed={GUESS.key: "[1, 100]"})
+    assert apply_budgets(handed, [GUESS], measured(peak=100), "").ok
+    assert not apply_budgets(handed, [GUESS], measured(peak=200), "").ok
+
+
+def test_what_could_not_be_measured_is_flagged_for_a_person():
+    ok = CellRun(ok=True)
+    unmeasured = apply_budgets(ok, [READS, MEMORY], measured(peak=MIB), "the disk could not be lent")
+    assert unmeasured.ok and "(the grader could not measure get_batch here)" in unmeasured.output
+    elsewhere = apply_budgets(ok, [MEMORY], measured(elsewhere=("a child process ran",)), "")
+    assert not elsewhere.ok
+    not_run = apply_budgets(ok, [CPU], None, "")
+    assert not_run.ok
+    assert flags([unmeasured, elsewhere, not_run, CellRun(ok=True)]) == [
+        "cost: your view could not be measured (a child process ran)",
+        "cost: the grader could not measure get_batch (the disk could not be lent): a person checks its budget",
+        "cost: the grader could not measure fast (the measured part did not run): a person checks its budget"]
+
+
+def test_a_cells_parts_merge_into_the_cell_with_the_failure_at_its_own_line():
+    parts = [(CellRun(ok=True, output="a\n", handed={"k1": "1"}, restored=("torch.allclose",)), Part("x", 1)),
+             (CellRun(ok=False, output="b\n", error="AssertionError", line=2, failure=Failure.ERROR,
+                      handed={"k2": "2"}, restored=("torch.allclose",)), Part("y", 5)),
+             (CellRun(ok=False, output="c\n", error="later", line=1, failure=Failure.CRASH), Part("z", 9))]
+    merged = merge(parts)
+    assert (merged.ok, merged.output, merged.error, merged.line, merged.failure) == \
+        (False, "a\nb\nc\n", "AssertionError", 6, Failure.ERROR)
+    assert merged.handed == {"k1": "1", "k2": "2"} and merged.restored == ("torch.allclose",)
+    assert merge(parts[:1]).ok and merge(parts[:1]).line is None

@@ -28,7 +28,8 @@ def test_the_cap_and_the_rate_are_the_courses_settings():
 
 
 @pytest.mark.parametrize("seconds, shown", [(0.49, "under 1 s"), (1, "1 s"), (59.4, "59 s"), (59.5, "1 min"),
-                                            (3569.9, "59 min"), (3570, "1.0 h"), (47.9 * 3600, "47.9 h"),
+                                            (3569.9, "59 min"), (3570, "1.0 h"), (4860, "1.4 h"), (4500, "1.2 h"),
+                                            (47.9 * 3600, "47.9 h"),
                                             (48 * 3600, "2.0 days"), (10 * DAY, "10.0 days")])
 def test_how_late_at_each_units_edge(seconds, shown):
     assert how_late(seconds) == shown

@@ -204,3 +204,14 @@ def test_a_format_1_tampered_cell_is_read_as_tampered_whatever_its_error():
     test = next(c for c in written["notebooks"][NOTEBOOK]["cells"] if c["grade_id"] == "test_double")
     test["tampered"] = ["the test cell was edited"]
     assert failures(SubmissionOutcome.from_dict(written))["test:test_double"] is Failure.TAMPERED
+
+
+@pytest.mark.parametrize("failure, problem", [(Failure.TIMEOUT, "the notebook ran past its 10 s limit"),
+                                              (Failure.CRASH, ""), (Failure.NOT_A_NOTEBOOK, "not JSON"), (None, "")])
+def test_a_notebooks_own_failure_round_trips_and_is_never_guessed_from_its_problem(failure, problem):
+    """Only a format-1 file's notebook failure is read from its problem's words; today's carries its own."""
+    import dataclasses
+    outcome = old("cy")
+    notebook = dataclasses.replace(outcome.notebooks[NOTEBOOK], failure=failure, problem=problem)
+    outcome = dataclasses.replace(outcome, format=FORMAT, notebooks={NOTEBOOK: notebook})
+    assert SubmissionOutcome.from_json(outcome.to_json()).notebooks[NOTEBOOK].failure is failure

@@ -421,3 +421,23 @@ def test_a_student_file_is_sent_inert_and_no_script_of_hers_has_a_source():
     forged = script_src(respond(page, "text/html", host="x; script-src *")["Content-Security-Policy"])
     assert "*" not in forged and "/static/" not in forged
     assert "sandbox" in respond(page, "text/html", theirs="sandbox allow-scripts")["Content-Security-Policy"]
+
+
+def test_the_sanitising_exporter_renders_her_markup_as_text_whatever_the_configuration():
+    """The exporter behind Formgrader's pages and the feedback, on one small notebook in this process (the hostile
+    class's pages: the tests above): a script in a markdown cell and in an HTML output is not live, an event handler
+    is dropped, and a configuration that turns sanitising off changes nothing."""
+    from traitlets.config import Config
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell("# Mine\n<script>window.__pwned='md'</script><img src=x onerror=boom()>"),
+                nbformat.v4.new_code_cell("x", outputs=[nbformat.v4.new_output(
+                    "display_data", {"text/html": "<b onclick=boom()>bold</b><script>window.__pwned='out'</script>"})])]
+    for config in (None, Config({"HTMLExporter": {"sanitize_html": False}})):
+        exporter = staff_pages.SanitisingExporter(config=config) if config else staff_pages.SanitisingExporter()
+        assert exporter.sanitize_html
+        page, _ = exporter.from_notebook_node(nb)
+        found = Markup()
+        found.feed(page)
+        assert not [body for body in found.scripts if "__pwned" in body], config
+        assert not [live for live in found.live if "boom" in live[2]], config
+        assert "Mine" in page and "bold" in page

@@ -441,3 +441,22 @@ def test_the_sanitising_exporter_renders_her_markup_as_text_whatever_the_configu
         assert not [body for body in found.scripts if "__pwned" in body], config
         assert not [live for live in found.live if "boom" in live[2]], config
         assert "Mine" in page and "bold" in page
+
+
+def test_the_extension_puts_the_policy_first_and_routes_through_its_decisions(monkeypatch):
+    """Loading the extension (as Jupyter Server does) makes StrictPolicy the first transform of every response, before
+    compression, and routing go through the hardening step; the served tests above see its effect in Chromium."""
+    import logging
+
+    import tornado.web
+    from traitlets.config import Config
+    monkeypatch.setattr(staff_pages, "_state", dict(staff_pages._state))
+    app = tornado.web.Application([], compress_response=True)
+    routed = app.find_handler
+
+    class Server:
+        web_app, config, log = app, Config(), logging.getLogger("staff-pages-test")
+
+    staff_pages._load_jupyter_server_extension(Server())
+    assert app.transforms == [staff_pages.StrictPolicy, tornado.web.GZipContentEncoding]
+    assert app.find_handler is not routed and staff_pages._state["settings"] is app.settings

@@ -232,3 +232,19 @@ def test_as_accurate_as_torch_allows_ten_times_torchs_own_error():
     check_as_accurate_as_torch(torch.tensor([1.009]), torch_value, exact, "x")
     with pytest.raises(AssertionError, match="away from the float64 result"):
         check_as_accurate_as_torch(torch.tensor([1.02]), torch_value, exact, "x")
+
+
+def test_a_bool_must_be_the_right_one_and_a_real_bool():
+    from utils.grading import check_bool
+    check_bool(True, True, "flag")
+    check_bool(False, False, "flag")
+    for value, message in [(False, "expected True, got False\nHint: look"), (1, "expected a bool, got int"),
+                           (torch.tensor(True), "expected a bool, got Tensor")]:
+        with pytest.raises(AssertionError, match=message):
+            check_bool(value, True, "flag", hint="look")
+
+
+def test_a_string_must_match_exactly():
+    check_str("fp16", "fp16", "name")
+    with pytest.raises(AssertionError, match="expected 'fp16', got 'FP16'\nHint: look"):
+        check_str("FP16", "fp16", "name", hint="look")

@@ -81,3 +81,50 @@ def test_seal_root_adds_the_sticky_bit_only_where_everyone_may_write(tmp_path, b
     seal_root(root)
     assert stat.S_IMODE(os.stat(root).st_mode) == after
     seal_root(tmp_path / "none")                                # no root yet: nothing to do
+
+
+@pytest.fixture
+def shared(tmp_path_factory):
+    """A folder every account may enter (pytest's own folder is its owner's only)."""
+    import shutil
+    import tempfile
+    folder = Path(tempfile.mkdtemp(dir="/tmp", prefix="exchange-root-"))
+    os.chmod(folder, 0o755)
+    yield folder
+    shutil.rmtree(folder)
+
+
+def test_a_release_marks_the_class_and_hands_out_a_file_every_student_can_read(shared):
+    from autograder.exchange import STUDENTS_CONFIG, OtherClass, hand_out, handing_out, owner_of
+    root = exchange(shared, 0o777)
+    course = root / "cs336"
+    course.mkdir(mode=0o755)
+    os.chmod(course, 0o755)
+    handed = hand_out(course, root, Path("/srv/course"))
+    assert handed == course / STUDENTS_CONFIG and stat.S_IMODE(os.stat(root).st_mode) == 0o1777   # sealed first
+    assert stat.S_IMODE(os.stat(handed).st_mode) == 0o644 and stat.S_IMODE(os.stat(course / CLASS_MARK).st_mode) == 0o644
+    assert owner_of(course) == "/srv/course" and f"EXCHANGE = {str(root)!r}" in handed.read_text()
+    said = handing_out(handed)
+    assert said.startswith(f"Students' file of this class: {handed}. Every account can read it there")
+    with pytest.raises(OtherClass, match="belongs to another class: its course.txt names the course /srv/course"):
+        hand_out(course, root, Path("/srv/other"))
+
+
+def test_a_path_closed_to_other_accounts_says_where(shared):
+    from autograder.exchange import closed_to_others, handing_out
+    (shared / "open").write_text("x")
+    os.chmod(shared / "open", 0o644)
+    assert closed_to_others(shared / "open") == []
+    (shared / "run").write_text("#!/bin/sh\n")
+    os.chmod(shared / "run", 0o744)                              # a program others may read but not run
+    assert closed_to_others(shared / "run") == [f"{shared / 'run'} (mode -rwxr--r--) is closed to other accounts"]
+    os.chmod(shared / "run", 0o755)
+    assert closed_to_others(shared / "run") == []
+    (shared / "home").mkdir()
+    os.chmod(shared / "home", 0o700)
+    (shared / "home" / "config.py").write_text("x")
+    (shared / "link").symlink_to(shared / "home" / "config.py")  # a link is followed to its target
+    assert closed_to_others(shared / "link") == [
+        f"{shared / 'home'} (mode drwx------) does not let other accounts in"]
+    said = handing_out(shared / "home" / "config.py")
+    assert "Other accounts cannot read it there" in said and "does not let other accounts in" in said

@@ -129,20 +129,20 @@ def _guards(stmt: ast.If) -> bool:
 
 class _Finder(ast.NodeVisitor):
     def __init__(self, path: str, source: str):
-        self.path, self.lines = path, source.splitlines()
+        self.path, self.source, self.lines = path, source, source.splitlines()
         self.found: list[Mutant] = []
         self.parents: list[ast.AST] = []
         self.skip_depth = 0   # inside an annotation, a docstring or `if TYPE_CHECKING`/`__main__`
 
     # --- helpers ---
-    def _marked(self, node: ast.AST) -> bool:
-        return any(NO_MUTATE in self.lines[n - 1] for n in range(node.lineno, node.end_lineno + 1))
+    def _marked(self, node: ast.expr | ast.stmt) -> bool:
+        return any(NO_MUTATE in self.lines[n - 1] for n in range(node.lineno, (node.end_lineno or node.lineno) + 1))
 
-    def _add(self, node: ast.AST, replacement: str, kind: str, change: str) -> None:
+    def _add(self, node: ast.expr | ast.stmt, replacement: str, kind: str, change: str) -> None:
         if self.skip_depth or self._marked(node):
             return
-        self.found.append(Mutant(self.path, node.lineno, node.col_offset, node.end_lineno, node.end_col_offset,
-                                 replacement, kind, change))
+        self.found.append(Mutant(self.path, node.lineno, node.col_offset, node.end_lineno or node.lineno,
+                                 node.end_col_offset or node.col_offset, replacement, kind, change))
 
     def _swap(self, node: ast.expr, new: ast.expr, kind: str) -> None:
         before, after = ast.unparse(node), ast.unparse(new)
@@ -260,15 +260,15 @@ class _Finder(ast.NodeVisitor):
 
     def visit_Constant(self, node: ast.Constant) -> None:
         value = node.value
+        written = ast.get_source_segment(self.source, node) or repr(value)
+        line = _short(self.lines[node.lineno - 1].strip(), 50)
         if type(value) is int:
-            for new in (value + 1, value - 1):
-                if new >= 0 or value < 0:
-                    self._add(node, repr(new), "constant", f"`{value!r}` -> `{new!r}` "
-                                                           f"(line: `{_short(self.lines[node.lineno - 1].strip(), 50)}`)")
+            base = {"0o": oct, "0x": hex, "0b": bin}.get(written[:2].lower(), repr)   # 0o644 -> 0o645, as written
+            for changed in (value + 1, value - 1):
+                if changed >= 0 or value < 0:
+                    self._add(node, base(changed), "constant", f"`{written}` -> `{base(changed)}` (line: `{line}`)")
         elif type(value) is float and value != 0 and value == value:
-            new = value * 4
-            self._add(node, repr(new), "constant", f"`{value!r}` -> `{new!r}` "
-                                                   f"(line: `{_short(self.lines[node.lineno - 1].strip(), 50)}`)")
+            self._add(node, repr(value * 4), "constant", f"`{written}` -> `{value * 4!r}` (line: `{line}`)")
 
 
 def module_files(module: str, root: Path = ROOT) -> list[Path]:

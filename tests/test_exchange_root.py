@@ -128,3 +128,18 @@ def test_a_path_closed_to_other_accounts_says_where(shared):
         f"{shared / 'home'} (mode drwx------) does not let other accounts in"]
     said = handing_out(shared / "home" / "config.py")
     assert "Other accounts cannot read it there" in said and "does not let other accounts in" in said
+
+
+def test_the_release_log_names_at_most_two_obstacles(shared):
+    from autograder.exchange import handing_out
+    deep = shared / "a" / "b" / "c"
+    deep.mkdir(parents=True)
+    (deep / "config.py").write_text("x")
+    for folder in (shared / "a", shared / "a" / "b", deep):
+        os.chmod(folder, 0o700)
+    try:
+        said = handing_out(deep / "config.py")
+        assert said.count("does not let other accounts in") == 2 and f"{deep} (mode" not in said
+    finally:
+        for folder in (shared / "a", shared / "a" / "b", deep):
+            os.chmod(folder, 0o755)

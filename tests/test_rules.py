@@ -316,3 +316,9 @@ def test_a_forbidden_method_held_as_a_value_breaks_its_rule(code, broken):
 ])
 def test_a_route_the_judge_reports_is_said_in_words_for_the_person_who_looks(code, said):
     assert verdict(AUTOGRAD, code).dynamic == said
+
+
+def test_a_private_name_breaks_a_rule_that_forbids_them_unless_the_task_needs_its_module():
+    rule = Rule("get_batch", ("utils.training",), private=True, needs=("numpy",), why=".")
+    found = verdict(rule, "import numpy as np\ndef get_batch(d, n):\n    np.asarray(d)\n    return torch._utils._rebuild(d)")
+    assert found.broken == ["a private attribute (._utils)", "a private attribute (._rebuild)"], found

@@ -114,3 +114,91 @@ def test_a_cells_parts_merge_into_the_cell_with_the_failure_at_its_own_line():
         (False, "a\nb\nc\n", "AssertionError", 6, Failure.ERROR)
     assert merged.handed == {"k1": "1", "k2": "2"} and merged.restored == ("torch.allclose",)
     assert merge(parts[:1]).ok and merge(parts[:1]).line is None
+
+
+# ---- the kernel's counters, read from /proc as the meter reads them (this process and small children) -------------
+
+def test_the_counters_agree_with_the_kernels_other_accounts():
+    """read_counters against os.times and getrusage (independent interfaces to the same kernel accounts): own CPU
+    ticks, children's faults and ticks once a child that burns CPU and touches memory was waited for."""
+    import os
+    import resource
+    import subprocess
+    import sys
+
+    from autograder.grader.cost import TICKS, read_counters
+    subprocess.run([sys.executable, "-c", "x = b'1' * 50_000_000\nimport time\nt = time.process_time()\n"
+                                          "while time.process_time() - t < 0.3: pass"], check=True)
+    before, counters, after = os.times(), read_counters(os.getpid()), os.times()
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    child_ticks = (before.children_user + before.children_system) * TICKS
+    assert counters.child_faults_and_ticks == pytest.approx(children.ru_minflt + children.ru_majflt + child_ticks, abs=3)
+    assert child_ticks >= 0.25 * TICKS and children.ru_minflt > 1000     # so that the two parts are not mistaken
+    assert (before.user + before.system) * TICKS - 2 <= counters.ticks <= (after.user + after.system) * TICKS + 2
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    assert counters.hwm_bytes == pytest.approx(usage.ru_maxrss * 1024, rel=0.05) and counters.rss_bytes <= counters.hwm_bytes
+    assert counters.faults <= usage.ru_minflt + usage.ru_majflt
+
+
+def test_a_process_that_ignores_sigchld_is_seen_to():
+    import signal
+    import subprocess
+    import sys
+
+    from autograder.grader.cost import read_counters
+    for code, ignored in (("", False), ("import signal; signal.signal(signal.SIGCHLD, signal.SIG_IGN)\n", True)):
+        child = subprocess.Popen([sys.executable, "-c", code + "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
+        try:
+            import time
+            deadline = time.monotonic() + 10
+            while read_counters(child.pid).sigchld_ignored != ignored and time.monotonic() < deadline:
+                time.sleep(0.02)
+            assert read_counters(child.pid).sigchld_ignored is ignored
+        finally:
+            child.communicate(b"")
+    assert signal.getsignal(signal.SIGCHLD) is not signal.SIG_IGN
+
+
+def test_a_mapping_of_the_lent_file_is_found_by_its_path_or_its_identity(tmp_path):
+    import mmap
+    import os
+
+    from autograder.grader.budget_files import Lent
+    from autograder.grader.cost import maps_file
+    path = tmp_path / "tokens.bin"
+    path.write_bytes(b"\0" * 8192)
+    info = os.stat(path)
+    lent, elsewhere = Lent(path, info.st_dev, info.st_ino), Lent(tmp_path / "other.bin", info.st_dev, info.st_ino + 1)
+    assert not maps_file(os.getpid(), lent)
+    with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+        assert mapped[0] == 0 and maps_file(os.getpid(), lent) and not maps_file(os.getpid(), elsewhere)
+        renamed = Lent(tmp_path / "link-to-it", info.st_dev, info.st_ino)   # another name, the same file
+        assert maps_file(os.getpid(), renamed)
+    assert not maps_file(os.getpid(), lent)
+
+
+def test_a_notebook_waiting_for_its_next_request_is_told_from_a_busy_one():
+    """waiting_for_request: True for a process blocked reading the request pipe, False for one still computing."""
+    import os
+    import subprocess
+    import sys
+
+    from autograder.grader.cost import READ_SYSCALL, waiting_for_request
+    if READ_SYSCALL is None:
+        pytest.skip("read(2)'s number is not known on this machine")
+
+    class Process:   # what waiting_for_request reads of a NotebookProcess: the grader's end of the request pipe
+        request_w = 0
+
+    for code, waiting in (("import sys; sys.stdin.buffer.read(1)", True),
+                          ("import time\nt = time.time()\nwhile time.time() - t < 5: pass", False)):
+        read_end, Process.request_w = os.pipe()
+        child = subprocess.Popen([sys.executable, "-c", code], stdin=read_end)
+        os.close(read_end)
+        try:
+            assert waiting_for_request(Process(), child.pid, seconds=1.0 if waiting else 0.3) is waiting
+        finally:
+            os.write(Process.request_w, b"x")
+            os.close(Process.request_w)
+            child.kill()
+            child.wait()

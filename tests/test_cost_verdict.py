@@ -202,3 +202,79 @@ def test_a_notebook_waiting_for_its_next_request_is_told_from_a_busy_one():
             os.close(Process.request_w)
             child.kill()
             child.wait()
+
+
+# ---- a budgeted cell run as its three parts, with a stand-in for the notebook process -------------------------------
+
+CELL = ("check(f(1))\n### BEGIN HIDDEN TESTS\nprepare()\n### BEGIN MEASURED\nr = [f(c) for c in cases]\n"
+        "### END MEASURED\nhand_in('m.test_view', r)\n### END HIDDEN TESTS\nprint('done')")
+
+
+class Notebook:
+    """What run_measured asks of a NotebookProcess: run a part (here: answered from `answers`, in order), its pidfd
+    (a child blocked reading the request pipe, as a notebook is between requests) and the pipe's grader end."""
+
+    def __init__(self, answers):
+        import os
+        import subprocess
+        import sys
+        self.answers, self.ran, self.given_back = list(answers), [], 0.0
+        read_end, self.request_w = os.pipe()
+        self.child = subprocess.Popen([sys.executable, "-c", "import ctypes, sys\nctypes.CDLL(None).prctl(41, 1, 0, 0, 0)\n"
+                                       "sys.stdin.buffer.read(1)"], stdin=read_end)   # 41: PR_SET_THP_DISABLE, as the
+        os.close(read_end)                                                           # grader's notebooks set it
+        self.pidfd = os.pidfd_open(self.child.pid)
+        from autograder.grader.cost import waiting_for_request
+        assert waiting_for_request(self, self.child.pid)   # started and idle, as a notebook between requests
+
+    def run(self, kind, code, seconds, cases, watch=None):
+        self.ran.append(code)
+        return self.answers.pop(0)
+
+    def close(self):
+        import os
+        os.write(self.request_w, b"x")
+        self.child.wait()
+        os.close(self.request_w)
+        os.close(self.pidfd)
+
+
+@pytest.mark.parametrize("answers, ok, parts_run", [
+    ([CellRun(ok=True, output="1\n"), CellRun(ok=True, handed={"m.test_view": "[1]"}), CellRun(ok=True, output="done\n")],
+     True, 3),
+    ([CellRun(ok=False, error="AssertionError: f(1)", line=1, failure=Failure.ERROR)], False, 1),   # visible part fails
+    ([CellRun(ok=True), CellRun(ok=False, error="ValueError", line=1, failure=Failure.ERROR)], False, 2),
+])
+def test_a_budgeted_cell_runs_as_three_parts_measured_in_the_middle(answers, ok, parts_run):
+    from autograder.grader.cost import run_measured
+    from autograder.grader.plan import Cell
+    from autograder.outcome import CellKind
+    notebook = Notebook(answers)
+    try:
+        result = run_measured(notebook, Cell(CellKind.TEST, "test_view", CELL, 2.0), [MEMORY], 30.0, {})
+    finally:
+        notebook.close()
+    assert result.ok is ok and len(notebook.ran) == parts_run
+    assert notebook.ran[0].endswith("prepare()\n") and (parts_run < 2 or notebook.ran[1].startswith("### BEGIN MEASURED"))
+    if ok:   # measured on the idle child: no new memory, the bar shown after what the cell printed
+        assert result.output.startswith("1\ndone\nMeasured by the grader") and result.costs[0]["ok"]
+        assert result.costs[0]["peak_bytes"] < MIB and not result.costs[0]["elsewhere"]
+    elif parts_run == 2:   # the measured part's own failure, at its line in the whole cell
+        assert (result.error, result.line) == ("ValueError", 4)
+    else:
+        assert result.error == "AssertionError: f(1)" and not result.costs
+
+
+def test_a_budgeted_cell_without_a_measured_part_is_run_whole_and_left_to_a_person():
+    from autograder.grader.cost import run_measured
+    from autograder.grader.plan import Cell
+    from autograder.outcome import CellKind
+    notebook = Notebook([CellRun(ok=True, output="done\n")])
+    try:
+        result = run_measured(notebook, Cell(CellKind.TEST, "test_view", CELL.replace("MEASURED", "MEASURE"), 2.0),
+                              [MEMORY], 30.0, {})
+    finally:
+        notebook.close()
+    assert notebook.ran == [CELL.replace("MEASURED", "MEASURE")] and result.ok
+    assert flags([result]) == ["cost: the grader could not measure your view (its test cell has no measured part): a "
+                               "person checks its budget"]

@@ -17,15 +17,17 @@ from autograder.outcome import Status
 from tests import tiny_course
 from tests.test_grading_faults import make_class
 
+# nbgrader's own add_submission warns that SQLAlchemy's autoflush met its new rows; the rows are written all the same
+pytestmark = pytest.mark.filterwarnings("ignore:Object of type:sqlalchemy.exc.SAWarning")
 A = tiny_course.ASSIGNMENT
 DUE = datetime.datetime(2026, 1, 5, 12, 0)
-STUDENTS = ["ada", "bob", "cy", "dee"]            # dee hands nothing in
+STUDENTS = ["ada", "bob", "cy", "dee", "eve"]     # dee hands nothing in; eve's record holds only an extension
 AUTO = {"ada": 2.0, "bob": 2.0, "cy": 0.0}
 TIMES = {"ada": DUE - datetime.timedelta(hours=1),
          "bob": DUE + datetime.timedelta(days=1, minutes=2),     # two started days late: 20%
          "cy": DUE}                                              # at the due date itself: on time
 BY_HAND = {"ada": {"explain": 3.25, "plot": 3.0, "style": 5.0}, "bob": {"explain": 4.0, "plot": 3.0, "style": 5.0}}
-CANVAS = {"ada": "1001", "bob": "1002", "cy": "1003", "dee": "1004"}
+CANVAS = {"ada": "1001", "bob": "1002", "cy": "1003", "dee": "1004", "eve": "1005"}
 
 
 def run_results(auto=AUTO) -> list[Graded]:
@@ -46,7 +48,7 @@ def score_by_hand(course, scores: dict[str, dict[str, float]]) -> None:
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
     """The tiny course (14 points: 2 automatic, 12 by hand) with ada on time, bob a day and 2 minutes late, cy flagged
-    with 0 points, dee on the roster only; ada's and bob's hand scores given, then the run's results written again
+    with 0 points, dee on the roster only, eve with an extension and nothing handed in; ada's and bob's hand scores given, then the run's results written again
     (a re-grade: the penalties follow the final scores)."""
     root = tmp_path_factory.mktemp("tiny")
     course = make_class(root, {})
@@ -54,6 +56,8 @@ def tiny(tmp_path_factory):
         book.update_or_create_assignment(A, duedate=f"{DUE:%Y-%m-%d %H:%M:%S} UTC")
         for student in STUDENTS:
             book.update_or_create_student(student, lms_user_id=CANVAS[student])
+        book.add_submission(A, "eve")              # nbgrader keeps an extension on a submission record without work
+        book.grant_extension(A, "eve", days=2)
     first = gradebook.write(course, run_results())
     score_by_hand(course, BY_HAND)
     again = gradebook.write(course, run_results())
@@ -74,7 +78,8 @@ def test_rows_give_each_cell_and_a_total_less_the_penalty(tiny):
     rows = gradebook.rows(tiny["course"], STUDENTS, [A], set(), {})
     assert totals(rows) == {"ada": (13.25, 0.0, Status.GRADED, ""), "bob": (pytest.approx(11.2), 2.8, Status.GRADED, ""),
                             "cy": (0.0, 0.0, Status.GRADED, ""),
-                            "dee": (0.0, 0.0, Status.NO_SUBMISSION, "no submission")}
+                            "dee": (0.0, 0.0, Status.NO_SUBMISSION, "no submission"),
+                            "eve": (0.0, 0.0, Status.NO_SUBMISSION, "no submission")}
     cy = {r.task: (r.score, r.note) for r in rows if r.student == "cy" and r.task != TOTAL}
     assert cy == {"test_double": (0.0, ""), "explain": (None, "waits for manual grading (formgrader)"),
                   "plot": (None, "waits for manual grading (formgrader)"),
@@ -83,6 +88,14 @@ def test_rows_give_each_cell_and_a_total_less_the_penalty(tiny):
     assert ada == {"test_double": (2.0, 2.0, ""), "explain": (3.25, 4.0, "scored by hand"),
                    "plot": (3.0, 3.0, "scored by hand"), "style": (5.0, 5.0, "scored by hand")}
     assert [r.title for r in rows if r.student == "ada"][0] == "Task 1: double a number (2 points)"
+
+
+def test_a_tasks_note_is_kept_beside_what_a_person_must_do(tiny):
+    notes = {("ada", A, "test_double"): "ran 3 s", ("cy", A, "explain"): "flagged", ("bob", A, TOTAL): "late"}
+    rows = {(r.student, r.task): r.note for r in gradebook.rows(tiny["course"], STUDENTS, [A], set(), notes)}
+    assert rows["ada", "test_double"] == "ran 3 s" and rows["bob", TOTAL] == "late"
+    assert rows["cy", "explain"] == "waits for manual grading (formgrader); flagged"
+    assert rows["ada", "explain"] == "scored by hand"
 
 
 def test_a_submission_the_grader_failed_on_is_not_graded_never_no_submission(tiny):
@@ -103,7 +116,7 @@ def test_what_the_gradebook_holds_is_what_was_written(tiny):
     assert not gradebook.holds(course, moved)                                       # another time
     assert not gradebook.holds(course, [Graded("dee", A, DUE, {})])                # no submission
     held = gradebook.recorded(course)
-    assert held.submissions == {(s, A) for s in AUTO} and held.due == {A} and set(held.assignments) == {A}
+    assert held.submissions == {(s, A) for s in [*AUTO, "eve"]} and held.due == {A} and set(held.assignments) == {A}
     assert gradebook.roster(course) == STUDENTS
 
 
@@ -137,6 +150,7 @@ def test_canvas_gets_the_final_scores_and_a_blank_where_a_person_is_still_needed
         ["Student, Bob", "1002", "", "", "", "11.2"],
         ["Student, Cy", "1003", "", "", "", ""],       # held back: Canvas keeps what it has
         ["Student, Dee", "1004", "", "", "", "0"],     # no submission
+        ["Student, Eve", "1005", "", "", "", "0"],     # an extension, and nothing handed in
     ]
 
 
@@ -145,6 +159,25 @@ def test_a_student_canvas_cannot_find_stops_the_export(tiny, tmp_path):
         canvas.export(tiny["course"], roster(tiny, {**CANVAS, "dee": ""}), [f"{A}=4021"], tmp_path / "out.csv",
                       tiny["root"] / "graded")
     assert not (tmp_path / "out.csv").exists()
+
+
+def test_the_export_command_lists_what_it_held_back_and_sets_aside_a_refused_export(tiny, tmp_path, monkeypatch, capsys):
+    out = tmp_path / "canvas-grades.csv"
+    args = ["--roster", str(roster(tiny)), "--out", str(out), "--graded", str(tiny["root"] / "graded"),
+            "--course", str(tiny["root"])]
+    monkeypatch.setattr("sys.argv", ["canvas", *args, "--assignment", f"{A}=4021"])
+    canvas.main()
+    said = capsys.readouterr()
+    assert said.err == f"held back (blank in the CSV, Canvas keeps what it has): cy/{A}: answers wait for manual " \
+                       "grading in Formgrader\n"
+    assert said.out == f"wrote {out} for Canvas's gradebook import (Grades > Import); 1 score(s) held back, listed above\n"
+    monkeypatch.setattr("sys.argv", ["canvas", *args, "--assignment", f"{A}=x"])
+    with pytest.raises(SystemExit) as refused:
+        canvas.main()
+    said = capsys.readouterr()
+    assert refused.value.code == 2 and said.err.startswith("error: --assignment")
+    assert "Nothing was written." in said.err and f"was renamed canvas-grades.csv{canvas.STALE}" in said.err
+    assert not out.exists() and (tmp_path / f"canvas-grades.csv{canvas.STALE}").exists()
 
 
 def test_a_hand_score_changed_after_the_penalty_stops_the_export_until_the_next_run(tiny, tmp_path):
@@ -163,3 +196,4 @@ def test_a_hand_score_changed_after_the_penalty_stops_the_export_until_the_next_
     lines, again = gradebook.write(course, resubmitted)
     assert again == {("bob", A)} and lines[-1] == f"bob {A}: {gradebook.REGRADED_AFTER_HAND_GRADE}"
     assert gradebook.flagged_for_a_person(course, [A]) == {("bob", A): ["explain", "plot", "style"]}
+

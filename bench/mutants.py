@@ -2,6 +2,7 @@
 
     nice -n 10 .venv/bin/python -m bench.mutants [--seed 63] [--per-module 16] [--module PATH ...]
                                                  [--rev REV] [--json mutants.json] [--list] [--check]
+    python -m bench.mutants --report mutants.json      # the table of an earlier run
 
 For each module of MODULES, every realistic one-line mistake is generated from its syntax tree (`candidates`): a
 comparison flipped (`==`/`!=`, `in`/`not in`, `is`/`is not`) or moved across its boundary (`<`/`<=`, `>`/`>=`), a
@@ -62,6 +63,27 @@ MODULES = list(TESTS)
 
 SEED = 63
 PER_MODULE = 10
+
+# Mutants that change nothing a user of the course can see, each with why: (file, change as printed) -> reason. A
+# missed one of these is reported as equivalent and left out of the score's denominator; caught, it counts as caught.
+EQUIVALENT: dict[tuple[str, str], str] = {
+    ("utils/napkin.py", "`abs(log_ratio) < 1` -> `abs(log_ratio) <= 1`"):
+        "differs only for an answer exactly 10x or 1/10 off, which only a tolerance of a factor 10 or more allows; "
+        "no question has one (the bound keeps 10**log_ratio from overflowing)",
+    ("utils/napkin.py", "`1` -> `2` (line: `return tolerance.factor is None and abs(log_rat...`)"):
+        "a near miss is at most NEAR x the tolerance off, far inside a factor of 10 for any tolerance under 360%; the "
+        "bound only keeps 10**log_ratio from overflowing",
+    ("utils/grading.py", "`1e-12` -> `4e-12` (line: `named = _named(value, mistakes, hint, lambda a,...`)"):
+        "the floor of the tolerance a known mistake's value is matched to: a float 1e-12 to 4e-12 away from a "
+        "mistake's value is that mistake either way",
+    ("autograder/grader/cost.py", "`if READ_SYSCALL is None: ...` deleted"):
+        "the guard is for a machine whose read(2) number is unknown; on x86_64 and aarch64 (every machine the grader "
+        "runs on) it is known",
+    ("autograder/grader/cost.py", "`0.01` -> `0.04` (line: `return max(seconds - (time.monotonic() - starte...`)"):
+        "the least time a part is given once the cell's time is used up: 10 ms or 40 ms, the part times out either way",
+    ("autograder/canvas.py", "`max(wanted or 0.0, 0.0)` -> `wanted or 0.0`"):
+        "the course's penalty plugin never gives a negative penalty (tests/test_late.py); the clip is nbgrader's rule",
+}
 NO_MUTATE = "pragma: no mutate"   # a line marked so is left alone (say why on it)
 
 
@@ -368,6 +390,7 @@ class Score:
     mutants: int
     missed: list[dict]
     note: str = ""
+    equivalent: int = 0   # of the missed, those in EQUIVALENT
 
 
 def score_module(module: str, copy_root: Path, seed: int, size: int, log, lines: set[int] | None = None) -> Score:
@@ -395,11 +418,13 @@ def score_module(module: str, copy_root: Path, seed: int, size: int, log, lines:
             target.write_text(original)
             _drop_bytecode(copy_root, mutant.path)
         if run.outcome == "passed":
-            missed.append({"where": f"{mutant.path}:{mutant.line}", "kind": mutant.kind, "change": mutant.change})
+            missed.append({"where": f"{mutant.path}:{mutant.line}", "kind": mutant.kind, "change": mutant.change,
+                           "equivalent": EQUIVALENT.get((mutant.path, mutant.change), "")})
         else:
             caught += 1
         log(f"  [{i}/{len(mutants)}] {run.outcome:7} {run.seconds:5.1f}s {mutant.path}:{mutant.line} {mutant.change}")
-    return Score(module, tests, base.seconds, caught, len(mutants), missed)
+    return Score(module, tests, base.seconds, caught, len(mutants), missed,
+                 equivalent=sum(1 for m in missed if m["equivalent"]))
 
 
 def check_module(module: str, copy_root: Path) -> str:
@@ -420,20 +445,23 @@ def check_module(module: str, copy_root: Path) -> str:
 
 
 def report(scores: list[Score], seed: int, size: int) -> str:
-    """The table of scores and the missed mutants, as Markdown."""
+    """The table of scores and the missed mutants, as Markdown: caught of all, and of those not equivalent."""
     lines = [f"seed {seed}, up to {size} mutants per module", "",
-             "| module | caught | % | tests | unmutated run |", "|---|---|---|---|---|"]
-    total_caught = total = 0
+             "| module | caught | equivalent (missed) | caught of the rest | tests | unmutated run |",
+             "|---|---|---|---|---|---|"]
+    caught = total = equivalent = 0
     for s in scores:
-        percent = f"{100 * s.caught / s.mutants:.0f}%" if s.mutants else "-"
-        lines.append(f"| `{s.module}` | {s.caught} / {s.mutants} | {percent} | {', '.join(s.tests)} | "
+        rest = s.mutants - s.equivalent
+        percent = f"{100 * s.caught / rest:.0f}%" if rest else "-"
+        lines.append(f"| `{s.module}` | {s.caught} / {s.mutants} | {s.equivalent} | {percent} | {' '.join(s.tests)} | "
                      f"{s.baseline_s:.1f} s |" + (f" {s.note}" if s.note else ""))
-        total_caught, total = total_caught + s.caught, total + s.mutants
+        caught, total, equivalent = caught + s.caught, total + s.mutants, equivalent + s.equivalent
     if total:
-        lines.append(f"| all | {total_caught} / {total} | {100 * total_caught / total:.0f}% | | |")
+        lines.append(f"| all | {caught} / {total} | {equivalent} | {100 * caught / (total - equivalent):.0f}% | | |")
     for s in scores:
         for m in s.missed:
-            lines.append(f"- missed: {m['where']} ({m['kind']}) {m['change']}")
+            why = f" (equivalent: {m['equivalent']})" if m.get("equivalent") else ""
+            lines.append(f"- missed: {m['where']} ({m['kind']}) {m['change']}{why}")
     return "\n".join(lines)
 
 
@@ -445,9 +473,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rev", help="score the code and tests of this commit (default: the checkout as it is)")
     parser.add_argument("--json", type=Path, help="write the scores here too")
     parser.add_argument("--lines", type=int, nargs="+", help="with one --module: every mutant of these lines, no sample")
+    parser.add_argument("--report", type=Path, help="print the table of an earlier run's --json (EQUIVALENT as now)")
     parser.add_argument("--list", action="store_true", help="list the sampled mutants; run nothing")
     parser.add_argument("--check", action="store_true", help="check each module's tests import the copy; no mutants")
     args = parser.parse_args(argv)
+    if args.report:
+        scores = [Score(**s) for s in json.loads(args.report.read_text())]
+        for score in scores:
+            for m in score.missed:
+                m["equivalent"] = EQUIVALENT.get((m["where"].rsplit(":", 1)[0], m["change"]), "")
+            score.equivalent = sum(1 for m in score.missed if m["equivalent"])
+        print(report(scores, args.seed, args.per_module))
+        return 0
     modules = args.module or MODULES
     if args.lines and len(modules) != 1:
         parser.error("--lines needs exactly one --module")

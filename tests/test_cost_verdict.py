@@ -214,26 +214,31 @@ class Notebook:
     """What run_measured asks of a NotebookProcess: run a part (here: answered from `answers`, in order), its pidfd
     (a child blocked reading the request pipe, as a notebook is between requests) and the pipe's grader end."""
 
-    def __init__(self, answers):
+    def __init__(self, answers, busy_after_measured=False):
         import os
         import subprocess
         import sys
-        self.answers, self.ran, self.given_back = list(answers), [], 0.0
+        self.answers, self.ran, self.given_back, self.busy = list(answers), [], 0.0, busy_after_measured
         read_end, self.request_w = os.pipe()
-        self.child = subprocess.Popen([sys.executable, "-c", "import ctypes, sys\nctypes.CDLL(None).prctl(41, 1, 0, 0, 0)\n"
-                                       "sys.stdin.buffer.read(1)"], stdin=read_end)   # 41: PR_SET_THP_DISABLE, as the
+        self.child = subprocess.Popen([sys.executable, "-c", "import ctypes, sys, time\n"
+                                       "ctypes.CDLL(None).prctl(41, 1, 0, 0, 0)\nsys.stdin.buffer.read(1)\n"
+                                       "t = time.time()\nwhile time.time() - t < 30: pass"],
+                                      stdin=read_end)                                # 41: PR_SET_THP_DISABLE, as the
         os.close(read_end)                                                           # grader's notebooks set it
         self.pidfd = os.pidfd_open(self.child.pid)
         from autograder.grader.cost import waiting_for_request
         assert waiting_for_request(self, self.child.pid)   # started and idle, as a notebook between requests
 
     def run(self, kind, code, seconds, cases, watch=None):
+        import os
         self.ran.append(code)
+        if self.busy and code.startswith("### BEGIN MEASURED"):   # answers, then keeps computing: a forged reply
+            os.write(self.request_w, b"x")
         return self.answers.pop(0)
 
     def close(self):
         import os
-        os.write(self.request_w, b"x")
+        self.child.kill()
         self.child.wait()
         os.close(self.request_w)
         os.close(self.pidfd)
@@ -278,3 +283,21 @@ def test_a_budgeted_cell_without_a_measured_part_is_run_whole_and_left_to_a_pers
     assert notebook.ran == [CELL.replace("MEASURED", "MEASURE")] and result.ok
     assert flags([result]) == ["cost: the grader could not measure your view (its test cell has no measured part): a "
                                "person checks its budget"]
+
+
+def test_a_reply_written_while_the_notebook_still_computes_is_not_measured(monkeypatch):
+    """A notebook that answers the measured part and computes on (a reply forged from another thread): its cost cannot
+    be measured, and the budget fails for a person to look (waiting 0.5 s here instead of the grader's 10 s)."""
+    from autograder.grader import cost
+    from autograder.grader.plan import Cell
+    from autograder.outcome import CellKind
+    waiting = cost.waiting_for_request
+    monkeypatch.setattr(cost, "waiting_for_request", lambda process, pid: waiting(process, pid, seconds=0.5))
+    notebook = Notebook([CellRun(ok=True), CellRun(ok=True), CellRun(ok=True)], busy_after_measured=True)
+    try:
+        result = cost.run_measured(notebook, Cell(CellKind.TEST, "test_view", CELL, 2.0), [MEMORY], 30.0, {})
+    finally:
+        notebook.close()
+    assert not result.ok and "the notebook answered before the measured calls had ended" in result.error
+    assert flags([result]) == ["cost: your view could not be measured (the notebook answered before the measured "
+                               "calls had ended (its main thread was still busy))"]

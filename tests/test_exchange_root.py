@@ -143,3 +143,23 @@ def test_the_release_log_names_at_most_two_obstacles(shared):
     finally:
         for folder in (shared / "a", shared / "a" / "b", deep):
             os.chmod(folder, 0o755)
+
+
+def test_a_submission_is_copied_down_to_the_depth_limit_and_leaves_no_descriptor_open(tmp_path):
+    """collect's copy (copy_owned), on files of this account: MAX_DEPTH nested folders are copied, one more refuses
+    the submission; neither leaves a descriptor open (a class of a thousand is collected by one process)."""
+    from autograder.exchange import MAX_DEPTH, Skip, copy_owned
+    open_before = len(os.listdir("/proc/self/fd"))
+    for depth, copied in ((MAX_DEPTH, True), (MAX_DEPTH + 1, False)):
+        source = tmp_path / f"nested-{depth}"
+        deepest = source.joinpath(*[f"d{i}" for i in range(depth)])
+        deepest.mkdir(parents=True)
+        (deepest / "notes.txt").write_text("ok")
+        dest = tmp_path / f"copy-{depth}"
+        if copied:
+            assert copy_owned(str(source), str(dest), ME, 1000, 10_000, []) == []
+            assert (dest.joinpath(*[f"d{i}" for i in range(depth)]) / "notes.txt").read_text() == "ok"
+        else:
+            with pytest.raises(Skip, match=f"folders nested deeper than {MAX_DEPTH}"):
+                copy_owned(str(source), str(dest), ME, 1000, 10_000, [])
+        assert len(os.listdir("/proc/self/fd")) == open_before

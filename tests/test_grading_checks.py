@@ -248,3 +248,11 @@ def test_a_string_must_match_exactly():
     check_str("fp16", "fp16", "name")
     with pytest.raises(AssertionError, match="expected 'fp16', got 'FP16'\nHint: look"):
         check_str("FP16", "fp16", "name", hint="look")
+
+
+def test_an_error_is_quoted_on_one_line_its_first_and_last_lines_cut_to_size():
+    from utils.grading import error_line
+    assert error_line(ValueError("")) == "ValueError"
+    assert error_line(RuntimeError("\x1b[31mshape mismatch\x1b[0m")) == "RuntimeError: shape mismatch"
+    long = ValueError("a" * 400 + "\n\n  middle\n" + "z" * 250)
+    assert error_line(long) == f"ValueError: {'a' * 300} ... {'z' * 200}"

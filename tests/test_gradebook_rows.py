@@ -180,6 +180,28 @@ def test_the_export_command_lists_what_it_held_back_and_sets_aside_a_refused_exp
     assert not out.exists() and (tmp_path / f"canvas-grades.csv{canvas.STALE}").exists()
 
 
+def test_a_run_with_a_score_the_gradebook_cannot_hold_writes_nothing(tiny):
+    """All or nothing: dee's good result is not written either, and the error says the gradebook is as before."""
+    bad = Graded("ada", A, TIMES["ada"], {A: {"grades": {"test_double": "x"}, "comments": {}}})
+    good = Graded("dee", A, DUE, {A: {"grades": {"test_double": 2.0}, "comments": {}}})
+    with pytest.raises(gradebook.GradebookError, match="Nothing was written; the grades in it are as before"):
+        gradebook.write(tiny["course"], [good, bad])
+    assert gradebook.recorded(tiny["course"]).submissions == {(s, A) for s in [*AUTO, "eve"]}
+    assert gradebook.holds(tiny["course"], run_results())
+
+
+def test_a_connection_lost_during_the_commit_is_checked_not_guessed(tiny, monkeypatch):
+    def lost(_):
+        raise gradebook.CommitUncertain("the server closed the connection.")
+    monkeypatch.setattr(gradebook, "refresh_statistics", lost)   # fails right after the commit, as a lost server
+    lines, _ = gradebook.write(tiny["course"], run_results())
+    assert lines[-1] == ("the connection to the gradebook was lost during the commit; checked afterwards: the "
+                         "gradebook holds this run's 3 submission(s)")
+    monkeypatch.setattr(gradebook, "holds", lambda course, graded: False)
+    with pytest.raises(gradebook.GradebookError, match="does not hold this run's grades: nothing was written"):
+        gradebook.write(tiny["course"], run_results())
+
+
 def test_a_hand_score_changed_after_the_penalty_stops_the_export_until_the_next_run(tiny, tmp_path):
     """Last in this file: it changes bob's hand score, then a re-run (the results written again) brings the
     penalty up to date; a resubmission under hand scores is flagged for a person."""

@@ -202,6 +202,15 @@ def test_a_connection_lost_during_the_commit_is_checked_not_guessed(tiny, monkey
         gradebook.write(tiny["course"], run_results())
 
 
+def test_an_assignment_nbgrader_will_not_record_is_refused_with_its_last_word(tiny, monkeypatch):
+    from nbgrader.apps import NbGraderAPI
+    monkeypatch.setattr(NbGraderAPI, "generate_assignment", lambda self, name, **kw: {
+        "success": False, "error": "Traceback (most recent call last):\n  ...\nValueError: a graded cell was removed"})
+    with pytest.raises(gradebook.GradebookError, match=f"nbgrader could not record assignment {A} in the gradebook: "
+                                                       "ValueError: a graded cell was removed. If source/"):
+        gradebook._generate(tiny["course"], A)
+
+
 def test_a_hand_score_changed_after_the_penalty_stops_the_export_until_the_next_run(tiny, tmp_path):
     """Last in this file: it changes bob's hand score, then a re-run (the results written again) brings the
     penalty up to date; a resubmission under hand scores is flagged for a person."""

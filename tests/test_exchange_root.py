@@ -163,3 +163,24 @@ def test_a_submission_is_copied_down_to_the_depth_limit_and_leaves_no_descriptor
             with pytest.raises(Skip, match=f"folders nested deeper than {MAX_DEPTH}"):
                 copy_owned(str(source), str(dest), ME, 1000, 10_000, [])
         assert len(os.listdir("/proc/self/fd")) == open_before
+
+
+def test_collect_refuses_a_course_without_an_inbound_folder_and_reads_an_empty_one(tmp_path):
+    from nbgrader.auth import Authenticator
+    from nbgrader.coursedir import CourseDirectory
+    from nbgrader.exchange import ExchangeError
+    from traitlets.config import Config
+
+    from autograder.exchange import OwnedCollect
+    config = Config()
+    config.Exchange.root = str(tmp_path / "exchange")
+    config.CourseDirectory.course_id, config.CourseDirectory.assignment_id = "cs336", "01_floats"
+    config.CourseDirectory.root = str(tmp_path / "course")
+    config.CourseDirectory.db_url = f"sqlite:///{tmp_path / 'gradebook.db'}"
+    collect = OwnedCollect(coursedir=CourseDirectory(config=config), authenticator=Authenticator(config=config),
+                           config=config)
+    with pytest.raises(ExchangeError, match=f"Course not found: {tmp_path / 'exchange' / 'cs336' / 'inbound'}"):
+        collect.init_src()
+    (tmp_path / "exchange" / "cs336" / "inbound").mkdir(parents=True)
+    collect.init_src()
+    assert collect.src_records == []

@@ -211,6 +211,19 @@ def test_an_assignment_nbgrader_will_not_record_is_refused_with_its_last_word(ti
         gradebook._generate(tiny["course"], A)
 
 
+def test_an_assignment_not_yet_in_the_gradebook_has_no_rows(tiny):
+    """An assignment written in source/ after the last run (nbgrader has not recorded it): no row, no error."""
+    import shutil
+    later = tiny["course"].source / "00_later"
+    later.mkdir()
+    shutil.copy(tiny["course"].source / A / f"{A}.ipynb", later / "00_later.ipynb")
+    try:
+        rows = gradebook.rows(tiny["course"], STUDENTS, [A, "00_later"], set(), {})
+    finally:
+        shutil.rmtree(later)
+    assert {r.assignment for r in rows} == {A} and len([r for r in rows if r.task == TOTAL]) == len(STUDENTS)
+
+
 def test_a_hand_score_changed_after_the_penalty_stops_the_export_until_the_next_run(tiny, tmp_path):
     """Last in this file: it changes bob's hand score, then a re-run (the results written again) brings the
     penalty up to date; a resubmission under hand scores is flagged for a person."""

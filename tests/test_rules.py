@@ -318,7 +318,12 @@ def test_a_route_the_judge_reports_is_said_in_words_for_the_person_who_looks(cod
     assert verdict(AUTOGRAD, code).dynamic == said
 
 
-def test_a_private_name_breaks_a_rule_that_forbids_them_unless_the_task_needs_its_module():
+@pytest.mark.parametrize("code, broken", [
+    ("def get_batch(d, n):\n    np.asarray(d)\n    return torch._utils._rebuild(d)", ["._utils", "._rebuild"]),
+    ("_F = [torch._utils]\ndef get_batch(d, n):\n    np.asarray(d)\n    return _F[0](d)", ["._utils"]),    # held
+    ("from torch import _utils\ndef get_batch(d, n):\n    np.asarray(d)\n    return _utils(d)", ["._utils"]),
+])
+def test_a_private_name_breaks_a_rule_that_forbids_them(code, broken):
     rule = Rule("get_batch", ("utils.training",), private=True, needs=("numpy",), why=".")
-    found = verdict(rule, "import numpy as np\ndef get_batch(d, n):\n    np.asarray(d)\n    return torch._utils._rebuild(d)")
-    assert found.broken == ["a private attribute (._utils)", "a private attribute (._rebuild)"], found
+    found = verdict(rule, "import numpy as np\n" + code)
+    assert found.broken == [f"a private attribute ({name})" for name in broken], found

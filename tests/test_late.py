@@ -27,7 +27,7 @@ def test_the_cap_and_the_rate_are_the_courses_settings():
     assert half.late_submission_penalty("ada", 0.0, 40 * DAY) == 0.0
 
 
-@pytest.mark.parametrize("seconds, shown", [(0.49, "under 1 s"), (1, "1 s"), (59.4, "59 s"), (59.5, "1 min"),
+@pytest.mark.parametrize("seconds, shown", [(0.49, "under 1 s"), (0.5, "under 1 s"), (0.51, "1 s"), (1, "1 s"), (59.4, "59 s"), (59.5, "1 min"),
                                             (3569.9, "59 min"), (3570, "1.0 h"), (4860, "1.4 h"), (4500, "1.2 h"),
                                             (47.9 * 3600, "47.9 h"),
                                             (48 * 3600, "2.0 days"), (10 * DAY, "10.0 days")])

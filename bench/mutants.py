@@ -81,6 +81,13 @@ EQUIVALENT: dict[tuple[str, str], str] = {
         "runs on) it is known",
     ("autograder/grader/cost.py", "`0.01` -> `0.04` (line: `return max(seconds - (time.monotonic() - starte...`)"):
         "the least time a part is given once the cell's time is used up: 10 ms or 40 ms, the part times out either way",
+    # judged after the held-out run of docs/tests.md (seed 2026): the polling of /proc/<pid>/syscall
+    ("autograder/grader/cost.py", "`0.0005` -> `0.002` (line: `deadline, pause = time.monotonic() + seconds, 0...`)"):
+        "the first pause between two looks at what the notebook's main thread does: 0.5 ms or 2 ms, the same answer",
+    ("autograder/grader/cost.py", "`min(pause * 2, 0.05)` -> `0.05`"):
+        "the pauses between looks grow to 50 ms at once instead of doubling up to it: the same answer, found later",
+    ("autograder/grader/cost.py", "`len(call) >= 2` -> `len(call) > 2`"):
+        "a thread blocked in read(2) shows its number and six arguments, nine fields; 'running' is one",
     ("autograder/canvas.py", "`max(wanted or 0.0, 0.0)` -> `wanted or 0.0`"):
         "the course's penalty plugin never gives a negative penalty (tests/test_late.py); the clip is nbgrader's rule",
 }

@@ -55,7 +55,7 @@ TESTS: dict[str, list[str]] = {
     "autograder/canvas.py": ["tests/test_canvas.py", "tests/test_gradebook_rows.py"],
     "autograder/staff_pages.py": ["tests/test_staff_pages.py", "-k",   # not the tests that serve the hostile class
                                   "placeholder or fresh_nonce or read_only or stay_text or sent_inert"
-                                  " or sanitising_exporter or policy_first"],
+                                  " or sanitising_exporter or policy_first or first_request"],
     "utils/grading.py": ["tests/test_grading_checks.py", "tests/test_task_errors.py", "-k", "not answer_that_raises"],
     "autograder/exchange.py": ["tests/test_exchange_owned.py", "tests/test_exchange_root.py"],
 }

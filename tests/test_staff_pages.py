@@ -460,3 +460,29 @@ def test_the_extension_puts_the_policy_first_and_routes_through_its_decisions(mo
     staff_pages._load_jupyter_server_extension(Server())
     assert app.transforms == [staff_pages.StrictPolicy, tornado.web.GZipContentEncoding]
     assert app.find_handler is not routed and staff_pages._state["settings"] is app.settings
+
+
+def test_the_first_request_hardens_the_templates_and_enforces_every_route(monkeypatch, tmp_path):
+    """`ready`, run at the first request: nbgrader's Jinja environment autoescapes and nonces, and the server's
+    routes (here a tornado app with one unknown route) are classified and enforced, the inventory written."""
+    import logging
+
+    import tornado.web
+    from nbgrader.server_extensions.formgrader import handlers
+
+    from autograder import routes
+    monkeypatch.setattr(staff_pages, "_state", dict(staff_pages._state, hardened=False))
+    environment = jinja2.Environment(loader=jinja2.FileSystemLoader(handlers.template_path))
+
+    class Unknown(tornado.web.RequestHandler):
+        pass
+
+    app = tornado.web.Application([(r"/unknown", Unknown)], nbgrader_jinja2_env=environment)
+
+    class Server:
+        web_app, base_url, runtime_dir, log = app, "/", str(tmp_path), logging.getLogger("staff-pages-test")
+
+    found = staff_pages.ready(Server(), routes.Server.LAB)
+    assert staff_pages._state["hardened"] and environment.autoescape is True
+    assert isinstance(environment.loader, staff_pages.NoncedScripts)
+    assert any(not one.classified for one in found)

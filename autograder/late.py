@@ -33,7 +33,7 @@ class PerDayPenalty(LateSubmissionPlugin):
 def how_late(seconds: float) -> str:
     """A time after the due date in the unit that shows it: '40 s', '12 min', '3.5 h', '2.3 days'; never '0.0 h'
     for a submission that was late (issue #49)."""
-    if seconds < 0.5:
+    if round(seconds) == 0:   # what "{seconds:.0f} s" would print as 0: 0.5 s too (rounded half to even)
         return "under 1 s"
     if seconds < 59.5:
         return f"{seconds:.0f} s"

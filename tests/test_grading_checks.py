@@ -190,3 +190,69 @@ def test_answers_from_table_stand_in_for_an_earlier_task_on_its_table_only():
     assert width(Shape(2)) == width(shape=Shape(2)) == 20 and width(Shape(3)) == -1
     assert answers_from_table(lambda a, b: "own", [((1, 2), "x")])(1, b=2) == "x"
     assert answers_from_table(lambda a, b: "own", [((1, 2), "x")])(1.0, 2) == "own"  # exact types: 1.0 is not 1
+
+
+@pytest.mark.parametrize("value, message", [((3, 4, 5), "expected 2 entries"), ((3,), "expected 2 entries"),
+                                            ((), "expected 2 entries"), ([3, 4], "expected a tuple"),
+                                            (torch.Size([3, 4]), "expected a tuple"), ((3, 4.0), "plain ints"),
+                                            ((3, True), "plain ints"), ((4, 3), r"expected \(3, 4\), got \(4, 3\)")])
+def test_a_tuple_of_ints_must_match_in_length_type_and_order(value, message):
+    """Exercise 3's shapes and strides: a longer tuple with the right start, (3, 4, 5) for (3, 4), is wrong."""
+    from utils.grading import check_ints
+    check_ints((3, 4), (3, 4), "shape")
+    with pytest.raises(AssertionError, match=message):
+        check_ints(value, (3, 4), "shape")
+
+
+def test_a_tensor_on_another_device_is_told_its_device():
+    """The meta device stands in for a GPU: the student's tensor on another device than the reference is told so,
+    not that its values differ."""
+    with pytest.raises(AssertionError, match="expected device cpu, got meta"):
+        check_tensor(torch.ones(2, device="meta"), torch.ones(2), "x")
+
+
+def test_the_rounding_bound_is_operations_times_eps_times_the_magnitude_and_no_more():
+    """Four roundings in float32 of a sum of positive terms (the magnitude is the value itself): an error of up to 4
+    eps passes, twice that fails."""
+    from utils.grading import check_within_rounding_bound
+    eps = torch.finfo(torch.float32).eps
+    exact = magnitude = torch.tensor([1.0], dtype=torch.float64)
+    like = torch.tensor([1.0])
+    for steps in (0, 2, 4):
+        check_within_rounding_bound(torch.tensor([1.0 + steps * eps]), like, exact, magnitude, 4, "sum")
+    with pytest.raises(AssertionError, match="rounding 4 operations in torch.float32 can explain at most 4.77e-07"):
+        check_within_rounding_bound(torch.tensor([1.0 + 8 * eps]), like, exact, magnitude, 4, "sum")
+
+
+def test_as_accurate_as_torch_allows_ten_times_torchs_own_error():
+    """torch's result 1e-3 from the exact one: 9e-3 passes, 2e-2 fails (ten times torch's error, plus 4 ulp)."""
+    from utils.grading import check_as_accurate_as_torch
+    exact = torch.tensor([1.0], dtype=torch.float64)
+    torch_value = torch.tensor([1.001])
+    check_as_accurate_as_torch(torch.tensor([1.009]), torch_value, exact, "x")
+    with pytest.raises(AssertionError, match="away from the float64 result"):
+        check_as_accurate_as_torch(torch.tensor([1.02]), torch_value, exact, "x")
+
+
+def test_a_bool_must_be_the_right_one_and_a_real_bool():
+    from utils.grading import check_bool
+    check_bool(True, True, "flag")
+    check_bool(False, False, "flag")
+    for value, message in [(False, "expected True, got False\nHint: look"), (1, "expected a bool, got int"),
+                           (torch.tensor(True), "expected a bool, got Tensor")]:
+        with pytest.raises(AssertionError, match=message):
+            check_bool(value, True, "flag", hint="look")
+
+
+def test_a_string_must_match_exactly():
+    check_str("fp16", "fp16", "name")
+    with pytest.raises(AssertionError, match="expected 'fp16', got 'FP16'\nHint: look"):
+        check_str("FP16", "fp16", "name", hint="look")
+
+
+def test_an_error_is_quoted_on_one_line_its_first_and_last_lines_cut_to_size():
+    from utils.grading import error_line
+    assert error_line(ValueError("")) == "ValueError"
+    assert error_line(RuntimeError("\x1b[31mshape mismatch\x1b[0m")) == "RuntimeError: shape mismatch"
+    long = ValueError("a" * 400 + "\n\n  middle\n" + "z" * 250)
+    assert error_line(long) == f"ValueError: {'a' * 300} ... {'z' * 200}"

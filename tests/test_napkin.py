@@ -7,6 +7,7 @@ import re
 
 import pytest
 
+import utils.napkin as napkin
 from autograder.course import assignments
 from reference import hidden
 from tests.exercise_cells import REPO, cells
@@ -265,3 +266,20 @@ def test_any_finite_positive_answer_is_graded_never_the_graders_fault():
         found = verdict(hidden, key, encode(value))
         assert not found.fault and (found.ok or "\nHint: " in found.error), (key, value, found)
     graded()
+
+
+@pytest.mark.parametrize("slips, answer_over_expected, named", [
+    (napkin.BITS_FOR_BYTES, 8, "8x too large: bits where bytes"), (napkin.GB_FOR_GIB, 1e9 * 1.073741824 / 1e9,
+                                                                    "1.07x too large: GB (10^9 bytes) where GiB"),
+    (napkin.GIB_FOR_GB, 1 / 1.073741824, "1.07x too small: GiB (2^30 bytes) where GB"),
+    (napkin.MIB_FOR_GIB, 1024, "1,024x too large: MiB where GiB"),
+    (napkin.MS_FOR_S, 1000, "1,000x too large: milliseconds where seconds"),
+    (napkin.S_FOR_MS, 1e-3, "1,000x too small: seconds where milliseconds"),
+    (napkin.PERCENT_FOR_FRACTION, 100, "100x too large: a percentage where a fraction"),
+    (napkin.MULTIPLY_ADDS, 0.5, "2x too small: multiply-adds counted where FLOPs"),
+])
+def test_each_typical_slip_is_named_at_its_own_factor(slips, answer_over_expected, named):
+    """Every slip table of utils/napkin.py: an answer off by exactly the slip's factor is told the slip."""
+    expected = 3.5
+    with pytest.raises(AssertionError, match=re.escape(f"Hint: {named}")):
+        check_napkin(expected * answer_over_expected, expected, "x", "units", within_percent(2), slips)

@@ -239,3 +239,38 @@ def test_grades_csv_has_a_status_and_the_summary_its_typed_events(graded):
     assert len(pending) == 1 and pending[0].assignment == NOTEBOOK and pending[0].cells == ("explain", "plot", "style")
     newcomers = [e for e in events if e.kind is EventKind.NEW_STUDENTS]
     assert newcomers[0].students == tuple(sorted([*STUDENTS, "hal", "ivy"]))
+
+
+@pytest.mark.parametrize("error, failure", [
+    ("the notebook ran past its 10 s limit", Failure.TIMEOUT),          # the notebook's time-out, not the cell's
+    ("the cell ran longer than 4 s and was stopped", Failure.TIMEOUT),
+    ("\x1b[31mthe cell ran longer than 4 s and was stopped\x1b[0m", Failure.TIMEOUT),
+    ("not run: an earlier cell stopped the notebook", Failure.NOT_RUN),
+    ("the notebook wrote more than 1 MiB", Failure.CRASH),
+    ("  (line 1: assert double(2) == 4)\nAssertionError", Failure.ERROR),
+    ('File "<cell>", line 2\nIndentationError: unexpected indent', Failure.SYNTAX),
+])
+def test_a_format_1_cell_error_is_read_as_the_failure_it_meant(error, failure):
+    """Each sentence the grader of 2026-11-28 wrote for a failed cell, in cy's results file (a time-out there)."""
+    written = json.loads((OLD / "cy.json").read_text())
+    test = next(c for c in written["notebooks"][NOTEBOOK]["cells"] if c["grade_id"] == "test_double")
+    test["error"] = error
+    assert failures(SubmissionOutcome.from_dict(written))["test:test_double"] is failure
+
+
+def test_a_format_1_tampered_cell_is_read_as_tampered_whatever_its_error():
+    written = json.loads((OLD / "cy.json").read_text())
+    test = next(c for c in written["notebooks"][NOTEBOOK]["cells"] if c["grade_id"] == "test_double")
+    test["tampered"] = ["the test cell was edited"]
+    assert failures(SubmissionOutcome.from_dict(written))["test:test_double"] is Failure.TAMPERED
+
+
+@pytest.mark.parametrize("failure, problem", [(Failure.TIMEOUT, "the notebook ran past its 10 s limit"),
+                                              (Failure.CRASH, ""), (Failure.NOT_A_NOTEBOOK, "not JSON"), (None, "")])
+def test_a_notebooks_own_failure_round_trips_and_is_never_guessed_from_its_problem(failure, problem):
+    """Only a format-1 file's notebook failure is read from its problem's words; today's carries its own."""
+    import dataclasses
+    outcome = old("cy")
+    notebook = dataclasses.replace(outcome.notebooks[NOTEBOOK], failure=failure, problem=problem)
+    outcome = dataclasses.replace(outcome, format=FORMAT, notebooks={NOTEBOOK: notebook})
+    assert SubmissionOutcome.from_json(outcome.to_json()).notebooks[NOTEBOOK].failure is failure

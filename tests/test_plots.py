@@ -13,9 +13,18 @@ def labelled(fig) -> bool:
 
 
 def test_bit_layouts_draw_every_bit():
+    """Each format's row: its sign, exponent and mantissa, in that order, each as wide as its bits and named."""
     fig = plot_bit_layouts(FORMATS)
-    widths = sum(patch.get_width() for patch in fig.axes[0].patches)
-    assert labelled(fig) and widths == sum(f.total_bits for f in FORMATS)
+    ax = fig.axes[0]
+    assert labelled(fig) and len(ax.patches) == 3 * len(FORMATS)
+    for row, fmt in enumerate(FORMATS):
+        bars = ax.patches[3 * row:3 * row + 3]
+        assert [bar.get_width() for bar in bars] == [1, fmt.exponent_bits, fmt.mantissa_bits], fmt.name
+        assert [bar.get_x() for bar in bars] == [0, 1, 1 + fmt.exponent_bits], fmt.name
+        labels = [text.get_text() for text in ax.texts[3 * row:3 * row + 3]]
+        assert labels[0] == "S1" and labels[1] in (f"exponent {fmt.exponent_bits}", f"E{fmt.exponent_bits}"), labels
+        assert labels[2] in (f"mantissa {fmt.mantissa_bits}", f"M{fmt.mantissa_bits}"), labels
+    assert [t.get_text() for t in ax.get_yticklabels()] == [f"{f.name} ({f.total_bits} bits)" for f in FORMATS]
 
 
 def test_number_line_has_a_tick_per_number():

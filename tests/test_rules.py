@@ -295,3 +295,36 @@ def test_the_message_names_the_route_through_a_helper():
                               "def w2_grad(h1, g):\n    return helper(h1)")
     assert found.broken == ["torch.autograd, reached through your `helper`"], found
     assert "reached through your `helper`" in found.message(AUTOGRAD)
+
+
+SPLIT = Rule("split_qkv", ("torch.einsum",), ("view", "permute"), needs=("einops",), why=".")
+
+
+@pytest.mark.parametrize("code, broken", [
+    ("_V = [torch.Tensor.view]\ndef split_qkv(x):\n    einops.rearrange(x, 'a b -> b a')\n    return _V[0](x, 2, 3)",
+     [".view"]),                                               # a forbidden method taken from its class
+    ("_V = [einops.rearrange]\ndef split_qkv(x):\n    return _V[0](x, 'a b -> b a')", []),   # what the task needs
+])
+def test_a_forbidden_method_held_as_a_value_breaks_its_rule(code, broken):
+    assert verdict(SPLIT, "import einops\n" + code).broken == broken
+
+
+@pytest.mark.parametrize("code, said", [
+    ("def w2_grad(h1, g):\n    return eval('torch.autograd').grad(h1, h1)",
+     ["code built or names read at run time (eval)", "eval()"]),
+    ("_x = torch.autograd\nif False:\n" + "".join(f"    _x = _x.a{i}\n    _x = _x.b{i}\n" for i in range(12))
+     + "def w2_grad(h1, g):\n    return h1.T @ g", ["names aliased more than 256 ways"]),
+])
+def test_a_route_the_judge_reports_is_said_in_words_for_the_person_who_looks(code, said):
+    assert verdict(AUTOGRAD, code).dynamic == said
+
+
+@pytest.mark.parametrize("code, broken", [
+    ("def get_batch(d, n):\n    np.asarray(d)\n    return torch._utils._rebuild(d)", ["._utils", "._rebuild"]),
+    ("_F = [torch._utils]\ndef get_batch(d, n):\n    np.asarray(d)\n    return _F[0](d)", ["._utils"]),    # held
+    ("from torch import _utils\ndef get_batch(d, n):\n    np.asarray(d)\n    return _utils(d)", ["._utils"]),
+])
+def test_a_private_name_breaks_a_rule_that_forbids_them(code, broken):
+    rule = Rule("get_batch", ("utils.training",), private=True, needs=("numpy",), why=".")
+    found = verdict(rule, "import numpy as np\n" + code)
+    assert found.broken == [f"a private attribute ({name})" for name in broken], found

@@ -421,3 +421,68 @@ def test_a_student_file_is_sent_inert_and_no_script_of_hers_has_a_source():
     forged = script_src(respond(page, "text/html", host="x; script-src *")["Content-Security-Policy"])
     assert "*" not in forged and "/static/" not in forged
     assert "sandbox" in respond(page, "text/html", theirs="sandbox allow-scripts")["Content-Security-Policy"]
+
+
+def test_the_sanitising_exporter_renders_her_markup_as_text_whatever_the_configuration():
+    """The exporter behind Formgrader's pages and the feedback, on one small notebook in this process (the hostile
+    class's pages: the tests above): a script in a markdown cell and in an HTML output is not live, an event handler
+    is dropped, and a configuration that turns sanitising off changes nothing."""
+    from traitlets.config import Config
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell("# Mine\n<script>window.__pwned='md'</script><img src=x onerror=boom()>"),
+                nbformat.v4.new_code_cell("x", outputs=[nbformat.v4.new_output(
+                    "display_data", {"text/html": "<b onclick=boom()>bold</b><script>window.__pwned='out'</script>"})])]
+    for config in (None, Config({"HTMLExporter": {"sanitize_html": False}})):
+        exporter = staff_pages.SanitisingExporter(config=config) if config else staff_pages.SanitisingExporter()
+        assert exporter.sanitize_html
+        page, _ = exporter.from_notebook_node(nb)
+        found = Markup()
+        found.feed(page)
+        assert not [body for body in found.scripts if "__pwned" in body], config
+        assert not [live for live in found.live if "boom" in live[2]], config
+        assert "Mine" in page and "bold" in page
+
+
+def test_the_extension_puts_the_policy_first_and_routes_through_its_decisions(monkeypatch):
+    """Loading the extension (as Jupyter Server does) makes StrictPolicy the first transform of every response, before
+    compression, and routing go through the hardening step; the served tests above see its effect in Chromium."""
+    import logging
+
+    import tornado.web
+    from traitlets.config import Config
+    monkeypatch.setattr(staff_pages, "_state", dict(staff_pages._state))
+    app = tornado.web.Application([], compress_response=True)
+    routed = app.find_handler
+
+    class Server:
+        web_app, config, log = app, Config(), logging.getLogger("staff-pages-test")
+
+    staff_pages._load_jupyter_server_extension(Server())
+    assert app.transforms == [staff_pages.StrictPolicy, tornado.web.GZipContentEncoding]
+    assert app.find_handler is not routed and staff_pages._state["settings"] is app.settings
+
+
+def test_the_first_request_hardens_the_templates_and_enforces_every_route(monkeypatch, tmp_path):
+    """`ready`, run at the first request: nbgrader's Jinja environment autoescapes and nonces, and the server's
+    routes (here a tornado app with one unknown route) are classified and enforced, the inventory written."""
+    import logging
+
+    import tornado.web
+    from nbgrader.server_extensions.formgrader import handlers
+
+    from autograder import routes
+    monkeypatch.setattr(staff_pages, "_state", dict(staff_pages._state, hardened=False))
+    environment = jinja2.Environment(loader=jinja2.FileSystemLoader(handlers.template_path))
+
+    class Unknown(tornado.web.RequestHandler):
+        pass
+
+    app = tornado.web.Application([(r"/unknown", Unknown)], nbgrader_jinja2_env=environment)
+
+    class Server:
+        web_app, base_url, runtime_dir, log = app, "/", str(tmp_path), logging.getLogger("staff-pages-test")
+
+    found = staff_pages.ready(Server(), routes.Server.LAB)
+    assert staff_pages._state["hardened"] and environment.autoescape is True
+    assert isinstance(environment.loader, staff_pages.NoncedScripts)
+    assert any(not one.classified for one in found)

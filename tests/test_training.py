@@ -325,6 +325,21 @@ def test_a_progress_line_changes_nothing_about_training(capsys):
     assert captured.out == captured.err == ""  # outside a notebook or terminal nothing is drawn
 
 
+def test_a_progress_line_is_drawn_with_a_description_and_blanked_at_the_end(monkeypatch):
+    """Where a line can be shown (a notebook, a terminal), train(..., description=...) draws "steps: done/total" as it
+    starts and blanks it when done; without a description it draws nothing."""
+    import utils.progress
+    data = markov_tokens(1000, 16, 2, seed=0)
+    for description, wanted in ((None, []), ("steps", ["steps: 0/3", ""])):
+        shown: list[str] = []   # an update at most every 0.5 s: on a slow machine "steps: 1/3" may come between
+        monkeypatch.setattr(utils.progress, "_notebook_display", lambda shown=shown: shown.append)
+        torch.manual_seed(0)
+        model = TinyLM(16, 4, 8)
+        lecture.train(model, torch.optim.SGD(model.parameters(), lr=0.1),
+                      Batches(data, 3, 2, 4, torch.Generator().manual_seed(2)), description=description)
+        assert shown[:1] + shown[-1:] == wanted and all(line.startswith("steps: ") for line in shown[1:-1]), shown
+
+
 # ---------------------------------------------------------------- checkpoints
 
 def run(seed, steps, data, stop=None, path=None, resume_seed=None):

@@ -1,0 +1,243 @@
+"""The gradebook as the grader writes and reads it (autograder/gradebook.py) and the Canvas export read from it
+(autograder/canvas.py), on the tiny course without grading a notebook: a run's results written as
+`gradebook.Graded`, people's scores given through nbgrader's API. Cheap (one generated assignment, no grader run),
+so that a wrong score, a late penalty or a held-back grade is caught in seconds (issue #63's mutation runs:
+bench/mutants.py). Grading a class end to end is tests/test_gradebook.py and tests/test_class_report.py."""
+from __future__ import annotations
+
+import csv
+import datetime
+
+import pytest
+from nbgrader.api import Gradebook
+
+from autograder import canvas, gradebook
+from autograder.gradebook import TOTAL, Graded
+from autograder.outcome import Status
+from tests import tiny_course
+from tests.test_grading_faults import make_class
+
+# nbgrader's own add_submission warns that SQLAlchemy's autoflush met its new rows; the rows are written all the same
+pytestmark = pytest.mark.filterwarnings("ignore:Object of type:sqlalchemy.exc.SAWarning")
+A = tiny_course.ASSIGNMENT
+DUE = datetime.datetime(2026, 1, 5, 12, 0)
+STUDENTS = ["ada", "bob", "cy", "dee", "eve"]     # dee hands nothing in; eve's record holds only an extension
+AUTO = {"ada": 2.0, "bob": 2.0, "cy": 0.0}
+TIMES = {"ada": DUE - datetime.timedelta(hours=1),
+         "bob": DUE + datetime.timedelta(days=1, minutes=2),     # two started days late: 20%
+         "cy": DUE}                                              # at the due date itself: on time
+BY_HAND = {"ada": {"explain": 3.25, "plot": 3.0, "style": 5.0}, "bob": {"explain": 4.0, "plot": 3.0, "style": 5.0}}
+CANVAS = {"ada": "1001", "bob": "1002", "cy": "1003", "dee": "1004", "eve": "1005"}
+
+
+def run_results(auto=AUTO) -> list[Graded]:
+    return [Graded(s, A, TIMES[s], {A: {"grades": {"test_double": score}, "comments": {"test_double": None}}},
+                   {A: "calls subprocess"} if s == "cy" else {}) for s, score in auto.items()]
+
+
+def score_by_hand(course, scores: dict[str, dict[str, float]]) -> None:
+    with Gradebook(course.db_url, course.course_id) as book:
+        for student, cells in scores.items():
+            for notebook in book.find_submission(A, student).notebooks:
+                for grade in notebook.grades:
+                    if grade.name in cells:   # as Formgrader does when a person saves a score
+                        grade.manual_score, grade.needs_manual_grade = cells[grade.name], False
+        book.db.commit()
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    """The tiny course (14 points: 2 automatic, 12 by hand) with ada on time, bob a day and 2 minutes late, cy flagged
+    with 0 points, dee on the roster only, eve with an extension and nothing handed in; ada's and bob's hand scores given, then the run's results written again
+    (a re-grade: the penalties follow the final scores)."""
+    root = tmp_path_factory.mktemp("tiny")
+    course = make_class(root, {})
+    with Gradebook(course.db_url, course.course_id) as book:
+        book.update_or_create_assignment(A, duedate=f"{DUE:%Y-%m-%d %H:%M:%S} UTC")
+        for student in STUDENTS:
+            book.update_or_create_student(student, lms_user_id=CANVAS[student])
+        book.add_submission(A, "eve")              # nbgrader keeps an extension on a submission record without work
+        book.grant_extension(A, "eve", days=2)
+    first = gradebook.write(course, run_results())
+    score_by_hand(course, BY_HAND)
+    again = gradebook.write(course, run_results())
+    return {"course": course, "root": root, "first": first, "again": again}
+
+
+def totals(rows) -> dict[str, tuple]:
+    return {r.student: (r.score, r.late_penalty, r.status, r.note) for r in rows if r.task == TOTAL}
+
+
+def test_a_late_submission_is_told_how_late_and_what_it_cost(tiny):
+    assert tiny["first"] == ([f"bob {A}: 24.0 h after the due date -> late penalty 0.4 points"], set())
+    # written again with bob's hand scores: 20% of 14 points; nobody resubmitted
+    assert tiny["again"] == ([f"bob {A}: 24.0 h after the due date -> late penalty 2.8 points"], set())
+
+
+def test_rows_give_each_cell_and_a_total_less_the_penalty(tiny):
+    rows = gradebook.rows(tiny["course"], STUDENTS, [A], set(), {})
+    assert totals(rows) == {"ada": (13.25, 0.0, Status.GRADED, ""), "bob": (pytest.approx(11.2), 2.8, Status.GRADED, ""),
+                            "cy": (0.0, 0.0, Status.GRADED, ""),
+                            "dee": (0.0, 0.0, Status.NO_SUBMISSION, "no submission"),
+                            "eve": (0.0, 0.0, Status.NO_SUBMISSION, "no submission")}
+    cy = {r.task: (r.score, r.note) for r in rows if r.student == "cy" and r.task != TOTAL}
+    assert cy == {"test_double": (0.0, ""), "explain": (None, "waits for manual grading (formgrader)"),
+                  "plot": (None, "waits for manual grading (formgrader)"),
+                  "style": (None, "waits for manual grading (formgrader)")}
+    ada = {r.task: (r.score, r.max_score, r.note) for r in rows if r.student == "ada" and r.task != TOTAL}
+    assert ada == {"test_double": (2.0, 2.0, ""), "explain": (3.25, 4.0, "scored by hand"),
+                   "plot": (3.0, 3.0, "scored by hand"), "style": (5.0, 5.0, "scored by hand")}
+    assert [r.title for r in rows if r.student == "ada"][0] == "Task 1: double a number (2 points)"
+
+
+def test_a_tasks_note_is_kept_beside_what_a_person_must_do(tiny):
+    notes = {("ada", A, "test_double"): "ran 3 s", ("cy", A, "explain"): "flagged", ("bob", A, TOTAL): "late"}
+    rows = {(r.student, r.task): r.note for r in gradebook.rows(tiny["course"], STUDENTS, [A], set(), notes)}
+    assert rows["ada", "test_double"] == "ran 3 s" and rows["bob", TOTAL] == "late"
+    assert rows["cy", "explain"] == "waits for manual grading (formgrader); flagged"
+    assert rows["ada", "explain"] == "scored by hand"
+
+
+def test_a_submission_the_grader_failed_on_is_not_graded_never_no_submission(tiny):
+    failed = {("dee", A): "NOT GRADED: the notebook process died", ("ada", A): "NOT GRADED: the disk was full"}
+    found = totals(gradebook.rows(tiny["course"], STUDENTS, [A], set(), {}, failed))
+    assert found["dee"] == (None, None, Status.NOT_GRADED, "NOT GRADED: the notebook process died")
+    assert found["ada"] == (13.25, 0.0, Status.NOT_GRADED,
+                            "NOT GRADED: the disk was full (the scores are an earlier run's)")
+    assert found["bob"][2] is Status.GRADED
+
+
+def test_what_the_gradebook_holds_is_what_was_written(tiny):
+    course = tiny["course"]
+    assert gradebook.holds(course, run_results())
+    assert not gradebook.holds(course, run_results({**AUTO, "cy": 2.0}))               # another score
+    moved = run_results()
+    moved[0].timestamp = DUE
+    assert not gradebook.holds(course, moved)                                       # another time
+    assert not gradebook.holds(course, [Graded("dee", A, DUE, {})])                # no submission
+    held = gradebook.recorded(course)
+    assert held.submissions == {(s, A) for s in [*AUTO, "eve"]} and held.due == {A} and set(held.assignments) == {A}
+    assert gradebook.roster(course) == STUDENTS
+
+
+def test_the_graders_flag_reaches_formgrader_and_no_one_else_is_flagged(tiny):
+    course = tiny["course"]
+    with Gradebook(course.db_url, course.course_id) as book:
+        flagged = {s: [nb.flagged for nb in book.find_submission(A, s).notebooks] for s in AUTO}
+    assert flagged == {"ada": [False], "bob": [False], "cy": [True]}
+    assert gradebook.flagged_for_a_person(course, [A]) == {}
+
+
+def roster(tiny, ids=CANVAS):
+    path = tiny["root"] / "students.csv"
+    path.write_text("id,first_name,last_name,lms_user_id\n"
+                    + "".join(f"{s},{s.title()},Student,{ids.get(s, '')}\n" for s in STUDENTS))
+    return path
+
+
+def exported(tiny, out) -> list[list[str]]:
+    held = canvas.export(tiny["course"], roster(tiny), [f"{A}=4021"], out, tiny["root"] / "graded")
+    assert held == [f"cy/{A}: answers wait for manual grading in Formgrader"]
+    with open(out, newline="") as f:
+        return list(csv.reader(f))
+
+
+def test_canvas_gets_the_final_scores_and_a_blank_where_a_person_is_still_needed(tiny, tmp_path):
+    assert exported(tiny, tmp_path / "canvas.csv") == [
+        canvas.HEADER + [f"{A} (4021)"],
+        ["Points Possible", "", "", "", "", "14"],
+        ["Student, Ada", "1001", "", "", "", "13.25"],
+        ["Student, Bob", "1002", "", "", "", "11.2"],
+        ["Student, Cy", "1003", "", "", "", ""],       # held back: Canvas keeps what it has
+        ["Student, Dee", "1004", "", "", "", "0"],     # no submission
+        ["Student, Eve", "1005", "", "", "", "0"],     # an extension, and nothing handed in
+    ]
+
+
+def test_a_student_canvas_cannot_find_stops_the_export(tiny, tmp_path):
+    with pytest.raises(canvas.ExportError, match="no Canvas id for dee"):
+        canvas.export(tiny["course"], roster(tiny, {**CANVAS, "dee": ""}), [f"{A}=4021"], tmp_path / "out.csv",
+                      tiny["root"] / "graded")
+    assert not (tmp_path / "out.csv").exists()
+
+
+def test_the_export_command_lists_what_it_held_back_and_sets_aside_a_refused_export(tiny, tmp_path, monkeypatch, capsys):
+    out = tmp_path / "canvas-grades.csv"
+    args = ["--roster", str(roster(tiny)), "--out", str(out), "--graded", str(tiny["root"] / "graded"),
+            "--course", str(tiny["root"])]
+    monkeypatch.setattr("sys.argv", ["canvas", *args, "--assignment", f"{A}=4021"])
+    canvas.main()
+    said = capsys.readouterr()
+    assert said.err == f"held back (blank in the CSV, Canvas keeps what it has): cy/{A}: answers wait for manual " \
+                       "grading in Formgrader\n"
+    assert said.out == f"wrote {out} for Canvas's gradebook import (Grades > Import); 1 score(s) held back, listed above\n"
+    monkeypatch.setattr("sys.argv", ["canvas", *args, "--assignment", f"{A}=x"])
+    with pytest.raises(SystemExit) as refused:
+        canvas.main()
+    said = capsys.readouterr()
+    assert refused.value.code == 2 and said.err.startswith("error: --assignment")
+    assert "Nothing was written." in said.err and f"was renamed canvas-grades.csv{canvas.STALE}" in said.err
+    assert not out.exists() and (tmp_path / f"canvas-grades.csv{canvas.STALE}").exists()
+
+
+def test_a_run_with_a_score_the_gradebook_cannot_hold_writes_nothing(tiny):
+    """All or nothing: dee's good result is not written either, and the error says the gradebook is as before."""
+    bad = Graded("ada", A, TIMES["ada"], {A: {"grades": {"test_double": "x"}, "comments": {}}})
+    good = Graded("dee", A, DUE, {A: {"grades": {"test_double": 2.0}, "comments": {}}})
+    with pytest.raises(gradebook.GradebookError, match="Nothing was written; the grades in it are as before"):
+        gradebook.write(tiny["course"], [good, bad])
+    assert gradebook.recorded(tiny["course"]).submissions == {(s, A) for s in [*AUTO, "eve"]}
+    assert gradebook.holds(tiny["course"], run_results())
+
+
+def test_a_connection_lost_during_the_commit_is_checked_not_guessed(tiny, monkeypatch):
+    def lost(_):
+        raise gradebook.CommitUncertain("the server closed the connection.")
+    monkeypatch.setattr(gradebook, "refresh_statistics", lost)   # fails right after the commit, as a lost server
+    lines, _ = gradebook.write(tiny["course"], run_results())
+    assert lines[-1] == ("the connection to the gradebook was lost during the commit; checked afterwards: the "
+                         "gradebook holds this run's 3 submission(s)")
+    monkeypatch.setattr(gradebook, "holds", lambda course, graded: False)
+    with pytest.raises(gradebook.GradebookError, match="does not hold this run's grades: nothing was written"):
+        gradebook.write(tiny["course"], run_results())
+
+
+def test_an_assignment_nbgrader_will_not_record_is_refused_with_its_last_word(tiny, monkeypatch):
+    from nbgrader.apps import NbGraderAPI
+    monkeypatch.setattr(NbGraderAPI, "generate_assignment", lambda self, name, **kw: {
+        "success": False, "error": "Traceback (most recent call last):\n  ...\nValueError: a graded cell was removed"})
+    with pytest.raises(gradebook.GradebookError, match=f"nbgrader could not record assignment {A} in the gradebook: "
+                                                       "ValueError: a graded cell was removed. If source/"):
+        gradebook._generate(tiny["course"], A)
+
+
+def test_an_assignment_not_yet_in_the_gradebook_has_no_rows(tiny):
+    """An assignment written in source/ after the last run (nbgrader has not recorded it): no row, no error."""
+    import shutil
+    later = tiny["course"].source / "00_later"
+    later.mkdir()
+    shutil.copy(tiny["course"].source / A / f"{A}.ipynb", later / "00_later.ipynb")
+    try:
+        rows = gradebook.rows(tiny["course"], STUDENTS, [A, "00_later"], set(), {})
+    finally:
+        shutil.rmtree(later)
+    assert {r.assignment for r in rows} == {A} and len([r for r in rows if r.task == TOTAL]) == len(STUDENTS)
+
+
+def test_a_hand_score_changed_after_the_penalty_stops_the_export_until_the_next_run(tiny, tmp_path):
+    """Last in this file: it changes bob's hand score, then a re-run (the results written again) brings the
+    penalty up to date; a resubmission under hand scores is flagged for a person."""
+    course = tiny["course"]
+    score_by_hand(course, {"bob": {"explain": 2.0}})
+    assert canvas.stale_penalties(course, [A]) == [f"bob/{A}"]
+    with pytest.raises(canvas.ExportError, match=f"late penalties of bob/{A} were computed before"):
+        canvas.export(course, roster(tiny), [f"{A}=4021"], tmp_path / "out.csv", tiny["root"] / "graded")
+    gradebook.write(course, run_results())
+    assert canvas.stale_penalties(course, [A]) == []
+    assert exported(tiny, tmp_path / "out.csv")[3] == ["Student, Bob", "1002", "", "", "", "9.6"]  # 12 less 20%
+    resubmitted = run_results()
+    resubmitted[1].timestamp = TIMES["bob"] + datetime.timedelta(hours=1)
+    lines, again = gradebook.write(course, resubmitted)
+    assert again == {("bob", A)} and lines[-1] == f"bob {A}: {gradebook.REGRADED_AFTER_HAND_GRADE}"
+    assert gradebook.flagged_for_a_person(course, [A]) == {("bob", A): ["explain", "plot", "style"]}
+

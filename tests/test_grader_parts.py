@@ -508,8 +508,10 @@ LOADED_SOURCE = {"cells": [
     {"cell_type": "code", "source": "assert f(1) == 2\nimport torch\nassert torch.manual_seed(0) is not None",
      "metadata": {"nbgrader": {"grade_id": "test_f", "grade": True, "points": 2}}},
 ]}
-# what the student writes: torch._dynamo rebinds torch.manual_seed when it loads (as torch.compile does)
-LOADS_DYNAMO = "def f(x):\n    import torch._dynamo\n    return 2 * x"
+# what the student writes: torch._dynamo rebinds torch.manual_seed when it loads, and torch.compile's first call wraps
+# nn.Module's __init__ and __setstate__ (the red team's correct training loop lost its points to that)
+LOADS_DYNAMO = ("def f(x):\n    import torch, torch._dynamo\n"
+                "    torch.compile(torch.nn.Linear(1, 1), backend='eager')(torch.zeros(1, 1))\n    return 2 * x")
 
 
 def run_loaded(zygote, answer: str) -> list:

@@ -192,6 +192,38 @@ def test_answers_from_table_stand_in_for_an_earlier_task_on_its_table_only():
     assert answers_from_table(lambda a, b: "own", [((1, 2), "x")])(1.0, 2) == "own"  # exact types: 1.0 is not 1
 
 
+def test_a_stand_in_compares_only_plain_tensors_outside_any_mode_of_the_callers():
+    """The red team's exploit (issue #63): a tensor subclass whose subtraction returns zeros matched every entry of a
+    stand-in's table of the same shape and took the right answer for inputs of its choosing (06's gradients, 6 points,
+    unflagged); a torch function mode of the caller's can do the same to plain tensors. Both reach the student's own
+    function; a plain tensor and a Parameter still get the table's answer."""
+    from torch.overrides import TorchFunctionMode
+
+    from utils.earlier import answers_from_table
+    known = torch.arange(4.0).reshape(2, 2)
+    grad = answers_from_table(lambda g: "own", [((known,), "right")])
+
+    class Zeros(torch.Tensor):
+        @classmethod
+        def __torch_function__(cls, func, types, args=(), kwargs=None):
+            if getattr(func, "__name__", "") in ("__sub__", "sub", "__rsub__"):
+                return torch.zeros(2, 2, dtype=torch.float64)
+            return super().__torch_function__(func, types, args, kwargs or {})
+
+    class SubtractionIsZero(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            if getattr(func, "__name__", "") in ("__sub__", "sub", "__rsub__"):
+                return torch.zeros(2, 2, dtype=torch.float64)
+            return func(*args, **(kwargs or {}))
+
+    anything = torch.full((2, 2), 7.0)
+    assert grad(known.clone()) == grad(torch.nn.Parameter(known.clone())) == "right"
+    assert grad(anything.as_subclass(Zeros)) == "own"
+    with SubtractionIsZero():
+        assert grad(anything) == "own"
+    assert grad(anything) == "own"
+
+
 @pytest.mark.parametrize("value, message", [((3, 4, 5), "expected 2 entries"), ((3,), "expected 2 entries"),
                                             ((), "expected 2 entries"), ([3, 4], "expected a tuple"),
                                             (torch.Size([3, 4]), "expected a tuple"), ((3, 4.0), "plain ints"),

@@ -328,3 +328,17 @@ def test_a_private_name_breaks_a_rule_that_forbids_them(code, broken):
     rule = Rule("get_batch", ("utils.training",), private=True, needs=("numpy",), why=".")
     found = verdict(rule, "import numpy as np\n" + code)
     assert found.broken == [f"a private attribute ({name})" for name in broken], found
+
+
+@pytest.mark.parametrize("code", [
+    "def two_layer_flops(b, d, k):\n    with torch.profiler.profile(with_flops=True) as p:\n        pass\n"
+    "    return sum(e.flops for e in p.key_averages())",
+    "from torch.autograd import profiler\ndef two_layer_flops(b, d, k):\n    with profiler.profile(with_flops=True) as p:\n"
+    "        pass\n    return p.total_average().flops",
+    "from torch.utils._python_dispatch import TorchDispatchMode\nclass Count(TorchDispatchMode):\n    pass\n"
+    "def two_layer_flops(b, d, k):\n    with Count():\n        pass\n    return 0",
+])
+def test_counting_by_running_the_operations_breaks_a_flop_task_s_rule(code):
+    """The red team of issue #63 summed torch.profiler's with_flops events for 06's FLOP tasks (6 points, unflagged):
+    every tool that counts by running the operations is a FLOP counter to the rule."""
+    assert verdict(RULES[("06_gradients", "test_two_layer_flops")], code).broken

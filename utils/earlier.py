@@ -10,19 +10,27 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-from typing import Callable, Sequence
+from typing import Callable, Sequence, cast
 
 import torch
 
 _tensor_type = torch.Tensor
+_parameter_type = torch.nn.Parameter
 _equal = torch.equal  # taken at import (the locked set-up cell), before a solution could rebind torch.equal
+_function_modes = torch._C._len_torch_function_stack
+_dispatch_modes = torch._C._len_torch_dispatch_stack
 
 
 def _same(given: object, known: object) -> bool:
     """`given` is the argument `known` stands for: equal ints/floats/strings, sequences of them (a tuple, a list or a
-    torch.Size alike), or a tensor of the same shape and dtype whose values agree to float rounding."""
+    torch.Size alike), or a tensor of the same shape and dtype whose values agree to float rounding.
+
+    The comparison runs the argument's own methods, so only a plain tensor (or Parameter), with no torch function or
+    dispatch mode of the caller's active, is compared at all: a subclass or a mode could make any argument equal to
+    every entry and take the table's answers for inputs of its choosing (the red team of issue #63 did, with a
+    subclass whose subtraction returned zeros). Such a call goes to the student's own function."""
     if isinstance(known, _tensor_type):
-        if not isinstance(given, _tensor_type):
+        if type(given) not in (_tensor_type, _parameter_type) or _function_modes() or _dispatch_modes():
             return False
         tensor: torch.Tensor = given   # tensors now (mypy does not read torch, so it cannot narrow either)
         right: torch.Tensor = known
@@ -36,12 +44,15 @@ def _same(given: object, known: object) -> bool:
         scale = float(right.abs().max())
         return bool(((tensor - right).abs() <= 1e-5 * scale + 1e-4 * right.abs()).all())
     if isinstance(known, (tuple, list)):
-        return (isinstance(given, (tuple, list)) and len(given) == len(known)
-                and all(_same(g, k) for g, k in zip(given, known)))
+        if type(given) not in (tuple, list, torch.Size):   # exactly these: a subclass's __len__ or __iter__ is its own
+            return False
+        items = cast("tuple | list", given)   # mypy does not narrow by an exact type
+        return len(items) == len(known) and all(_same(g, k) for g, k in zip(items, known))
     if type(known) in (bool, int, float, str) or known is None:
         return type(given) is type(known) and given == known
     if dataclasses.is_dataclass(known) and not isinstance(known, type):  # a config such as exercise 10's GPT2Shape
-        return type(given) is type(known) and given == known
+        return type(given) is type(known) and all(_same(getattr(given, f.name), getattr(known, f.name))
+                                                 for f in dataclasses.fields(known))
     return False
 
 

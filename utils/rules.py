@@ -44,7 +44,11 @@ LAYOUT_ORACLES = ("torch.Tensor.stride", "torch.Tensor.storage_offset", "torch.T
                   "numpy.lib.stride_tricks", "numpy.ndarray", "torch.from_numpy")
 LAYOUT_METHODS = ("stride", "storage_offset", "is_contiguous", "view", "reshape", "as_strided", "set_", "strides",
                   "flags", "numpy")
-FLOP_COUNTERS = ("torch.utils.flop_counter", "utils.flops.FlopCounterMode", "utils.flops.count_flops")
+# Every tool that counts by running the operations: torch's FLOP counter, its profiler's with_flops (the red team of
+# issue #63 summed its events), and the modes one would build a counter of one's own from.
+FLOP_COUNTERS = ("torch.utils.flop_counter", "utils.flops.FlopCounterMode", "utils.flops.count_flops",
+                 "torch.profiler", "torch.autograd.profiler", "torch.autograd.profiler_util", "torch._C._profiler",
+                 "torch.utils._python_dispatch", "torch.overrides")
 AUTOGRAD = ("torch.autograd", "torch.func", "torch._functorch", "utils.gradients.autograd_linear_grads",
             "utils.gradients.autograd_two_layer_grads", "utils.gradients.autograd_linear_stack_grads",
             "utils.gradients.autograd_linear_stack_activation_grads")

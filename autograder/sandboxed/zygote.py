@@ -71,6 +71,10 @@ def preload(modules: list[str]) -> None:
 
         import torch
         torch.save(torch.nn.Parameter(torch.zeros(1)), io.BytesIO())  # first pickling adds caches to torch's classes
+        # torch.compile's first call wraps nn.Module's __init__ and __setstate__ (dynamo's generation tags): done here,
+        # a student's correct use of torch.compile is not taken for tampering with nn.Module (red team, issue #63)
+        from torch._dynamo.mutation_guard import install_generation_tagging_init
+        install_generation_tagging_init()
     if "utils.grading" in sys.modules:
         importlib.import_module("utils.grading").warm_up()
 

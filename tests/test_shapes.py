@@ -180,3 +180,48 @@ def test_exercise_4_task_4_earns_its_points_with_a_wrong_task_3():
     with pytest.raises(AssertionError):
         run_test_cell("04_einops_jaxtyping", "test_attention_scores", answers)
     run_test_cell("04_einops_jaxtyping", "test_checked_attention_scores", answers)  # its solution calls attention_scores
+
+
+EINOPS_WAYS = {   # correct answers the red team of issue #63 wrote, which lost their points to the name check
+    "an alias": "from einops import rearrange as einops_rearrange\n"
+                "def merge(x):\n    return einops_rearrange(x, 'b h s d -> b s (h d)')",
+    "a module alias": "import einops as eo\ndef merge(x):\n    return eo.rearrange(x, 'b h s d -> b s (h d)')",
+    "a partial": "import functools\nfrom einops import rearrange as r\n_m = functools.partial(r, pattern='b h s d -> b s (h d)')\n"
+                 "def merge(x):\n    return _m(x)",
+    "a helper": "from einops import rearrange as r\ndef _helper(x):\n    return r(x, 'b h s d -> b s (h d)')\n"
+                "def merge(x):\n    return _helper(x)",
+    "torch.compile": "import torch\nfrom einops import rearrange as r\n@torch.compile(backend='eager')\n"
+                     "def merge(x):\n    return r(x, 'b h s d -> b s (h d)')",
+}
+
+
+@pytest.mark.parametrize("way", sorted(EINOPS_WAYS))
+def test_einops_is_seen_under_any_name_and_through_a_helper(way):
+    namespace: dict = {"__name__": "notebook"}
+    exec(EINOPS_WAYS[way], namespace)
+    check_uses_einops(namespace["merge"], "merge_heads")
+
+
+def test_no_einops_under_any_name_is_still_refused():
+    namespace: dict = {"__name__": "notebook"}
+    exec("import torch as einops_like\ndef _helper(x):\n    return x.permute(0, 2, 1, 3)\n"
+         "def merge(x):\n    return _helper(x).reshape(2, 3, -1)", namespace)
+    with pytest.raises(AssertionError, match="does not use einops"):
+        check_uses_einops(namespace["merge"], "merge_heads")
+
+
+def test_the_visible_rule_check_reads_a_helper_where_cells_have_no_history(tmp_path):
+    """The grader runs cells without IPython's history (no `In`): check_rule read only the task's own source, and a
+    helper that called rearrange made a correct split_qkv 'use none of einops' (0 points; red team, issue #63)."""
+    import subprocess
+    import sys
+    script = tmp_path / "cells.py"
+    script.write_text(
+        "from einops import rearrange\nfrom utils.rules import check_rule\n"
+        "def _split(t, n):\n    return rearrange(t, 'b s (three h d) -> three b h s d', three=3, h=n)\n"
+        "def split_qkv(qkv, n_heads):\n    q, k, v = _split(qkv, n_heads)\n    return q, k, v\n"
+        "check_rule('04_einops_jaxtyping', 'test_split_qkv', split_qkv)\nprint('kept')\n")
+    from autograder.course import REPO_ROOT
+    ran = subprocess.run([sys.executable, str(script)], cwd=REPO_ROOT, capture_output=True, text=True, timeout=120,
+                         env={"PYTHONPATH": str(REPO_ROOT), "PATH": "/usr/bin:/bin"})
+    assert ran.stdout.strip() == "kept", ran.stdout + ran.stderr

@@ -4,8 +4,10 @@ A jaxtyping annotation such as `Float[Tensor, "batch seq d_model"]` is documenta
 it. `typechecked` (jaxtyped + beartype) makes it a promise checked on every call: the dtype kind, the number of
 dimensions, and that a name means the same size everywhere in one call (argument to argument, and in the result).
 """
+import functools
 import inspect
 import re
+import types
 from typing import Callable, NoReturn, TypeVar
 
 from beartype import beartype
@@ -124,9 +126,36 @@ EINOPS_NAMES = {"einops", "rearrange", "reduce", "einsum", "repeat", "pack", "un
 
 def check_uses_einops(fn: Callable, task: str) -> None:
     """`fn` must call einops (rearrange, reduce, einsum, ...): the task asks for the einops way."""
-    if not global_names(inspect.unwrap(fn)) & EINOPS_NAMES:
+    if not _reaches_einops(fn):
         raise AssertionError(f"{task}: the solution does not use einops\nHint: this task asks for einops "
                              "(rearrange, reduce or einsum), not view/permute/transpose.")
+
+
+def _reaches_einops(fn: Callable, depth: int = 3) -> bool:
+    """Whether `fn`'s code names einops or something of einops under any name (`from einops import reduce as r`, a
+    module alias, a functools.partial of it), directly or through the notebook's own functions it calls, `depth` deep
+    (the red team of issue #63: correct answers with an alias or a helper lost their points)."""
+    fn = inspect.unwrap(getattr(fn, "_torchdynamo_orig_callable", fn))   # torch.compile's wrapper: the function
+    if not hasattr(fn, "__code__"):
+        return False
+    names = global_names(fn)
+    if names & EINOPS_NAMES:
+        return True
+    for name in names:
+        value = fn.__globals__.get(name)
+        while isinstance(value, functools.partial):
+            value = value.func
+        if _of_einops(value):
+            return True
+        if depth > 0 and inspect.isfunction(value) and value.__module__ == fn.__module__ and value is not fn \
+                and _reaches_einops(value, depth - 1):
+            return True
+    return False
+
+
+def _of_einops(value: object) -> bool:
+    module = value.__name__ if isinstance(value, types.ModuleType) else getattr(value, "__module__", None)
+    return isinstance(module, str) and module.split(".")[0] == "einops"
 
 
 def _is_jaxtyped(fn: Callable) -> bool:

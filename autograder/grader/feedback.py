@@ -47,7 +47,7 @@ def for_students(cell: Cell, result: CellRun, detail: str) -> CellRun:
     # AssertionError (the grader's own checks of a hidden test's results too); any other exception, StopIteration,
     # KeyboardInterrupt or a warning turned into an error included, is named as what their code raised.
     ename = result.ename or "AssertionError"
-    shown = ("a hidden test failed; its inputs and expected values stay with the instructor" if ename == "AssertionError"
+    shown = ("a hidden test failed; the grader does not show its inputs or expected values" if ename == "AssertionError"
              else f"your code raised {ename} in a hidden test (a case the visible tests do not try)")
     return replace(result, error=f"{ename}: {shown}\n{hidden_failure_lines(error)}", error_full=error, ename=ename)
 

@@ -1139,27 +1139,8 @@ def test_the_culler_keeps_a_busy_kernel_and_caps_a_servers_life(running):
     for user in (busy, chatty, idle):
         wait_for_server(hub, user, running=True)
     started = time.monotonic()
-    # her kernel, started through her server's API and told to compute for ten minutes without a word
-    token = token_of(hub, busy)
-    status, body = hub_request(hub, f"/user/{busy}/api/kernels", token, "POST", {"name": "cs336-primitives"})
-    assert status == 201, body
-    from jupyter_client import BlockingKernelClient
-    connection = Path(hub.homes) / busy / ".local" / "share" / "jupyter" / "runtime" / f"kernel-{json.loads(body)['id']}.json"
-    for _ in range(60):
-        if connection.exists():
-            break
-        time.sleep(1)
-    client = BlockingKernelClient(connection_file=str(connection))
-    client.load_connection_file()
-    client.start_channels()
-    client.execute("import time\ntime.sleep(600)")
-    kernel = json.loads(body)["id"]
-    for _ in range(60):   # under load the request can reach a kernel still starting: wait until it computes
-        answer = hub_request(hub, f"/user/{busy}/api/kernels/{kernel}", token)
-        if answer[0] == 200 and json.loads(answer[1]).get("execution_state") == "busy":
-            break
-        time.sleep(1)
-    # her own reports of activity, every 5 s, with the token her server holds
+    # her own reports of activity, every 5 s, with the token her server holds: from the start, or the culler
+    # stops her server as idle while the busy student's kernel is still starting (seen under load)
     own_token = server_environment(hub, chatty)["JUPYTERHUB_API_TOKEN"]
     stop, answers = threading.Event(), []
 
@@ -1171,7 +1152,28 @@ def test_the_culler_keeps_a_busy_kernel_and_caps_a_servers_life(running):
             stop.wait(5)
     reporter = threading.Thread(target=report, daemon=True)
     reporter.start()
+    client = None
     try:
+        # her kernel, started through her server's API and told to compute for ten minutes without a word
+        token = token_of(hub, busy)
+        status, body = hub_request(hub, f"/user/{busy}/api/kernels", token, "POST", {"name": "cs336-primitives"})
+        assert status == 201, body
+        from jupyter_client import BlockingKernelClient
+        connection = Path(hub.homes) / busy / ".local" / "share" / "jupyter" / "runtime" / f"kernel-{json.loads(body)['id']}.json"
+        for _ in range(60):
+            if connection.exists():
+                break
+            time.sleep(1)
+        client = BlockingKernelClient(connection_file=str(connection))
+        client.load_connection_file()
+        client.start_channels()
+        client.execute("import time\ntime.sleep(600)")
+        kernel = json.loads(body)["id"]
+        for _ in range(60):   # under load the request can reach a kernel still starting: wait until it computes
+            answer = hub_request(hub, f"/user/{busy}/api/kernels/{kernel}", token)
+            if answer[0] == 200 and json.loads(answer[1]).get("execution_state") == "busy":
+                break
+            time.sleep(1)
         wait_for_server(hub, idle, running=False, timeout=MAX_AGE - 5)   # idle: stopped after 20-30 s
         assert time.monotonic() - started < MAX_AGE - 5
         wait_for_server(hub, busy, running=True, timeout=5)              # busy, silent: kept
@@ -1181,7 +1183,8 @@ def test_the_culler_keeps_a_busy_kernel_and_caps_a_servers_life(running):
         assert time.monotonic() - started >= MAX_AGE - 15
     finally:
         stop.set()
-        client.stop_channels()
+        if client is not None:
+            client.stop_channels()
 
 
 def wait_for_server(hub: ClassHub, user: str, running: bool, timeout: float = 120) -> None:

@@ -81,7 +81,7 @@ def test_a_cell_over_its_budget_fails_with_the_verdict_and_shows_what_was_measur
     over = apply_budgets(ok, [MEMORY, CPU], measured(peak=9 * MIB, cpu=3.0), "")
     assert not over.ok and over.failure is Failure.ERROR
     assert over.error.startswith("AssertionError: your view: they took 9.0 MiB")   # the first budget's verdict
-    assert [cost["ok"] for cost in over.costs] == [False, False]
+    assert [cost.ok for cost in over.costs] == [False, False]
     failed = CellRun(ok=False, error="AssertionError: wrong", failure=Failure.ERROR)
     kept = apply_budgets(failed, [MEMORY], measured(peak=9 * MIB), "")
     assert kept.error == "AssertionError: wrong" and kept.output == ""            # a wrong answer is told only that
@@ -269,8 +269,8 @@ def test_a_budgeted_cell_runs_as_three_parts_measured_in_the_middle(answers, ok,
     assert result.ok is ok and len(notebook.ran) == parts_run
     assert notebook.ran[0].endswith("prepare()\n") and (parts_run < 2 or notebook.ran[1].startswith("### BEGIN MEASURED"))
     if ok:   # measured on the idle child: no new memory, the bar shown after what the cell printed
-        assert result.output.startswith("1\ndone\nMeasured by the grader") and result.costs[0]["ok"]
-        assert result.costs[0]["peak_bytes"] < MIB and not result.costs[0]["elsewhere"]
+        assert result.output.startswith("1\ndone\nMeasured by the grader") and result.costs[0].ok
+        assert result.costs[0].measured.peak_bytes < MIB and not result.costs[0].measured.elsewhere
     elif parts_run == 2:   # the measured part's own failure, at its line in the whole cell
         assert (result.error, result.line) == ("ValueError", 4)
     else:

@@ -148,7 +148,7 @@ def test_the_release_log_names_at_most_two_obstacles(shared):
 def test_a_submission_is_copied_down_to_the_depth_limit_and_leaves_no_descriptor_open(tmp_path):
     """collect's copy (copy_owned), on files of this account: MAX_DEPTH nested folders are copied, one more refuses
     the submission; neither leaves a descriptor open (a class of a thousand is collected by one process)."""
-    from autograder.exchange import MAX_DEPTH, Skip, copy_owned
+    from autograder.exchange.collect import MAX_DEPTH, Skip, copy_owned
     open_before = len(os.listdir("/proc/self/fd"))
     for depth, copied in ((MAX_DEPTH, True), (MAX_DEPTH + 1, False)):
         source = tmp_path / f"nested-{depth}"

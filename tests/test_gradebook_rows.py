@@ -12,8 +12,8 @@ import pytest
 from nbgrader.api import Gradebook
 
 from autograder import canvas, gradebook
-from autograder.gradebook import TOTAL, Graded
-from autograder.outcome import Status
+from autograder.gradebook import TOTAL, Graded, RunNotes
+from autograder.outcome import Autograded, Status
 from tests import tiny_course
 from tests.test_grading_faults import make_class
 
@@ -31,7 +31,7 @@ CANVAS = {"ada": "1001", "bob": "1002", "cy": "1003", "dee": "1004", "eve": "100
 
 
 def run_results(auto=AUTO) -> list[Graded]:
-    return [Graded(s, A, TIMES[s], {A: {"grades": {"test_double": score}, "comments": {"test_double": None}}},
+    return [Graded(s, A, TIMES[s], {A: Autograded({}, {"test_double": score}, {"test_double": None})},
                    {A: "calls subprocess"} if s == "cy" else {}) for s, score in auto.items()]
 
 
@@ -75,7 +75,7 @@ def test_a_late_submission_is_told_how_late_and_what_it_cost(tiny):
 
 
 def test_rows_give_each_cell_and_a_total_less_the_penalty(tiny):
-    rows = gradebook.rows(tiny["course"], STUDENTS, [A], set(), {})
+    rows = gradebook.rows(tiny["course"], STUDENTS, [A])
     assert totals(rows) == {"ada": (13.25, 0.0, Status.GRADED, ""), "bob": (pytest.approx(11.2), 2.8, Status.GRADED, ""),
                             "cy": (0.0, 0.0, Status.GRADED, ""),
                             "dee": (0.0, 0.0, Status.NO_SUBMISSION, "no submission"),
@@ -92,7 +92,7 @@ def test_rows_give_each_cell_and_a_total_less_the_penalty(tiny):
 
 def test_a_tasks_note_is_kept_beside_what_a_person_must_do(tiny):
     notes = {("ada", A, "test_double"): "ran 3 s", ("cy", A, "explain"): "flagged", ("bob", A, TOTAL): "late"}
-    rows = {(r.student, r.task): r.note for r in gradebook.rows(tiny["course"], STUDENTS, [A], set(), notes)}
+    rows = {(r.student, r.task): r.note for r in gradebook.rows(tiny["course"], STUDENTS, [A], RunNotes(notes=notes))}
     assert rows["ada", "test_double"] == "ran 3 s" and rows["bob", TOTAL] == "late"
     assert rows["cy", "explain"] == "waits for manual grading (formgrader); flagged"
     assert rows["ada", "explain"] == "scored by hand"
@@ -100,7 +100,7 @@ def test_a_tasks_note_is_kept_beside_what_a_person_must_do(tiny):
 
 def test_a_submission_the_grader_failed_on_is_not_graded_never_no_submission(tiny):
     failed = {("dee", A): "NOT GRADED: the notebook process died", ("ada", A): "NOT GRADED: the disk was full"}
-    found = totals(gradebook.rows(tiny["course"], STUDENTS, [A], set(), {}, failed))
+    found = totals(gradebook.rows(tiny["course"], STUDENTS, [A], RunNotes(not_graded=failed)))
     assert found["dee"] == (None, None, Status.NOT_GRADED, "NOT GRADED: the notebook process died")
     assert found["ada"] == (13.25, 0.0, Status.NOT_GRADED,
                             "NOT GRADED: the disk was full (the scores are an earlier run's)")
@@ -182,8 +182,8 @@ def test_the_export_command_lists_what_it_held_back_and_sets_aside_a_refused_exp
 
 def test_a_run_with_a_score_the_gradebook_cannot_hold_writes_nothing(tiny):
     """All or nothing: dee's good result is not written either, and the error says the gradebook is as before."""
-    bad = Graded("ada", A, TIMES["ada"], {A: {"grades": {"test_double": "x"}, "comments": {}}})
-    good = Graded("dee", A, DUE, {A: {"grades": {"test_double": 2.0}, "comments": {}}})
+    bad = Graded("ada", A, TIMES["ada"], {A: Autograded({}, {"test_double": "x"}, {})})
+    good = Graded("dee", A, DUE, {A: Autograded({}, {"test_double": 2.0}, {})})
     with pytest.raises(gradebook.GradebookError, match="Nothing was written; the grades in it are as before"):
         gradebook.write(tiny["course"], [good, bad])
     assert gradebook.recorded(tiny["course"]).submissions == {(s, A) for s in [*AUTO, "eve"]}
@@ -218,7 +218,7 @@ def test_an_assignment_not_yet_in_the_gradebook_has_no_rows(tiny):
     later.mkdir()
     shutil.copy(tiny["course"].source / A / f"{A}.ipynb", later / "00_later.ipynb")
     try:
-        rows = gradebook.rows(tiny["course"], STUDENTS, [A, "00_later"], set(), {})
+        rows = gradebook.rows(tiny["course"], STUDENTS, [A, "00_later"])
     finally:
         shutil.rmtree(later)
     assert {r.assignment for r in rows} == {A} and len([r for r in rows if r.task == TOTAL]) == len(STUDENTS)

@@ -1,7 +1,7 @@
 """The course's policy: what each task may not use (`RULES`, with the hint a student reads), checked on the task's code
 itself by the judge (utils/rule_judge.py), which knows no task: adding a rule changes this file only.
 
-The grader judges the submitted cells outside the student's process (autograder/grader/rules.py); the visible tests
+The grader judges the submitted cells outside the student's process; the visible tests
 run the same judgement in the notebook (`check_rule`), so that a student sees at once what grading will say.
 
 Judged from the text here: every rule in `RULES` (what a task may call or reach). Measured by the kernel at run time

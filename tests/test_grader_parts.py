@@ -451,8 +451,8 @@ def test_a_failed_hidden_check_shows_what_its_diagnosis_found_but_not_the_case()
     error = ("AssertionError: largest_model(8, 80000000000, 'adamw'): expected 40,000,000,000, got 5,000,000,000\n"
              "Found: it counts one GPU's memory: sharding spreads the state over all of them\nHint: a hint")
     shown = feedback.for_students(cell, CellRun(False, "", error, line=3, ename="AssertionError"), "hints")
-    assert shown.error == ("AssertionError: a hidden test failed; its inputs and expected values stay with the "
-                           "instructor\nFound: it counts one GPU's memory: sharding spreads the state over all of them"
+    assert shown.error == ("AssertionError: a hidden test failed; the grader does not show its inputs or expected "
+                           "values\nFound: it counts one GPU's memory: sharding spreads the state over all of them"
                            "\nHint: a hint") and shown.error_full == error
     alone = feedback.for_students(cell, CellRun(False, "", error.rpartition("\n")[0], line=3, ename="AssertionError"),
                                   "hints").error

@@ -214,17 +214,12 @@ class _Finder(ast.NodeVisitor):
             self._add(node, "pass", "delete", f"`if {_short(test, 60)}: ...` deleted")
         self.generic_visit(node)
 
-    def visit_Raise(self, node: ast.Raise) -> None:
+    def _delete_statement(self, node: ast.stmt) -> None:
+        """A `raise`, an `assert` or an augmented assignment (a counter, a total) deleted."""
         self._add(node, "pass", "delete", f"`{_short(ast.unparse(node))}` deleted")
         self.generic_visit(node)
 
-    def visit_Assert(self, node: ast.Assert) -> None:
-        self._add(node, "pass", "delete", f"`{_short(ast.unparse(node))}` deleted")
-        self.generic_visit(node)
-
-    def visit_AugAssign(self, node: ast.AugAssign) -> None:
-        self._add(node, "pass", "delete", f"`{_short(ast.unparse(node))}` deleted")
-        self.generic_visit(node)
+    visit_Raise = visit_Assert = visit_AugAssign = _delete_statement
 
     def visit_Expr(self, node: ast.Expr) -> None:
         parent = self.parents[-1] if self.parents else None

@@ -53,10 +53,11 @@ COMMANDS_INTO_THE_GRADER: dict[tuple[str, str], str] = {
                                                          "the LMS must pass what the grader finds in submitted/",
 }
 
-# The student's side of the sandbox imports only the border, its limits and the hand-in channel, and nothing imports
+# The student's side of the sandbox imports only the border, its limits, the hand-in channel and the heap's freezing, and nothing imports
 # it: it runs as its own program (`python -m autograder.sandboxed.zygote`), never in the grader's process.
 SANDBOXED = "autograder.sandboxed"
-SANDBOXED_MAY_IMPORT = {"autograder.protocol", "autograder.limits", "utils.handin"}
+SANDBOXED_MAY_IMPORT = {"autograder.protocol", "autograder.limits", "utils.handin",
+                        "autograder.heap"}   # the standard library's gc only: how a forking parent keeps its heap
 
 # Circles known and being broken elsewhere: each names who breaks it.
 KNOWN_CIRCLES: dict[frozenset[str], str] = {}   # none: a circle someone must allow names its reason here

@@ -25,6 +25,7 @@ import sys
 import traceback
 from pathlib import Path
 
+from autograder import heap
 from autograder.limits import Limits
 from autograder.protocol import KEPT_ENVIRONMENT, Exited, Init, Message, ProtocolError, Spawn, Started, StartupFailed
 from autograder.sandboxed import executor, walls
@@ -266,7 +267,8 @@ def main() -> None:
     init = Message.parse(message)
     if not isinstance(init, Init):
         raise ProtocolError("the first message must be Init")
-    preload(init.preload)
+    with heap.frozen_after():   # each notebook process forked from here starts without a collector's pause on it
+        preload(init.preload)
     serve(control, init)
     os._exit(0)  # nothing to flush or save: an interpreter's shutdown with torch loaded only keeps the grader waiting
 

@@ -29,7 +29,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import cast
 
-from autograder import cgroups
+from autograder import cgroups, heap
 from autograder.errors import GraderError
 from autograder.forked import Child, ChildFailed
 from autograder.protocol import CostBudget, ProtocolError, Verdict
@@ -153,17 +153,19 @@ def _serve(keys: list[str], control: socket.socket, answer: Callable[[object], N
     serve verdict requests until the grader closes the control socket. A CourseError raised here reaches the grader as
     the answer."""
     close.close()  # the grader's end, inherited by the fork: kept open here, the grader's close would never be seen
-    hidden = _references()
-    from utils.handin import encode
-    cases = {}
-    for key in keys:
-        try:
-            cases[key] = encode(hidden.cases(key))
-            hidden.expected(key)
-        except BaseException as error:
-            raise CourseError(f"hidden test {key}: its cases or expected results could not be made: {error!r}") from error
-    from utils.grading import warm_up
-    warm_up()  # before the first fork: each per-request child starts with what a comparison imports
+    with heap.frozen_after():   # each verdict's child, forked from here, starts without a collector's pause on it
+        hidden = _references()
+        from utils.handin import encode
+        cases = {}
+        for key in keys:
+            try:
+                cases[key] = encode(hidden.cases(key))
+                hidden.expected(key)
+            except BaseException as error:
+                raise CourseError(f"hidden test {key}: its cases or expected results could not be made: {error!r}") \
+                    from error
+        from utils.grading import warm_up
+        warm_up()  # before the first fork: each per-request child starts with what a comparison imports
     budgets = {key: [budget.to_line().decode() for budget in hidden.budgets(key)] for key in keys}
     answer({"cases": cases, "budgets": {key: lines for key, lines in budgets.items() if lines}})
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # one child per request, reaped by the kernel

@@ -13,6 +13,7 @@ About 20 s.
 """
 from __future__ import annotations
 
+import ast
 import random
 import textwrap
 
@@ -431,3 +432,21 @@ def test_generated_corpora_zero_or_flag_every_route_and_never_charge_honest_code
     assert sum(row["routes"] for row in table.values()) >= 600 and honest >= 80
     assert missed == [] and charged == [], (missed[:5], charged[:5])
     assert flagged <= 0.02 * honest, [row["honest_flagged"][:2] for row in table.values() if row["honest_flagged"]]
+
+
+def test_a_cell_is_read_as_ipython_would_run_it_and_python_without_ipython():
+    """parse: a cell that is Python is read as written, without importing IPython (the grader's judge runs in a fresh
+    child per submission; the import cost it 0.15 s); one that is not (a %magic, a !shell line, an indented first
+    line) is read as IPython rewrites it, the code inside %time and %%capture included."""
+    import subprocess
+    import sys
+    script = ("import sys\nfrom utils.rule_judge import parse\n"
+              "cells = parse(['import torch\\nx = torch.ones(3)', 'def f(x):\\n    return x % 2'])\n"
+              "print(len(cells), cells.unreadable, 'IPython' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.stdout.split() == ["2", "0", "False"], done.stdout + done.stderr
+    cells = parse(["%time y = sum(range(3))", "!ls\nz = 1", "    w = 2", "%%capture\nv = 3", "print(1"])
+    assert cells.unreadable == 1
+    assigned = {t.id for tree, _ in cells for node in ast.walk(tree) if isinstance(node, ast.Assign)
+                for t in node.targets if isinstance(t, ast.Name)}
+    assert {"y", "z", "w", "v"} <= assigned, assigned

@@ -500,6 +500,17 @@ def test_what_code_outside_the_notebook_calls_back_is_flagged_never_charged():
         ["torch.autograd, reached through your `helper`"]
 
 
+@pytest.mark.parametrize("call", ["np.apply_along_axis(helper, 0, h1)", "torch.utils.checkpoint.checkpoint(helper, h1)",
+                                  "np.vectorize(helper)(h1)"])
+def test_a_helper_a_library_calls_during_the_call_is_flagged(call):
+    """Issue #63: a helper handed to a library that calls it at once (numpy's apply_along_axis, torch's checkpoint)
+    passed unflagged: the judge followed a function handed out only when what the library returned was called."""
+    found = verdict("w2_grad", "def helper(x):\n    return torch.autograd.grad(x.sum(), x)\n"
+                               f"def w2_grad(h1, g):\n    return {call}")
+    assert found.broken == [] and found.dynamic == ["torch.autograd, reached through your `helper`, reached through "
+                                                    "code the grader cannot follow"], found
+
+
 def test_a_task_bound_to_what_a_library_returned_is_flagged():
     found = verdict("w2_grad", "w2_grad = np.vectorize(lambda h1, g: h1)")
     assert not found.broken and found.dynamic == ["w2_grad is bound to what code outside the notebook returned"], found

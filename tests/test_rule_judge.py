@@ -534,3 +534,27 @@ def test_the_message_names_the_first_four_things_a_task_uses():
     assert found.message(RULE["storage_index"]) == (
         "storage_index uses .stride; .storage_offset; .is_contiguous; .view, which this task rules out\n"
         "Hint: " + RULE["storage_index"].why)
+
+
+@pytest.mark.parametrize("task, code, broken", [
+    ("storage_index", "from torch import reshape as _r\ndef storage_index(index, strides, offset):\n"
+                      "    return _r(index, (-1,))", [".reshape"]),                  # a forbidden method by its name
+    ("row_major_strides", "import numpy\ndef row_major_strides(shape):\n"
+                          "    return [int(numpy.prod(shape[i + 1:])) for i in range(len(shape))]", []),  # `numpy` itself
+])
+def test_a_function_named_like_a_forbidden_method_breaks_the_rule_and_a_module_so_named_does_not(task, code, broken):
+    """torch.reshape imported under another name is the method the rule forbids; the module `numpy` is no `.numpy()`."""
+    found = verdict(task, code)
+    assert found.broken == broken and not found.dynamic, found
+
+
+@pytest.mark.parametrize("held, dynamic", [
+    ("torch.autograd.grad", ["torch.autograd, reached through code the grader cannot follow"]),
+    ("eval('torch.autograd.grad')", ["code built or names read at run time (eval)", "eval()",
+                                     "eval(), reached through code the grader cannot follow"]),
+])
+def test_what_a_library_hands_back_and_the_task_calls_is_flagged_as_reached_through_it(held, dynamic):
+    """A forbidden name (or a value built at run time) handed to a library whose result the task calls: the call
+    goes through code the grader cannot follow, and the person who looks is told so."""
+    found = verdict("w2_grad", f"def w2_grad(h1, g):\n    return np.vectorize({held})(h1, h1)")
+    assert found.dynamic == dynamic, found

@@ -145,6 +145,12 @@ def test_the_counters_agree_with_the_kernels_other_accounts():
     added = counters.child_faults_and_ticks - first.child_faults_and_ticks
     assert added == pytest.approx(children() - expected_first, abs=3) and added > 0.35 * TICKS   # its ticks alone
     assert (before.user + before.system) * TICKS - 2 <= counters.ticks <= (after.user + after.system) * TICKS + 2
+    for _ in range(10):   # the resident size in pages (statm), the same count as VmRSS's KiB, when nothing moved
+        pages = int(open("/proc/self/statm").read().split()[1])
+        resident = read_counters(os.getpid()).rss_bytes
+        if pages == int(open("/proc/self/statm").read().split()[1]):
+            break
+    assert resident == pages * os.sysconf("SC_PAGE_SIZE")
     usage = resource.getrusage(resource.RUSAGE_SELF)
     assert counters.hwm_bytes == pytest.approx(usage.ru_maxrss * 1024, rel=0.05) and counters.rss_bytes <= counters.hwm_bytes
     assert counters.faults <= usage.ru_minflt + usage.ru_majflt
@@ -230,6 +236,10 @@ def test_a_mapping_of_the_lent_file_is_found_by_its_path_or_its_identity(tmp_pat
         renamed = Lent(tmp_path / "link-to-it", info.st_dev, info.st_ino)   # another name, the same file
         assert maps_file(os.getpid(), renamed)
     assert not maps_file(os.getpid(), lent)
+    spaced = tmp_path / "a file with spaces.bin"                            # found by its path alone, spaces and all
+    spaced.write_bytes(b"\0" * 8192)
+    with open(spaced, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+        assert mapped[0] == 0 and maps_file(os.getpid(), Lent(spaced, info.st_dev, 0))
 
 
 def test_a_notebook_waiting_for_its_next_request_is_told_from_a_busy_one():
@@ -559,3 +569,34 @@ def test_each_part_is_given_what_is_left_of_the_cells_time_and_what_the_notebook
             assert 25 < first <= 30 and 30 < second <= 35 and 35 < third <= 40, notebook.seconds
         else:
             assert 0 < first <= 0.05 and 0 < second <= 5 and 5 < third <= 10, notebook.seconds
+
+
+def test_the_meter_s_figures_from_two_readings(monkeypatch):
+    """Meter.stop's arithmetic on two readings of the counters (stand-ins for /proc): new memory is the larger of the
+    high-water mark's rise above the start's resident size (never below 0) and the pages faulted in; bytes read from
+    storage never below 0; CPU seconds from clock ticks; hugetlbfs pages held make the part unmeasurable."""
+    from autograder.grader import cost
+    page = cost.PAGE
+
+    def counters(rss=0, hwm=0, faults=0, ticks=0, read=0, hugetlb=0):
+        return cost.Counters(rss, hwm, faults, 0, ticks, read, False, False, hugetlb)
+    for before, after, peak, high, new, read in (
+            (counters(rss=100 * page, faults=10), counters(hwm=150 * page, faults=20), 50 * page, 50 * page, 10 * page, 0),
+            (counters(rss=100 * page, faults=10), counters(hwm=120 * page, faults=60), 50 * page, 20 * page, 50 * page, 0),
+            (counters(rss=100 * page, read=5000), counters(hwm=90 * page, read=4096), 0, 0, 0, 0),
+            (counters(read=4096), counters(read=3 * 4096, ticks=2 * cost.TICKS), 0, 0, 0, 2 * 4096)):
+        readings = iter([before, after])
+        monkeypatch.setattr(cost, "reset_peak", lambda pid: None)
+        monkeypatch.setattr(cost, "read_counters", lambda pid, readings=readings: next(readings))
+        monkeypatch.setattr(cost, "children", lambda pid: [])
+        meter = cost.Meter(1)
+        meter.start()
+        measured = meter.stop()
+        assert (measured.peak_bytes, measured.high_water_bytes, measured.new_page_bytes, measured.file_bytes) == \
+            (peak, high, new, read), (before, after, measured)
+        assert measured.cpu_seconds == after.ticks / cost.TICKS and measured.elsewhere == ()
+    readings = iter([counters(), counters(hugetlb=2 * 2**20)])
+    monkeypatch.setattr(cost, "read_counters", lambda pid: next(readings))
+    meter = cost.Meter(1)
+    meter.start()
+    assert meter.stop().elsewhere == ("it holds 2,097,152 bytes of hugetlbfs pages (not counted as resident)",)

@@ -558,3 +558,11 @@ def test_what_a_library_hands_back_and_the_task_calls_is_flagged_as_reached_thro
     goes through code the grader cannot follow, and the person who looks is told so."""
     found = verdict("w2_grad", f"def w2_grad(h1, g):\n    return np.vectorize({held})(h1, h1)")
     assert found.dynamic == dynamic, found
+
+
+def test_a_task_bound_to_another_task_s_function_is_judged_on_that_function():
+    """A stand-in is another task's code; a task whose own name holds that same function runs it, and is charged."""
+    cells = ["def limits(e, m, s=True):\n    info = torch.finfo(torch.float32)\n    return info.max, 1, 1, 1",
+             "after_cast = limits"]
+    found = judge(RULE["after_cast"], Code(parse(cells), context=parse([SETUP])), tasks_of("01_floats"))
+    assert found.broken == ["torch.finfo, reached through your `limits`"], found

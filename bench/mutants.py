@@ -98,6 +98,9 @@ EQUIVALENT: dict[tuple[str, str], str] = {
     ("utils/rule_judge.py", "`0.5` -> `2.0` (line: `return following[0] - 0.5 if following else len...`)"):
         "(the second 0.5 of the line) a test after every cell: any position past the last statement sees the same "
         "bindings; the first 0.5, before the next cell, is tested (tests/test_rule_judge.py)",
+    ("utils/rule_judge.py", "`rule.methods or rule.private` -> `rule.methods and rule.private`"):
+        "the reader's own flag of an attribute named at run time: the value such a getattr gives is one nobody can "
+        "read (utils/code_flow.py, _any_attribute), flagged under every rule (tests/test_rule_judge.py)",
     ("autograder/grader/cost.py", "`if cell.kind is not CellKind.TEST: ...` deleted"):
         "Cell.hidden_keys is empty for a cell that is no test (grader/plan.py), so its budgets are none either way",
     ("autograder/canvas.py", "`max(wanted or 0.0, 0.0)` -> `wanted or 0.0`"):

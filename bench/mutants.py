@@ -90,6 +90,19 @@ EQUIVALENT: dict[tuple[str, str], str] = {
         "the pauses between looks grow to 50 ms at once instead of doubling up to it: the same answer, found later",
     ("autograder/grader/cost.py", "`len(call) >= 2` -> `len(call) > 2`"):
         "a thread blocked in read(2) shows its number and six arguments, nine fields; 'running' is one",
+    # judged after the held-out runs of utils/rules.py, utils/rule_judge.py and grader/cost.py (seeds 2026 and 7)
+    ("autograder/grader/cost.py", "`2` -> `1` (line: `pause = min(pause * 2, 0.05)`)"):
+        "the pause between looks stays 0.5 ms instead of doubling up to 50 ms: the same answer, from more looks",
+    ("utils/rule_judge.py", "`0` -> `1` (line: `reader((\"value\"), None, entry, Env(None, 0, Tru...`)"):
+        "the position of the Env the task's own value is read in: the reader uses only its level and owner",
+    ("utils/rule_judge.py", "`0.5` -> `2.0` (line: `return following[0] - 0.5 if following else len...`)"):
+        "(the second 0.5 of the line) a test after every cell: any position past the last statement sees the same "
+        "bindings; the first 0.5, before the next cell, is tested (tests/test_rule_judge.py)",
+    ("utils/rule_judge.py", "`rule.methods or rule.private` -> `rule.methods and rule.private`"):
+        "the reader's own flag of an attribute named at run time: the value such a getattr gives is one nobody can "
+        "read (utils/code_flow.py, _any_attribute), flagged under every rule (tests/test_rule_judge.py)",
+    ("autograder/grader/cost.py", "`if cell.kind is not CellKind.TEST: ...` deleted"):
+        "Cell.hidden_keys is empty for a cell that is no test (grader/plan.py), so its budgets are none either way",
     ("autograder/canvas.py", "`max(wanted or 0.0, 0.0)` -> `wanted or 0.0`"):
         "the course's penalty plugin never gives a negative penalty (tests/test_late.py); the clip is nbgrader's rule",
 }

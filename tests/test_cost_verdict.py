@@ -4,6 +4,8 @@ the bars and lines shown, a cell's parts merged, and the flags for a person. The
 notebooks: tests/test_cost.py."""
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from autograder.grader.cost import Measured, apply_budgets, bar, describe, flags, merge, prediction, verdict
@@ -39,6 +41,8 @@ def test_a_budget_is_met_up_to_its_limit_and_failed_past_it_with_its_hint(budget
 def test_a_prediction_must_match_within_its_tolerance():
     assert verdict(GUESS, measured(peak=110, predicted=100)) == ""
     assert verdict(GUESS, measured(peak=90, predicted=100)) == ""
+    assert verdict(GUESS, measured(peak=1100, predicted=1000)) == ""        # exactly 10% off: within
+    assert verdict(GUESS, measured(peak=1101, predicted=1000)) != ""
     assert verdict(GUESS, measured(peak=120 * MIB, predicted=100 * MIB)) == (
         "your prediction: they took 120.0 MiB of new memory, +20% from your prediction of 100.0 MiB (within 10% was "
         "asked).\nHint: count the bytes.")
@@ -51,7 +55,7 @@ def test_work_the_meter_cannot_see_fails_every_budget_and_says_a_person_will_loo
     assert "your instructor will look" in said
 
 
-@pytest.mark.parametrize("handed, case, read", [("[3, 41, 5]", 1, 41), ("[3, 41, 5]", 3, None), ("[3, 41]", -1, None),
+@pytest.mark.parametrize("handed, case, read", [("[3, 41, 5]", 1, 41), ("[7, 41]", 0, 7), ("[3, 41, 5]", 3, None), ("[3, 41]", -1, None),
                                                 ("[3, 41.0]", 1, None), ("[3, true]", 1, None), ("{}", 0, None),
                                                 ("not json", 0, None), (None, 0, None)])
 def test_the_prediction_is_the_plain_int_the_student_returned_for_its_case(handed, case, read):
@@ -62,6 +66,7 @@ def test_a_bar_marks_the_value_and_its_limits():
     assert bar(5, 10, width=10) == "    [#####....|]"
     assert bar(20, 10, width=10) == "    [#####|####]"          # the scale is the value: the budget halfway
     assert bar(5, 6, 4, width=10) == "    [######|#.|]"          # the low limit too
+    assert bar(1.5, 4, width=4) == "    [##.|]"                     # a cell is '#' when the value reaches its middle
 
 
 def test_describe_shows_each_budgeted_quantity_beside_its_budget():
@@ -140,9 +145,60 @@ def test_the_counters_agree_with_the_kernels_other_accounts():
     added = counters.child_faults_and_ticks - first.child_faults_and_ticks
     assert added == pytest.approx(children() - expected_first, abs=3) and added > 0.35 * TICKS   # its ticks alone
     assert (before.user + before.system) * TICKS - 2 <= counters.ticks <= (after.user + after.system) * TICKS + 2
+    for _ in range(10):   # the resident size in pages (statm), the same count as VmRSS's KiB, when nothing moved
+        pages = int(open("/proc/self/statm").read().split()[1])
+        resident = read_counters(os.getpid()).rss_bytes
+        if pages == int(open("/proc/self/statm").read().split()[1]):
+            break
+    assert resident == pages * os.sysconf("SC_PAGE_SIZE")
     usage = resource.getrusage(resource.RUSAGE_SELF)
     assert counters.hwm_bytes == pytest.approx(usage.ru_maxrss * 1024, rel=0.05) and counters.rss_bytes <= counters.hwm_bytes
     assert counters.faults <= usage.ru_minflt + usage.ru_majflt
+
+
+TOUCH = """
+import mmap, os, sys
+def touch(path, pages):
+    fd = os.open(path, os.O_RDONLY)
+    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)   # its pages out of the page cache, as budget_files.py lends it
+    with mmap.mmap(fd, 0, access=mmap.ACCESS_READ) as m:
+        m.madvise(mmap.MADV_RANDOM)                      # no read-ahead: a major fault per page
+        assert sum(m[i * mmap.PAGESIZE] for i in range(pages)) == pages
+    os.close(fd)
+"""
+
+
+def test_major_faults_are_the_process_s_own_and_a_waited_for_child_s_apart(tmp_path):
+    """Pages read from storage through a mapping (major faults) count among a process's faults, and once a child that
+    made them is waited for, among its children's: read_counters agrees with getrusage and os.times exactly for the
+    children, and within the faults of its own reading for the process (a child touching 96 pages, this process 24)."""
+    import mmap
+    import os
+    import resource
+    import subprocess
+    import sys
+
+    from autograder.grader.cost import TICKS, read_counters
+    path = tmp_path / "pages.bin"
+    with open(path, "wb") as f:
+        f.write(b"\1" * (128 * mmap.PAGESIZE))
+        f.flush()
+        os.fsync(f.fileno())                              # clean pages, which POSIX_FADV_DONTNEED drops
+    subprocess.run([sys.executable, "-c", TOUCH + "touch(sys.argv[1], 96)", str(path)], check=True)
+    children, times = resource.getrusage(resource.RUSAGE_CHILDREN), os.times()
+    counters = read_counters(os.getpid())
+    assert children.ru_majflt >= 96
+    assert counters.child_faults_and_ticks == children.ru_minflt + children.ru_majflt + \
+        round((times.children_user + times.children_system) * TICKS)
+    namespace: dict = {}
+    exec(TOUCH, namespace)
+    before = resource.getrusage(resource.RUSAGE_SELF)
+    namespace["touch"](str(path), 24)
+    first = resource.getrusage(resource.RUSAGE_SELF)
+    counters = read_counters(os.getpid())
+    last = resource.getrusage(resource.RUSAGE_SELF)
+    assert first.ru_majflt - before.ru_majflt >= 24
+    assert first.ru_minflt + first.ru_majflt <= counters.faults <= last.ru_minflt + last.ru_majflt
 
 
 def test_a_process_that_ignores_sigchld_is_seen_to():
@@ -180,6 +236,10 @@ def test_a_mapping_of_the_lent_file_is_found_by_its_path_or_its_identity(tmp_pat
         renamed = Lent(tmp_path / "link-to-it", info.st_dev, info.st_ino)   # another name, the same file
         assert maps_file(os.getpid(), renamed)
     assert not maps_file(os.getpid(), lent)
+    spaced = tmp_path / "a file with spaces.bin"                            # found by its path alone, spaces and all
+    spaced.write_bytes(b"\0" * 8192)
+    with open(spaced, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+        assert mapped[0] == 0 and maps_file(os.getpid(), Lent(spaced, info.st_dev, 0))
 
 
 def test_a_notebook_waiting_for_its_next_request_is_told_from_a_busy_one():
@@ -219,11 +279,12 @@ class Notebook:
     """What run_measured asks of a NotebookProcess: run a part (here: answered from `answers`, in order), its pidfd
     (a child blocked reading the request pipe, as a notebook is between requests) and the pipe's grader end."""
 
-    def __init__(self, answers, busy_after_measured=False):
+    def __init__(self, answers, busy_after_measured=False, lent=None):
         import os
         import subprocess
         import sys
         self.answers, self.ran, self.given_back, self.busy = list(answers), [], 0.0, busy_after_measured
+        self.lent, self.seconds, self.gives_back = lent, [], 0.0
         read_end, self.request_w = os.pipe()
         self.child = subprocess.Popen([sys.executable, "-c", "import ctypes, sys, time\n"
                                        "ctypes.CDLL(None).prctl(41, 1, 0, 0, 0)\n"
@@ -236,9 +297,18 @@ class Notebook:
         from autograder.grader.cost import waiting_for_request
         assert waiting_for_request(self, self.child.pid)   # started and idle, as a notebook between requests
 
+    def lend(self, name, tokens):   # the file lent for the measured part, or why none could be (self.lent: a reason)
+        self.ran.append(f"lend {name}")
+        return (None, self.lent) if isinstance(self.lent, str) else (self.lent, "")
+
+    def take_back(self, lent):
+        self.ran.append(f"take back {lent.link.name}")
+
     def run(self, kind, code, seconds, cases, watch=None):
         import os
         self.ran.append(code)
+        self.seconds.append(seconds)
+        self.given_back += self.gives_back
         if self.busy and code.startswith("### BEGIN MEASURED"):   # answers, then keeps computing: a forged reply
             os.write(self.request_w, b"x")
         return self.answers.pop(0)
@@ -309,3 +379,224 @@ def test_a_reply_written_while_the_notebook_still_computes_is_not_measured(monke
     assert not result.ok and "the notebook answered before the measured calls had ended" in result.error
     assert flags([result]) == ["cost: your view could not be measured (the notebook answered before the measured "
                                "calls had ended (its main thread was still busy))"]
+
+
+def test_a_prediction_of_nothing_is_told_its_miss_and_the_bars_mark_the_tolerance():
+    """A student who predicts 0 bytes is told the miss (no division by zero in the grader); the prediction's bar marks
+    both ends of the tolerance: 100 bytes measured against a prediction of 100, within 10%, on a scale of 110."""
+    said = verdict(GUESS, measured(peak=MIB, predicted=0))
+    assert said.startswith("your prediction: they took 1.0 MiB of new memory, +") and "prediction of 0.0 MiB" in said
+    assert verdict(GUESS, measured(peak=0, predicted=0)) == ""
+    assert len(describe(GUESS, measured(peak=MIB, predicted=None)).splitlines()) == 1   # nothing to draw it against
+    lines = describe(GUESS, measured(peak=100, predicted=100)).splitlines()
+    assert lines[2] == "    [" + "#" * 32 + "|" + "#" * 3 + "." * 3 + "|]", lines
+
+
+def test_the_budgets_of_a_cell_are_those_of_the_hidden_tests_it_hands_in_for():
+    from autograder.grader.cost import budgets_of
+    from autograder.grader.plan import Cell
+    from autograder.outcome import CellKind
+    budgets = {MEMORY.key: [MEMORY], CPU.key: [CPU]}
+    assert budgets_of(Cell(CellKind.TEST, "test_view", CELL, 2.0), budgets) == [MEMORY]
+    assert budgets_of(Cell(CellKind.TEST, "test_other", "check(f(1))", 2.0), budgets) == []
+    assert budgets_of(Cell(CellKind.ANSWER, "f", CELL, 0.0), budgets) == []
+
+
+# ---- the meter on a process that does each thing it must see, one part at a time ------------------------------------
+
+STAND_IN = """
+import ctypes, mmap, os, signal, subprocess, sys
+ctypes.CDLL(None).prctl(41, 1, 0, 0, 0)          # PR_SET_THP_DISABLE, as the grader's notebooks set it
+x = b"1" * 100_000_000
+del x                                            # an earlier cell's peak: not a part's
+kept = []
+while True:
+    op = os.read(0, 1)
+    if op == b"m":                               # 32 MiB written and freed
+        x = b"1" * (32 << 20)
+        del x
+    elif op == b"w":                             # a child run and waited for
+        subprocess.run(["true"])
+    elif op == b"i":
+        signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+    elif op == b"h":                             # transparent huge pages back on
+        ctypes.CDLL(None).prctl(41, 0, 0, 0, 0)
+    elif op == b"c":                             # a child left running, and its own child
+        kept.append(subprocess.Popen(["sh", "-c", "sleep 30 & echo; wait"], stdout=subprocess.PIPE,
+                                     start_new_session=True))
+        kept[-1].stdout.readline()
+    elif op == b"f":
+        kept.append(mmap.mmap(os.open(sys.argv[1], os.O_RDONLY), 0, access=mmap.ACCESS_READ))
+    else:
+        break
+    os.write(1, b"k")
+for k in kept:
+    if isinstance(k, subprocess.Popen):
+        os.killpg(k.pid, signal.SIGKILL)
+"""
+
+
+def test_the_meter_measures_a_parts_new_memory_and_sees_what_it_cannot_measure(tmp_path):
+    """Meter on a stand-in notebook process (an idle loop that does one thing per request): a part that writes 32 MiB
+    is measured at 32 MiB by both figures (not the 100 MB peak of before the part), reads nothing from storage; a
+    child waited for, SIGCHLD ignored, huge pages turned on, a child left running, the lent file not mapped: each is
+    said, in the order the meter looks."""
+    import os
+    import subprocess
+    import sys
+
+    from autograder.grader.budget_files import Lent
+    from autograder.grader.cost import Meter, waiting_for_request
+    data = tmp_path / "tokens.bin"
+    data.write_bytes(b"\0" * 8192)
+    lent = Lent(data, os.stat(data).st_dev, os.stat(data).st_ino)
+
+    class Process:   # what waiting_for_request reads of a NotebookProcess: the grader's end of the request pipe
+        request_w = 0
+
+    read_end, Process.request_w = os.pipe()
+    child = subprocess.Popen([sys.executable, "-c", STAND_IN, str(data)], stdin=read_end, stdout=subprocess.PIPE)
+    os.close(read_end)
+    assert child.stdout is not None
+
+    def part(op: bytes, lent: Lent | None = None):
+        assert waiting_for_request(Process(), child.pid)
+        meter = Meter(child.pid)
+        meter.start()
+        os.write(Process.request_w, op)
+        assert child.stdout.read(1) == b"k"
+        assert waiting_for_request(Process(), child.pid)
+        return meter.stop(lent)
+    try:
+        written = part(b"m")
+        assert 32 * MIB <= written.new_page_bytes <= 40 * MIB and written.faults > 0
+        assert 31 * MIB <= written.high_water_bytes <= 40 * MIB, written     # less what the part itself freed
+        assert written.peak_bytes == max(written.high_water_bytes, written.new_page_bytes)
+        assert written.file_bytes == 0 and 0 <= written.cpu_seconds < 2 and written.elsewhere == ()
+        assert part(b"w").elsewhere == ("a child process ran and was waited for during the calls",)
+        assert part(b"i").elsewhere == ("SIGCHLD is ignored (children would vanish unaccounted)",)
+        assert part(b"h").elsewhere[1:] == (
+            "transparent huge pages were turned back on (a page fault is no longer one 4 KiB page)",)
+        unmapped = part(b"c", lent).elsewhere
+        assert unmapped[0] == "2 child process(es) still there after the calls", unmapped
+        assert unmapped[-1] == "the hidden test's data was not the file the grader lent it (its path was changed)"
+        assert "the hidden test's data" not in " ".join(part(b"f", lent).elsewhere)
+    finally:
+        os.write(Process.request_w, b"q")
+        os.close(Process.request_w)
+        child.wait(timeout=30)
+
+
+def _three_parts_ok():
+    return [CellRun(ok=True), CellRun(ok=True, handed={"m.test_view": "[1]"}), CellRun(ok=True)]
+
+
+@pytest.mark.parametrize("broken, why", [
+    ("pid_of", "the notebook process's id is unknown"),
+    ("reset_peak", "[Errno 13] Permission denied: '/proc/1/clear_refs'"),
+    ("waiting_for_request", "[Errno 2] No such file or directory: '/proc/1/syscall'"),
+])
+def test_a_meter_the_grader_cannot_use_leaves_the_budget_to_a_person(monkeypatch, broken, why):
+    """The notebook's process id unknown, or its /proc closed to the grader (an OSError at the start): the cell runs
+    its three parts and passes, and the budget is flagged for a person with why, never failed or crashed."""
+    from autograder.grader import cost
+    from autograder.grader.plan import Cell
+    from autograder.outcome import CellKind
+
+    def refuse(*args):
+        raise PermissionError(13, "Permission denied", "/proc/1/clear_refs")
+
+    def gone(*args):
+        raise FileNotFoundError(2, "No such file or directory", "/proc/1/syscall")
+    notebook = Notebook(_three_parts_ok())
+    if broken == "pid_of":
+        monkeypatch.setattr(cost.cgroups, "pid_of", lambda pidfd: None)
+    else:
+        monkeypatch.setattr(cost, broken, refuse if broken == "reset_peak" else gone)
+    try:
+        result = cost.run_measured(notebook, Cell(CellKind.TEST, "test_view", CELL, 2.0), [MEMORY], 30.0, {})
+    finally:
+        notebook.close()
+    assert result.ok and len(notebook.ran) == 3 and "(the grader could not measure your view here)" in result.output
+    assert flags([result]) == [f"cost: the grader could not measure your view ({why}): a person checks its budget"]
+
+
+def test_the_lent_file_is_taken_back_and_a_part_that_did_not_map_it_fails_its_budget(tmp_path):
+    """A budget with a file: the grader lends it for the measured part only and takes it back; the stand-in never
+    maps it (its hidden test read another file), so the part's reads cannot be counted: the budget fails, flagged. A
+    file that could not be lent leaves the budget to a person, the cell passing."""
+    import os
+
+    from autograder.grader.budget_files import Lent
+    from autograder.grader.cost import run_measured
+    from autograder.grader.plan import Cell
+    from autograder.outcome import CellKind
+    data = tmp_path / "tokens.bin"
+    data.write_bytes(b"\0" * 8192)
+    budget = dataclasses.replace(READS, key="m.test_view")   # the budget of the cell's hidden test
+    notebook = Notebook(_three_parts_ok(), lent=Lent(data, os.stat(data).st_dev, os.stat(data).st_ino))
+    try:
+        result = run_measured(notebook, Cell(CellKind.TEST, "test_view", CELL, 2.0), [budget], 30.0, {})
+    finally:
+        notebook.close()
+    assert notebook.ran[1] == "lend tokens.bin" and notebook.ran[2].startswith("### BEGIN MEASURED")
+    assert notebook.ran[3] == "take back tokens.bin" and len(notebook.ran) == 5, notebook.ran
+    assert not result.ok and "the hidden test's data was not the file the grader lent it" in result.error
+    notebook = Notebook(_three_parts_ok(), lent="no disk to lend here")
+    try:
+        result = run_measured(notebook, Cell(CellKind.TEST, "test_view", CELL, 2.0), [budget], 30.0, {})
+    finally:
+        notebook.close()
+    assert result.ok and flags([result]) == [
+        "cost: the grader could not measure get_batch (no disk to lend here): a person checks its budget"]
+
+
+def test_each_part_is_given_what_is_left_of_the_cells_time_and_what_the_notebook_gave_back():
+    """The cell's seconds are shared by its three parts: each gets what is left, plus the time the notebook gave back
+    for waiting on a CPU (5 s per part here); a cell whose time is used up gives its next part a moment, never less."""
+    from autograder.grader.cost import run_measured
+    from autograder.grader.plan import Cell
+    from autograder.outcome import CellKind
+    for seconds in (30.0, 0.0):
+        notebook = Notebook(_three_parts_ok())
+        notebook.gives_back = 5.0
+        try:
+            assert run_measured(notebook, Cell(CellKind.TEST, "test_view", CELL, 2.0), [MEMORY], seconds, {}).ok
+        finally:
+            notebook.close()
+        first, second, third = notebook.seconds
+        if seconds:
+            assert 25 < first <= 30 and 30 < second <= 35 and 35 < third <= 40, notebook.seconds
+        else:
+            assert 0 < first <= 0.05 and 0 < second <= 5 and 5 < third <= 10, notebook.seconds
+
+
+def test_the_meter_s_figures_from_two_readings(monkeypatch):
+    """Meter.stop's arithmetic on two readings of the counters (stand-ins for /proc): new memory is the larger of the
+    high-water mark's rise above the start's resident size (never below 0) and the pages faulted in; bytes read from
+    storage never below 0; CPU seconds from clock ticks; hugetlbfs pages held make the part unmeasurable."""
+    from autograder.grader import cost
+    page = cost.PAGE
+
+    def counters(rss=0, hwm=0, faults=0, ticks=0, read=0, hugetlb=0):
+        return cost.Counters(rss, hwm, faults, 0, ticks, read, False, False, hugetlb)
+    for before, after, peak, high, new, read in (
+            (counters(rss=100 * page, faults=10), counters(hwm=150 * page, faults=20), 50 * page, 50 * page, 10 * page, 0),
+            (counters(rss=100 * page, faults=10), counters(hwm=120 * page, faults=60), 50 * page, 20 * page, 50 * page, 0),
+            (counters(rss=100 * page, read=5000), counters(hwm=90 * page, read=4096), 0, 0, 0, 0),
+            (counters(read=4096), counters(read=3 * 4096, ticks=2 * cost.TICKS), 0, 0, 0, 2 * 4096)):
+        readings = iter([before, after])
+        monkeypatch.setattr(cost, "reset_peak", lambda pid: None)
+        monkeypatch.setattr(cost, "read_counters", lambda pid, readings=readings: next(readings))
+        monkeypatch.setattr(cost, "children", lambda pid: [])
+        meter = cost.Meter(1)
+        meter.start()
+        measured = meter.stop()
+        assert (measured.peak_bytes, measured.high_water_bytes, measured.new_page_bytes, measured.file_bytes) == \
+            (peak, high, new, read), (before, after, measured)
+        assert measured.cpu_seconds == after.ticks / cost.TICKS and measured.elsewhere == ()
+    readings = iter([counters(), counters(hugetlb=2 * 2**20)])
+    monkeypatch.setattr(cost, "read_counters", lambda pid: next(readings))
+    meter = cost.Meter(1)
+    meter.start()
+    assert meter.stop().elsewhere == ("it holds 2,097,152 bytes of hugetlbfs pages (not counted as resident)",)

@@ -450,3 +450,119 @@ def test_a_cell_is_read_as_ipython_would_run_it_and_python_without_ipython():
     assigned = {t.id for tree, _ in cells for node in ast.walk(tree) if isinstance(node, ast.Assign)
                 for t in node.targets if isinstance(t, ast.Name)}
     assert {"y", "z", "w", "v"} <= assigned, assigned
+
+
+def _judged_at(cells: list[str], at: int | None):
+    return judge(RULE["w2_grad"], Code(parse(cells), context=parse([SETUP])), tasks_of("06_gradients"), at=at)
+
+
+def test_a_test_sees_every_statement_of_the_cells_before_it_and_a_magics_code_in_its_own_cell():
+    """A test run after `at` cells sees what their last statements bound, and nothing of the next cell; the code of
+    a %time is read inside the cell it is in, which stays one cell (the test after cell 2 sees the cheat of cell 2,
+    not the honest def of cell 3)."""
+    cheat = "def w2_grad(h1, g):\n    return torch.autograd.grad(h1, h1)"
+    honest = "def w2_grad(h1, g):\n    return h1.T @ g"
+    for cells, at in ((["x = 1\ny = 2\n" + cheat, honest], 1), (["%time y = 1", cheat, honest], 2),
+                      (["%%capture\ny = 1", "z = 2\n" + cheat, honest], 2)):
+        assert _judged_at(cells, at).broken == ["torch.autograd"], (cells, at)
+        assert _judged_at(cells, None).broken == [], cells             # after every cell: the honest def
+
+
+@pytest.mark.parametrize("cell", [
+    "%%capture --no-stdout\ndef w2_grad(h1, g):\n    return torch.autograd.grad(h1, h1)",
+    "%time w2_grad = torch.autograd.grad",
+    "%prun -q w2_grad = torch.autograd.grad",                       # issue #63: a line with options was not read
+    "%prun -s cumulative -q w2_grad = torch.autograd.grad",
+    "%%timeit -n 1 w2_grad = torch.autograd.grad\nx = 1",
+])
+def test_the_code_a_magic_runs_is_read_past_its_options(cell):
+    """A magic that runs code in the notebook (%time, %timeit, %prun, %%capture) binds what that code binds, options
+    or not: IPython runs what follows them (%prun -q runs its statement in the notebook's namespace)."""
+    found = verdict("w2_grad", cell)
+    assert found.broken == ["torch.autograd"] and not found.dynamic, found
+
+
+def test_options_are_not_read_as_code_that_breaks_a_rule():
+    found = verdict("w2_grad", "%timeit -n 10 -r 3 w2_grad(1, 2)\ndef w2_grad(h1, g):\n    return h1.T @ g")
+    assert not found.broken and not found.dynamic, found
+    cells = parse(["%timeit -n 10 -r 3 f(x)", "%%capture --no-stdout\ny = 1"])
+    assert [text for _, text in cells][1::2] == ["f(x)", "y = 1\n"] and cells.unreadable == 0
+
+
+def test_what_code_outside_the_notebook_calls_back_is_flagged_never_charged():
+    """A helper handed to a library call (numpy calls it back) runs only through code the judge cannot read: what it
+    reaches is flagged for a person, not charged; the same helper called by the task itself is charged."""
+    helper = "def helper(x):\n    return torch.autograd.grad(x.sum(), x)\n"
+    found = verdict("w2_grad", helper + "def w2_grad(h1, g):\n    return np.vectorize(helper)(h1)")
+    assert found.broken == [] and found.dynamic == ["torch.autograd, reached through your `helper`, reached through code "
+                                                    "the grader cannot follow"], found
+    assert verdict("w2_grad", helper + "def w2_grad(h1, g):\n    return helper(h1)").broken == \
+        ["torch.autograd, reached through your `helper`"]
+
+
+@pytest.mark.parametrize("call", ["np.apply_along_axis(helper, 0, h1)", "torch.utils.checkpoint.checkpoint(helper, h1)",
+                                  "np.vectorize(helper)(h1)"])
+def test_a_helper_a_library_calls_during_the_call_is_flagged(call):
+    """Issue #63: a helper handed to a library that calls it at once (numpy's apply_along_axis, torch's checkpoint)
+    passed unflagged: the judge followed a function handed out only when what the library returned was called."""
+    found = verdict("w2_grad", "def helper(x):\n    return torch.autograd.grad(x.sum(), x)\n"
+                               f"def w2_grad(h1, g):\n    return {call}")
+    assert found.broken == [] and found.dynamic == ["torch.autograd, reached through your `helper`, reached through "
+                                                    "code the grader cannot follow"], found
+
+
+def test_a_task_bound_to_what_a_library_returned_is_flagged():
+    found = verdict("w2_grad", "w2_grad = np.vectorize(lambda h1, g: h1)")
+    assert not found.broken and found.dynamic == ["w2_grad is bound to what code outside the notebook returned"], found
+
+
+@pytest.mark.parametrize("task, code", [
+    ("storage_index", "def storage_index(index, strides, offset):\n    getattr(strides, chr(115) + 'tride')\n    return 0"),
+    ("get_batch", "def get_batch(data, n):\n    getattr(data, chr(95) + 'array')\n    return data[:n]"),
+    ("limits", "def limits(e, m, s=True):\n    getattr(e, chr(114) + 'eal')\n    return 0"),
+])
+def test_an_attribute_named_at_run_time_is_flagged_for_a_person(task, code):
+    """getattr with a name built at run time (`chr(115) + 'tride'` is `stride`): whatever the rule, a person looks."""
+    found = verdict(task, code)
+    assert not found.broken and found.dynamic == ["an attribute named at run time"], found
+
+
+def test_the_message_names_the_first_four_things_a_task_uses():
+    found = verdict("storage_index", "def storage_index(index, strides, offset):\n    x = torch.ones(2)\n"
+                    "    return x.stride(), x.storage_offset(), x.is_contiguous(), x.view(2), x.reshape(2)")
+    assert found.broken == [".stride", ".storage_offset", ".is_contiguous", ".view", ".reshape"], found
+    assert found.message(RULE["storage_index"]) == (
+        "storage_index uses .stride; .storage_offset; .is_contiguous; .view, which this task rules out\n"
+        "Hint: " + RULE["storage_index"].why)
+
+
+@pytest.mark.parametrize("task, code, broken", [
+    ("storage_index", "from torch import reshape as _r\ndef storage_index(index, strides, offset):\n"
+                      "    return _r(index, (-1,))", [".reshape"]),                  # a forbidden method by its name
+    ("row_major_strides", "import numpy\ndef row_major_strides(shape):\n"
+                          "    return [int(numpy.prod(shape[i + 1:])) for i in range(len(shape))]", []),  # `numpy` itself
+])
+def test_a_function_named_like_a_forbidden_method_breaks_the_rule_and_a_module_so_named_does_not(task, code, broken):
+    """torch.reshape imported under another name is the method the rule forbids; the module `numpy` is no `.numpy()`."""
+    found = verdict(task, code)
+    assert found.broken == broken and not found.dynamic, found
+
+
+@pytest.mark.parametrize("held, dynamic", [
+    ("torch.autograd.grad", ["torch.autograd, reached through code the grader cannot follow"]),
+    ("eval('torch.autograd.grad')", ["code built or names read at run time (eval)", "eval()",
+                                     "eval(), reached through code the grader cannot follow"]),
+])
+def test_what_a_library_hands_back_and_the_task_calls_is_flagged_as_reached_through_it(held, dynamic):
+    """A forbidden name (or a value built at run time) handed to a library whose result the task calls: the call
+    goes through code the grader cannot follow, and the person who looks is told so."""
+    found = verdict("w2_grad", f"def w2_grad(h1, g):\n    return np.vectorize({held})(h1, h1)")
+    assert found.dynamic == dynamic, found
+
+
+def test_a_task_bound_to_another_task_s_function_is_judged_on_that_function():
+    """A stand-in is another task's code; a task whose own name holds that same function runs it, and is charged."""
+    cells = ["def limits(e, m, s=True):\n    info = torch.finfo(torch.float32)\n    return info.max, 1, 1, 1",
+             "after_cast = limits"]
+    found = judge(RULE["after_cast"], Code(parse(cells), context=parse([SETUP])), tasks_of("01_floats"))
+    assert found.broken == ["torch.finfo, reached through your `limits`"], found

@@ -17,7 +17,7 @@ from autograder.grader.rules import verdicts
 from autograder.source import read_notebook as read_source
 from tests import submissions
 from utils.rule_judge import MAX_ROUTES, Rule, judge, parse
-from utils.rules import RULES, Code, tasks_of
+from utils.rules import RULES, Code, check_rule, tasks_of
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -342,3 +342,56 @@ def test_counting_by_running_the_operations_breaks_a_flop_task_s_rule(code):
     """The red team of issue #63 summed torch.profiler's with_flops events for 06's FLOP tasks (6 points, unflagged):
     every tool that counts by running the operations is a FLOP counter to the rule."""
     assert verdict(RULES[("06_gradients", "test_two_layer_flops")], code).broken
+
+
+# ---- the visible check in the notebook (check_rule): the student sees what grading will decide ----------------------
+
+def _student(tmp_path, code: str):
+    """A student's functions with their source in a file, as check_rule reads a function outside IPython's history."""
+    import importlib.util
+    path = tmp_path / "student_cells.py"
+    path.write_text(textwrap.dedent(code))
+    spec = importlib.util.spec_from_file_location("student_cells", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_visible_check_passes_honest_code_silently_and_raises_the_rule_a_cheat_breaks(tmp_path, capsys):
+    """check_rule outside IPython (the grader's kernels keep no history): an honest task passes without a word, a
+    cheat raises AssertionError with the rule's message and hint, a test that has no rule checks nothing."""
+    student = _student(tmp_path, """
+        import numpy as np
+        def limits(exponent_bits, mantissa_bits, ieee_specials=True):
+            bias = 2 ** (exponent_bits - 1) - 1
+            return (2 - 2.0 ** -mantissa_bits) * 2.0 ** bias, 2.0 ** (1 - bias), 2.0 ** (1 - bias - mantissa_bits), \\
+                2.0 ** -mantissa_bits
+        def decode(bits, exponent_bits, mantissa_bits):
+            return float(np.finfo(np.float32).max)
+        """)
+    assert check_rule("01_floats", "test_limits", student.limits) is None
+    with pytest.raises(AssertionError) as raised:
+        check_rule("01_floats", "test_decode", student.decode)
+    assert str(raised.value) == ("decode uses numpy.finfo, which this task rules out\n"
+                                 "Hint: work it out from the format's bits, as the lecture's sections on the formats do.")
+    assert check_rule("01_floats", "test_no_such_test", student.decode) is None   # a test without a rule
+    assert capsys.readouterr().out == ""
+
+
+def test_the_visible_check_warns_of_the_first_three_things_grading_will_flag(tmp_path, capsys):
+    """Code that reaches names built at run time passes the visible check with a note naming the first three (a
+    short line); grading flags the notebook for a person."""
+    student = _student(tmp_path, """
+        import numpy as np
+        def limits(exponent_bits, mantissa_bits, ieee_specials=True):
+            big = eval("2.0 ** 127")
+            names = vars(np)
+            math = __import__("math")
+            return getattr(np, chr(102) + "info"), big, names, math
+        """)
+    assert check_rule("01_floats", "test_limits", student.limits) is None      # flagged for a person, not zeroed
+    assert capsys.readouterr().out == (
+        "Note: limits reaches code built or names read at run time (eval), code built or names read at run time "
+        "(__import__), eval(), which grading cannot read from the code: it will be flagged for your instructor to look "
+        "at.\n")   # three of the six things it reaches (eval, __import__, eval(), vars(), __import__(), the getattr)

@@ -1206,7 +1206,7 @@ class Flow:
                 continue
             if kind == "e" and not (self._interesting(value[1]) or value[1].rsplit(".", 1)[-1] in self.method_names):
                 continue
-            if value in pool:
+            if value in pool and self.base is None:
                 continue
             kept.add(value)
             if kind == "b":
@@ -1220,8 +1220,8 @@ class Flow:
             return
         self.add(("E",), kept)
         for value in kept:
-            if self.base is not None and env is not None:
-                self.reach_value(value, env, called=True)
+            if self.base is not None and env is not None:   # outside code may call it during the call, unseen
+                self.reach_value(value, replace_level(env, "escape"), called=True)
             elif self.base is None:
                 self._enter_value(value)
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import re
 import types
 from dataclasses import dataclass
 from typing import Callable, Iterable, Sequence
@@ -144,8 +145,30 @@ def _magic_code(module: ast.Module) -> list[str]:
         if len(words) == len(node.args):
             name, *texts = words
             if name in CODE_MAGICS:
-                found.append("\n".join(t for t in texts if t and not t.lstrip().startswith("-")))
+                body = [texts.pop()] if node.func.attr == "run_cell_magic" and texts else []
+                body = [code for code in body if code]
+                found += [code for text in texts for code in _after_options(text)] + body
     return found
+
+
+def _after_options(text: str) -> list[str]:
+    """The code in a magic's line: the line itself, or, when it starts with options (`%timeit -n 10 f(x)`,
+    `%prun -q w = g`), every tail of it after a space that parses as Python. Each magic parses its options its own
+    way (getopt letters, some taking a value), and runs what is left: reading every tail reads that code, and
+    perhaps an option's value besides, never less (issue #63: the code of a line with options was not read at all,
+    so `%prun -q w2_grad = torch.autograd.grad` bound a task the judge never saw). Options alone leave nothing."""
+    if not text.lstrip().startswith("-"):
+        return [text]
+    tails = [text[space.end():] for space in re.finditer(r"\s+", text)]
+    return [tail for tail in tails if tail.strip() and _parses(tail)]
+
+
+def _parses(text: str) -> bool:
+    try:
+        ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    return True
 
 
 class Code:

@@ -376,7 +376,7 @@ def test_an_assignment_that_fails_to_record_says_its_reason_or_none(tiny, monkey
     from nbgrader.apps import NbGraderAPI
     for result, reason in (({"success": False, "error": None, "log": "[INFO] copying\nValueError: bad cell\n"},
                             "ValueError: bad cell"), ({"success": False}, "no reason given")):
-        monkeypatch.setattr(NbGraderAPI, "generate_assignment", lambda self, name, **kw: result)
+        monkeypatch.setattr(NbGraderAPI, "generate_assignment", lambda self, name, result=result, **kw: result)
         with pytest.raises(gradebook.GradebookError, match=f"in the gradebook: {reason}. If source/"):
             gradebook._generate(tiny["course"], A)
 
@@ -427,7 +427,8 @@ def handed_in(*grades, penalty=None):
 ORDER = [(A, "one"), (A, "two")]
 
 
-def rows_of(submission, run=RunNotes()):
+def rows_of(submission, run: RunNotes | None = None):
+    run = run or RunNotes()
     return {r.task: (r.score, r.late_penalty, r.note, r.status)
             for r in gradebook._submission_rows("ada", A, 4.0, submission, ORDER, {}, run)}
 

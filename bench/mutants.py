@@ -114,6 +114,8 @@ EQUIVALENT: dict[tuple[str, str], str] = {
        "assignments recorded, the same answer (only the overlap with the grader's imports changes)"
        for change in ("`if not todo or not background: ...` deleted",
                       "`not todo or not background` -> `not todo and (not background)`", "`not background` -> `background`")},
+    ("autograder/exchange/folder.py", "`if not name: ...` deleted"):
+        "a fast path: without the course folder none of its parts exists either, and each is passed over",
     ("autograder/gradebook.py", "`if not todo: ...` deleted"):
         "with nothing to record, the lock (the course root's .gradebook-sync.lock, made by any recording) is taken and "
         "nothing is recorded: the same answer",

@@ -263,6 +263,16 @@ def test_the_run_refreshes_the_planners_statistics(tiny):
         assert db.execute("SELECT count(*) FROM sqlite_master WHERE name = 'sqlite_stat1'").fetchone() == (1,)
 
 
+def test_a_gradebook_nbgrader_cannot_open_is_told_as_a_gradebook_error(tiny, monkeypatch):
+    from sqlalchemy.exc import OperationalError
+
+    def cannot(*args, **kwargs):
+        raise OperationalError("SELECT", {}, Exception("database is locked"))
+    monkeypatch.setattr("nbgrader.api.Gradebook", cannot)
+    with pytest.raises(gradebook.GradebookError, match="database is locked"):
+        gradebook.open_gradebook(tiny["course"])
+
+
 def test_a_database_error_inside_a_session_is_told_as_a_gradebook_error(tiny):
     from sqlalchemy import text
     with pytest.raises(gradebook.GradebookError):
@@ -382,13 +392,23 @@ def test_an_assignment_that_fails_to_record_says_its_reason_or_none(tiny, monkey
 
 
 def test_a_full_temporary_folder_is_told_with_the_room_there_is_and_the_room_needed(tiny, monkeypatch):
+    course = tiny["course"]
+    size = 1025 * 512          # the source padded to 512.5 KiB: a scratch copy of it and its release, 1025 KiB
+    pad = course.source / A / "data.bin"
+    pad.write_bytes(b"")
+    pad.write_bytes(b"x" * (size - sum(p.stat().st_size for p in (course.source / A).rglob("*") if p.is_file())))
+    try:
+        _full_temporary_folder(course, size, monkeypatch)
+    finally:
+        pad.unlink()
+
+
+def _full_temporary_folder(course, size: int, monkeypatch) -> None:
     import collections
     import errno
     import shutil
 
     from nbgrader.apps import NbGraderAPI
-    course = tiny["course"]
-    size = sum(p.stat().st_size for p in (course.source / A).rglob("*") if p.is_file())
     needs = f"about {2 * size // 1024 + 1} KiB"
     usage = collections.namedtuple("usage", "total used free")
     monkeypatch.setattr(NbGraderAPI, "generate_assignment", lambda self, name, **kw: {"success": False, "error": "x"})

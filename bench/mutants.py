@@ -114,6 +114,9 @@ EQUIVALENT: dict[tuple[str, str], str] = {
        "assignments recorded, the same answer (only the overlap with the grader's imports changes)"
        for change in ("`if not todo or not background: ...` deleted",
                       "`not todo or not background` -> `not todo and (not background)`", "`not background` -> `background`")},
+    ("autograder/exchange/collect.py", "`if copied > max_file: ...` deleted"):
+        "the loop's early stop: without it the chunk past the limit is written too, and the next read asks for 0 "
+        "bytes; the file is then over the limit, removed and left out all the same",
     ("autograder/exchange/folder.py", "`if not name: ...` deleted"):
         "a fast path: without the course folder none of its parts exists either, and each is passed over",
     ("autograder/gradebook.py", "`if not todo: ...` deleted"):

@@ -335,3 +335,17 @@ def test_a_folder_or_a_submission_of_another_account_is_not_copied(tmp_path):
     with pytest.raises(Skip, match="^'src': owned by nobody \\(foreign entry\\)$"):
         copy_owned(str(source), str(tmp_path / "dest2"), uid("daemon"), 1000, 10_000, [])
     assert not (tmp_path / "dest2").exists()
+
+
+def test_a_fifo_swapped_in_after_the_listing_is_left_out_not_copied_empty(tmp_path):
+    """The copy checks what it opened, not what the folder's listing said: a FIFO in a regular file's place (opened
+    without blocking) is left out."""
+    from autograder.exchange.collect import Budget, LeftOut, _copy_file
+    os.mkfifo(tmp_path / "notes.txt")
+    folder = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        with pytest.raises(LeftOut, match="not a regular file"):
+            _copy_file(folder, "notes.txt", tmp_path / "copy.txt", ME, 1000, Budget(10_000))
+    finally:
+        os.close(folder)
+    assert not (tmp_path / "copy.txt").exists()

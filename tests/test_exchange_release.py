@@ -175,3 +175,10 @@ def test_a_feedback_folder_that_is_another_accounts_once_nbgrader_found_it_is_re
     os.chmod(shared / "exchange", 0o1777)
     with pytest.raises(ExchangeError, match="feedback is owned by nobody.*Nothing was released"):
         app(ReleaseFeedback, shared).start()
+
+
+def test_the_students_file_names_the_releasing_account_or_the_one_given(tmp_path):
+    from autograder.exchange import students_config
+    mine = students_config(tmp_path / "exchange", tmp_path / "course")
+    assert f"INSTRUCTOR_UID = {os.geteuid()!r}" in mine and f"COURSE = {str(tmp_path / 'course')!r}" in mine
+    assert "INSTRUCTOR_UID = 4321" in students_config(tmp_path / "exchange", tmp_path / "course", instructor=4321)

@@ -273,6 +273,22 @@ def test_a_gradebook_nbgrader_cannot_open_is_told_as_a_gradebook_error(tiny, mon
         gradebook.open_gradebook(tiny["course"])
 
 
+def test_a_gradebook_of_another_nbgrader_version_is_refused_before_nbgrader_touches_it(tmp_path):
+    import sqlite3
+    from types import SimpleNamespace
+    path = tmp_path / "other-version.db"
+    with sqlite3.connect(path) as db:
+        db.execute("CREATE TABLE alembic_version (version_num VARCHAR(32) NOT NULL)")
+        db.execute("INSERT INTO alembic_version VALUES ('0000deadbeef')")
+    db.close()
+    with pytest.raises(gradebook.GradebookError, match="0000deadbeef"):
+        gradebook.open_gradebook(SimpleNamespace(db_url=f"sqlite:///{path}", course_id="cs336"))
+    with sqlite3.connect(path) as db:
+        assert [row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")] == [
+            "alembic_version"]
+    db.close()
+
+
 def test_a_database_error_inside_a_session_is_told_as_a_gradebook_error(tiny):
     from sqlalchemy import text
     with pytest.raises(gradebook.GradebookError):

@@ -119,6 +119,9 @@ EQUIVALENT: dict[tuple[str, str], str] = {
         "bytes; the file is then over the limit, removed and left out all the same",
     ("autograder/exchange/folder.py", "`if not name: ...` deleted"):
         "a fast path: without the course folder none of its parts exists either, and each is passed over",
+    ("autograder/gradebook.py", "`gradebook.db.expire(submission, ['late_submission_penalty'])` deleted"):
+        "nbgrader's SubmittedAssignment.late_submission_penalty is a deferred column_property (nbgrader/api.py): "
+        "first loaded by the late line itself, after the flush; nothing in a run reads it earlier",
     ("autograder/gradebook.py", "`if not todo: ...` deleted"):
         "with nothing to record, the lock (the course root's .gradebook-sync.lock, made by any recording) is taken and "
         "nothing is recorded: the same answer",

@@ -296,19 +296,24 @@ def test_a_database_error_inside_a_session_is_told_as_a_gradebook_error(tiny):
             book.db.execute(text("SELECT * FROM no_such_table"))
 
 
-def test_a_run_that_fails_leaves_nothing_even_when_its_gradebook_is_used_again(tiny):
-    """one_transaction: any exception rolls the run back and is raised as it was; a later commit on the same
-    gradebook (nbgrader's own methods commit) does not write the failed run's rows."""
+@pytest.mark.parametrize("failure", [KeyboardInterrupt, gradebook.GradebookError])
+def test_a_run_that_fails_leaves_nothing_even_when_its_gradebook_is_used_again(tiny, failure):
+    """one_transaction: any exception rolls the run back and is raised (a database's as GradebookError); a later
+    commit on the same gradebook (nbgrader's own methods commit) does not write the failed run's rows."""
     import warnings
+
+    from sqlalchemy import text
     book = gradebook.open_gradebook(tiny["course"])
     try:
-        with pytest.raises(KeyboardInterrupt):
+        with pytest.raises(failure):
             with warnings.catch_warnings(record=True) as warned:
                 warnings.simplefilter("always")
                 with gradebook.one_transaction(book):
                     book.add_student("zed")
                     book.add_submission(A, "zed", timestamp=DUE)   # nbgrader's own warning is kept quiet here
-                    raise KeyboardInterrupt
+                    if failure is KeyboardInterrupt:
+                        raise KeyboardInterrupt
+                    book.db.execute(text("INSERT INTO no_such_table VALUES (1)"))
         assert [w for w in warned if "SAWarning" in type(w.message).__name__] == []
         book.update_or_create_student("ann")   # commits
         assert "zed" not in {s.id for s in book.students}

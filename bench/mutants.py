@@ -122,6 +122,9 @@ EQUIVALENT: dict[tuple[str, str], str] = {
     ("autograder/gradebook.py", "`gradebook.db.expire(submission, ['late_submission_penalty'])` deleted"):
         "nbgrader's SubmittedAssignment.late_submission_penalty is a deferred column_property (nbgrader/api.py): "
         "first loaded by the late line itself, after the flush; nothing in a run reads it earlier",
+    ("autograder/gradebook.py", "`gradebook.db.flush()` deleted"):
+        "nbgrader's session autoflushes (sessionmaker(autoflush=True), nbgrader/api.py): the query that reads a "
+        "notebook's score or the submission's penalty back flushes first (both flushes of gradebook.write)",
     ("autograder/gradebook.py", "`if not todo: ...` deleted"):
         "with nothing to record, the lock (the course root's .gradebook-sync.lock, made by any recording) is taken and "
         "nothing is recorded: the same answer",

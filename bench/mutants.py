@@ -55,11 +55,12 @@ TESTS: dict[str, list[str]] = {
     "autograder/late.py": ["tests/test_late.py"],
     "autograder/gradebook.py": ["tests/test_gradebook_rows.py"],
     "autograder/canvas.py": ["tests/test_canvas.py", "tests/test_gradebook_rows.py"],
-    "autograder/staff_pages.py": ["tests/test_staff_pages.py", "-k",   # not the tests that serve the hostile class
-                                  "placeholder or fresh_nonce or read_only or stay_text or sent_inert"
-                                  " or sanitising_exporter or policy_first or first_request"],
+    "autograder/staff_pages.py": ["tests/test_staff_pages.py", "-k",   # not the tests that grade and serve a class
+                                  "not no_student_markup_runs and not her_files_stay_inert and not crafted_formgrader"
+                                  " and not feedback_carries"],
     "utils/grading.py": ["tests/test_grading_checks.py", "tests/test_task_errors.py", "-k", "not answer_that_raises"],
-    "autograder/exchange": ["tests/test_exchange_owned.py", "tests/test_exchange_root.py"],
+    "autograder/exchange": ["tests/test_exchange_owned.py", "tests/test_exchange_root.py", "tests/test_exchange_collect.py",
+                            "tests/test_exchange_release.py", "tests/test_exchange_students_env.py"],
 }
 MODULES = list(TESTS)
 
@@ -105,6 +106,41 @@ EQUIVALENT: dict[tuple[str, str], str] = {
         "Cell.hidden_keys is empty for a cell that is no test (grader/plan.py), so its budgets are none either way",
     ("autograder/canvas.py", "`max(wanted or 0.0, 0.0)` -> `wanted or 0.0`"):
         "the course's penalty plugin never gives a negative penalty (tests/test_late.py); the clip is nbgrader's rule",
+    # judged with the held-out run of 2026-11-29 16:20 (staff pages, the exchange, the gradebook)
+    ("autograder/staff_pages.py", "`super().__init__(request)` deleted"):
+        "tornado's OutputTransform.__init__ does nothing (`pass`, tornado/web.py)",
+    ("autograder/staff_pages.py", "`if PLACEHOLDER.encode() not in chunk: ...` deleted"):
+        "a fast path: without the placeholder neither OFF_SITE (whose pattern holds it) nor the replace changes a byte",
+    **{("autograder/exchange/collect.py", f"`{a}` -> `{b}` (line: `CHUNK = 1 << 20 # bytes read at a time while co...`)"):
+       "how much of a file is read at a time (512 KiB to 4 MiB): the same copy, the same limits"
+       for a, b in (("1", "2"), ("20", "19"), ("20", "21"))},
+    **{("autograder/exchange/collect.py", change):
+       "how much is read at once near the limit: a file past max_file is still read to more than max_file bytes and "
+       "left out, one within it copied whole"
+       for change in ("`min(CHUNK, max_file + 1 - copied)` -> `CHUNK`",
+                      "`min(CHUNK, max_file + 1 - copied)` -> `max_file + 1 - copied`",
+                      "`1` -> `2` (line: `while chunk := os.read(fd, min(CHUNK, max_file ...`)")},
+    **{("autograder/exchange/students_env.py", f"`120` -> `{b}` (line: `text=True, timeout=120, cwd=\"/\")`)"):
+       "the time-out of a check that takes a second: 119 s or 121 s, the same answer" for b in (119, 121)},
+    **{("autograder/gradebook.py", change):
+       "whether nbgrader's recording runs in this process or in a forked child while the caller goes on: the same "
+       "assignments recorded, the same answer (only the overlap with the grader's imports changes)"
+       for change in ("`if not todo or not background: ...` deleted",
+                      "`not todo or not background` -> `not todo and (not background)`", "`not background` -> `background`")},
+    ("autograder/exchange/collect.py", "`if copied > max_file: ...` deleted"):
+        "the loop's early stop: without it the chunk past the limit is written too, and the next read asks for 0 "
+        "bytes; the file is then over the limit, removed and left out all the same",
+    ("autograder/exchange/folder.py", "`if not name: ...` deleted"):
+        "a fast path: without the course folder none of its parts exists either, and each is passed over",
+    ("autograder/gradebook.py", "`gradebook.db.expire(submission, ['late_submission_penalty'])` deleted"):
+        "nbgrader's SubmittedAssignment.late_submission_penalty is a deferred column_property (nbgrader/api.py): "
+        "first loaded by the late line itself, after the flush; nothing in a run reads it earlier",
+    ("autograder/gradebook.py", "`gradebook.db.flush()` deleted"):
+        "nbgrader's session autoflushes (sessionmaker(autoflush=True), nbgrader/api.py): the query that reads a "
+        "notebook's score or the submission's penalty back flushes first (both flushes of gradebook.write)",
+    ("autograder/gradebook.py", "`if not todo: ...` deleted"):
+        "with nothing to record, the lock (the course root's .gradebook-sync.lock, made by any recording) is taken and "
+        "nothing is recorded: the same answer",
 }
 NO_MUTATE = "pragma: no mutate"   # a line marked so is left alone (say why on it)
 

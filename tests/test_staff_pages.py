@@ -486,3 +486,178 @@ def test_the_first_request_hardens_the_templates_and_enforces_every_route(monkey
     assert staff_pages._state["hardened"] and environment.autoescape is True
     assert isinstance(environment.loader, staff_pages.NoncedScripts)
     assert any(not one.classified for one in found)
+
+
+# ---- fast, in this process: each layer's behaviour at its edges (issue #63: bench/mutants.py runs these) ----------
+
+def test_every_write_of_the_hubs_formgrader_contents_is_refused_and_changes_nothing(tmp_path):
+    """Each of the contents manager's writes (files and checkpoints, and trusting a notebook), called as Jupyter
+    Server's handlers call them, answers 403 and leaves the course and its checkpoints as they were."""
+    from jupyter_server.services.contents.largefilemanager import AsyncLargeFileManager
+    from tornado.web import HTTPError
+    (tmp_path / "grade.py").write_text("POINTS = 1\n")
+    checkpoint = asyncio.run(AsyncLargeFileManager(root_dir=str(tmp_path)).create_checkpoint("grade.py"))
+    (tmp_path / "grade.py").write_text("POINTS = 2\n")
+    before = digest(tmp_path)
+    contents = staff_pages.ReadOnlyContents(root_dir=str(tmp_path))
+    model = {"type": "file", "format": "text", "content": "POINTS = 99\n"}
+    writes = {
+        "save": lambda: contents.save(model, "grade.py"),
+        "delete_file": lambda: contents.delete_file("grade.py"),
+        "rename_file": lambda: contents.rename_file("grade.py", "moved.py"),
+        "new": lambda: contents.new(model, "planted.py"),
+        "new_untitled": lambda: contents.new_untitled(type="file"),
+        "copy": lambda: contents.copy("grade.py", ""),
+        "create_checkpoint": lambda: contents.create_checkpoint("grade.py"),
+        "restore_checkpoint": lambda: contents.restore_checkpoint(checkpoint["id"], "grade.py"),
+        "delete_checkpoint": lambda: contents.delete_checkpoint(checkpoint["id"], "grade.py"),
+    }
+    for name, write in writes.items():
+        with pytest.raises(HTTPError) as refused:
+            asyncio.run(write())
+        assert refused.value.status_code == 403 and "read-only" in refused.value.log_message, name
+    with pytest.raises(HTTPError) as refused:
+        contents.trust_notebook("grade.py")
+    assert refused.value.status_code == 403
+    assert digest(tmp_path) == before and (tmp_path / "grade.py").read_text() == "POINTS = 2\n"
+
+
+def test_a_template_scripts_quoted_values_become_json_and_its_tag_keeps_its_attributes():
+    loader = staff_pages.NoncedScripts(jinja2.DictLoader({"page": (
+        '<p>{{ name }}</p><SCRIPT type="text/javascript">var a = "{{ name }}"; var b = \'{{ other }}\';</SCRIPT>')}))
+    assert loader.list_templates() == ["page"]
+    name = 'x";alert(1);//</script>\n\\'
+    html = jinja2.Environment(loader=loader, autoescape=True).get_template("page").render(name=name, other="o'k")
+    head, script = html.split(f'<script nonce="{staff_pages.PLACEHOLDER}" type="text/javascript">')
+    assert head == "<p>x&#34;;alert(1);//&lt;/script&gt;\n\\</p>"
+    body, end = script.split("</SCRIPT>")
+    assert end == "" and "</script>" not in body.lower()
+    a, b = re.fullmatch(r"var a = (.*); var b = (.*);", body).groups()
+    assert (json.loads(a), json.loads(b)) == (name, "o'k")
+
+
+def test_the_exporter_escapes_the_names_it_is_given():
+    """nbgrader passes the submission's names to the template as resources: escaped (layer 1), other values kept."""
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell("<script>window.__pwned='att'</script>![x](attachment:missing.png)")]
+    page, resources = staff_pages.SanitisingExporter().from_notebook_node(
+        nb, {"student_id": "<b onclick=boom()>mallory</b>", "index": 3})
+    assert resources["student_id"] == "&lt;b onclick=boom()&gt;mallory&lt;/b&gt;" and resources["index"] == 3
+    assert "&lt;script&gt;window.__pwned=" in page
+    found = Markup()
+    found.feed(page)
+    assert not [body for body in found.scripts if "__pwned" in body]
+
+
+def test_the_policy_allows_nbgraders_own_inline_handlers_by_hash_and_nothing_else_inline():
+    import base64
+    handlers = staff_pages.template_handlers()
+    assert "toggle_name(true);" in handlers and all(len(code) > 2 for code in handlers), handlers
+    digest_of = "'sha256-{}'".format(base64.b64encode(hashlib.sha256(b"toggle_name(true);").digest()).decode())
+    sources = script_src(staff_pages.policy("n0nce")).split()
+    assert digest_of in sources and "'nonce-n0nce'" in sources and "'unsafe-inline'" not in sources
+
+
+def transformed(kind: str, body: bytes = b"x", route=None, hardened: bool = True, **headers: str):
+    """StrictPolicy's first chunk of one response (status, headers, body) to a request for `route` (None: no route
+    marked, as for tornado's own error pages)."""
+    from tornado.httputil import HTTPHeaders, HTTPServerRequest
+    request = HTTPServerRequest(method="GET", uri="/x", headers=HTTPHeaders({"Host": "127.0.0.1:8888"}))
+    if route is not None:
+        request.staff_route = route
+    previous = staff_pages._state["hardened"]
+    staff_pages._state["hardened"] = hardened
+    try:
+        return staff_pages.StrictPolicy(request).transform_first_chunk(
+            200, HTTPHeaders({"Content-Type": kind, "Content-Length": str(len(body)), **headers}), body, True)
+    finally:
+        staff_pages._state["hardened"] = previous
+
+
+def test_fail_closed_holds_back_pages_only_and_says_so_with_503():
+    status, headers, body = transformed("text/html; charset=UTF-8", b"<p>page</p>", hardened=False)
+    assert (status, headers["Content-Length"], body) == (503, "0", b"")
+    status, headers, body = transformed("application/json", b'{"ok": 1}', hardened=False)   # an API call, no page
+    assert (status, headers["Content-Length"], body) == (200, "9", b'{"ok": 1}')
+    assert "script-src 'nonce-" in headers["Content-Security-Policy"]
+
+
+def test_a_student_file_keeps_its_name_as_an_attachment_and_a_harmless_type_with_parameters_shows_inline():
+    from autograder import routes
+    inert = routes.Found("/files/(.*)$", "jupyter_server.base.handlers.AuthenticatedFileHandler", routes.INERT, True)
+    _, headers, _ = transformed("text/html", route=inert, **{"Content-Disposition": 'inline; filename="evil.html"'})
+    assert headers["Content-Disposition"] == 'attachment; filename="evil.html"'
+    _, headers, _ = transformed("text/plain; charset=UTF-8", route=inert)
+    assert "Content-Disposition" not in headers and headers["Content-Security-Policy"].endswith("; sandbox")
+    _, headers, _ = transformed("text/html")   # no route marked: a page of the server's own, not sandboxed
+    assert "Content-Disposition" not in headers and "sandbox" not in headers["Content-Security-Policy"]
+
+
+def test_an_off_site_script_of_a_template_loses_the_nonce_and_the_page_keeps_its_length():
+    placeholder = staff_pages.PLACEHOLDER
+    page = (f'<script nonce="{placeholder}" src="https://cdn.example.org/mathjax.js"></script>'
+            f'<script nonce="{placeholder}" src="/static/app.js"></script><p>{placeholder[:5]}</p>').encode()
+    status, headers, body = transformed("text/html", page)
+    nonce = re.search(r"'nonce-([^']+)'", headers["Content-Security-Policy"]).group(1)
+    assert status == 200 and len(body) == len(page) and placeholder.encode() not in body
+    off_site, own = body.split(b"</script>")[:2]
+    assert off_site.startswith(b"<script ") and b"nonce" not in off_site and b'src="https://cdn.example.org' in off_site
+    assert own == f'<script nonce="{nonce}" src="/static/app.js">'.encode()
+
+
+def test_hardening_wraps_every_template_environment_and_replaces_nbgraders_exporter(monkeypatch):
+    from nbconvert.exporters import HTMLExporter
+    from traitlets.config import Config
+    monkeypatch.setattr(staff_pages, "_state", dict(staff_pages._state, hardened=False))
+    pages = jinja2.Environment(loader=jinja2.DictLoader({"p": "<script>x</script>"}))
+    bare = jinja2.Environment()
+    config = Config({"HTMLExporter": {"exclude_input_prompt": True}})
+    settings = {"lab_jinja2_env": pages, "bare_jinja2_env": bare, "odd_jinja2_env": "not an environment",
+                "nbgrader_exporter": HTMLExporter(config=config)}
+    staff_pages.harden(settings)
+    assert isinstance(pages.loader, staff_pages.NoncedScripts) and bare.loader is None and staff_pages._state["hardened"]
+    assert pages.get_template("p").render() == f'<script nonce="{staff_pages.PLACEHOLDER}">x</script>'
+    exporter = settings["nbgrader_exporter"]
+    assert isinstance(exporter, staff_pages.StaffExporter) and exporter.exclude_input_prompt and exporter.sanitize_html
+    assert settings["odd_jinja2_env"] == "not an environment" and "nbgrader_jinja2_env" not in settings
+
+
+def test_the_first_request_routes_through_ready_and_logs_each_unclassified_route(monkeypatch, tmp_path, caplog):
+    """The extension loaded as Jupyter Server loads it: the first request hardens and enforces (once), its route is
+    marked on the request for StrictPolicy, and the log names the extension, each unclassified route (refused) and
+    the inventory."""
+    import logging
+
+    import tornado.web
+    from tornado.httputil import HTTPHeaders, HTTPServerRequest
+    from traitlets.config import Config
+
+    from autograder import routes
+    monkeypatch.setattr(staff_pages, "_state", dict(staff_pages._state, hardened=False))
+
+    class Unknown(tornado.web.RequestHandler):
+        pass
+
+    from jupyter_server.base.handlers import FileFindHandler
+    app = tornado.web.Application([(r"/unknown", Unknown), (r"/static/(.*)", FileFindHandler, {"path": [str(tmp_path)]})])
+
+    class Server:
+        web_app, config, base_url, runtime_dir = app, Config(), "/", str(tmp_path)
+        log = logging.getLogger("staff-pages-test")
+
+    calls = []
+    real_ready = staff_pages.ready
+    monkeypatch.setattr(staff_pages, "ready", lambda *args: calls.append(args) or real_ready(*args))
+    with caplog.at_level(logging.INFO, logger="staff-pages-test"):
+        staff_pages._load_jupyter_server_extension(Server())
+        assert not staff_pages._state["hardened"] and calls == []
+        for _ in range(2):
+            request = HTTPServerRequest(method="GET", uri="/unknown", headers=HTTPHeaders({"Host": "127.0.0.1"}))
+            app.find_handler(request)
+    assert len(calls) == 1 and staff_pages._state["hardened"]
+    assert request.staff_route.pattern.startswith("/unknown") and request.staff_route.decision is routes.Decision.OFF
+    errors = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
+    assert len(errors) == 1 and "/unknown" in errors[0] and "refused" in errors[0], errors
+    said = [r.getMessage() for r in caplog.records if r.levelno == logging.INFO]
+    assert said[0].startswith("staff pages (lab): sanitised submissions"), said
+    assert "routes of this lab server classified and enforced" in said[-1] and str(tmp_path) in said[-1], said

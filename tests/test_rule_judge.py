@@ -566,3 +566,18 @@ def test_a_task_bound_to_another_task_s_function_is_judged_on_that_function():
              "after_cast = limits"]
     found = judge(RULE["after_cast"], Code(parse(cells), context=parse([SETUP])), tasks_of("01_floats"))
     assert found.broken == ["torch.finfo, reached through your `limits`"], found
+
+
+@pytest.mark.parametrize("cell", ["%run -i cheat.py", "%load_ext cheat", "%macro m 1", "%store -r after_cast",
+                                  "get_ipython().run_cell(open('cheat.py').read())", "%config Completer.x = 1",
+                                  "get_ipython().run_line_magic(''.join(['r', 'un']), '-i cheat.py')"])
+def test_a_magic_that_runs_code_the_judge_cannot_read_is_flagged(cell):
+    """Red team (issue #63): an honest-looking after_cast, then `%run -i` of a file the notebook wrote rebinding it with
+    torch.finfo, earned full marks unflagged. Any magic outside READABLE_MAGICS (an allow-list), or get_ipython()
+    used other than through its magics, is flagged for a person; the honest cell alone is not."""
+    honest = "def after_cast(x, dtype):\n    return x.to(dtype)"
+    assert verdict("after_cast", honest).dynamic == []
+    flagged = verdict("after_cast", honest, "open('cheat.py', 'w').write('x = 1')\n" + cell)
+    assert flagged.broken == [] and any("runs code the grader cannot read" in d for d in flagged.dynamic), flagged
+    for readable in ("%timeit -n 1 -r 1 after_cast(torch.ones(1), torch.float16)", "%matplotlib inline", "!ls"):
+        assert verdict("after_cast", honest, readable).dynamic == [], readable

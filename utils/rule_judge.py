@@ -86,6 +86,7 @@ class Cells(list):
     def __init__(self) -> None:
         super().__init__()
         self.origins: list[int] = []
+        self.hidden: list[str] = []   # magics that run code the judge cannot read (`%run -i a_file.py`)
 
 
 def parse(cells: Iterable[str]) -> Cells:
@@ -100,6 +101,7 @@ def parse(cells: Iterable[str]) -> Cells:
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             modules.unreadable += 1
             continue
+        modules.hidden += _hidden_code_magics(modules[-1][0])
         for inner in _magic_code(modules[-1][0]):
             try:
                 modules.append((ast.parse(inner), inner))
@@ -134,6 +136,33 @@ def _ipython_transform() -> Callable[[str], str]:
 
 
 CODE_MAGICS = {"time", "timeit", "capture", "prun"}   # magics whose argument is Python code, run in the notebook
+
+
+# Magics that bind nothing in the notebook beyond what their own code says: the code-running ones (read as code),
+# IPython's pages, shells and settings of display. Any other magic may run code the judge never sees: `%run -i f.py`
+# of a file the notebook wrote rebinding a task (red team, issue #63), `%load_ext`, `%macro`, `%store -r`, `%config`.
+# An allow-list, so a magic nobody listed is flagged for a person, never trusted.
+READABLE_MAGICS = CODE_MAGICS | {
+    "matplotlib", "pwd", "ls", "cd", "who", "whos", "who_ls", "env", "system", "sx", "bash", "sh", "script",
+    "html", "markdown", "latex", "javascript", "js", "svg", "writefile", "pinfo", "pinfo2", "pdef", "pdoc", "psource",
+    "pfile", "psearch", "lsmagic", "magic", "precision", "xmode", "colors", "history", "page", "reset",
+    "reset_selective", "pip", "conda", "mamba", "killbgscripts", "time", "timeit"}
+
+
+def _hidden_code_magics(module: ast.Module) -> list[str]:
+    """`%name` of each magic in the cell that may run code the judge cannot read (not in READABLE_MAGICS), and
+    `get_ipython()` reached any other way than its magics (`get_ipython().run_cell(text)`)."""
+    found = []
+    for node in ast.walk(module):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                isinstance(node.func.value, ast.Call) and isinstance(node.func.value.func, ast.Name) and \
+                node.func.value.func.id == "get_ipython":
+            name = node.args[0].value if node.args and isinstance(node.args[0], ast.Constant) else None
+            if node.func.attr not in ("run_line_magic", "run_cell_magic", "getoutput", "system"):
+                found.append(f"get_ipython().{node.func.attr}")
+            elif node.func.attr in ("run_line_magic", "run_cell_magic") and name not in READABLE_MAGICS:
+                found.append(f"%{name}" if isinstance(name, str) else "a magic named at run time")
+    return found
 
 
 def _magic_code(module: ast.Module) -> list[str]:
@@ -191,6 +220,8 @@ class Code:
         unreadable = getattr(modules, "unreadable", 0) + getattr(context, "unreadable", 0)
         if unreadable:
             self.unfollowed.insert(0, f"{unreadable} cell(s) the grader cannot read")
+        for magic in dict.fromkeys(getattr(modules, "hidden", [])):
+            self.unfollowed.append(f"{magic}, which runs code the grader cannot read")
         self.origins: list[int] = list(getattr(modules, "origins", range(len(modules))))
 
     def position(self, cells_before: int | None) -> float:

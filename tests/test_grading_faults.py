@@ -587,7 +587,6 @@ def cpu_work(seconds: float) -> str:
 # 1,500 MiB touched: inside its own memory limit, not beside the 700 MiB of the job's other process (the zygote of a
 # course that imports only `math` holds no torch: the job's memory is the grader's, the neighbour's and this)
 BIG = "return 2 * x\n_big = b'x' * (1500 * 2**20)"
-SLEEPY = "return 2 * x\nimport time; time.sleep(30)"
 
 
 class Cgroups:
@@ -750,7 +749,8 @@ def test_a_machine_short_of_memory_and_cpu_never_costs_a_student_a_point(tmp_pat
     is charged in both runs alike: only time spent waiting for a CPU is given back."""
     # The CPU-bound notebook needs 0.35 of the cell limit on this machine: at a quarter of a CPU it takes 1.4 times the
     # limit in wall time. The big one touches its 1,500 MiB in 1.4 s here (4 KiB pages), a third of the limit.
-    short_of = {"ok": "return 2 * x", "cpu": cpu_work(0.35 * SHORT_CELL_SECONDS), "big": BIG, "sleepy": SLEEPY}
+    short_of = {"ok": "return 2 * x", "cpu": cpu_work(0.35 * SHORT_CELL_SECONDS), "big": BIG,
+                "sleepy": "return 2 * x\nimport time; time.sleep(30)"}
     make_class(tmp_path, short_of)
     short = (f"cell_seconds={SHORT_CELL_SECONDS}", "max_restarts=1")
     started = time.monotonic()

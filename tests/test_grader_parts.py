@@ -561,6 +561,41 @@ def test_frozen_after_collects_the_blocks_garbage_then_freezes_the_rest():
         gc.unfreeze()   # this is pytest's process: its objects go back to the collector
 
 
+def test_the_graders_workers_fork_from_its_frozen_heap(tmp_path, monkeypatch):
+    """autograder/heap.py: the grader freezes its heap (nbgrader, SQLAlchemy, the run's sources) while it forks a
+    worker per submission, so a worker's collections, and those of the judge's child it forks, examine their own
+    objects only (before: a full collection over the grader's objects in each judge, about 90 ms a submission); after
+    the run the heap is the collector's again (here, pytest's)."""
+    import gc
+
+    import nbformat
+
+    from autograder.course import Course
+    from autograder.grader import workers
+    from autograder.grader.pipeline import grade
+    from tests import tiny_course
+    frozen_at_fork: list[int] = []
+
+    class Counted(workers.Child):
+        def __init__(self, *args, **kwargs):
+            frozen_at_fork.append(gc.get_freeze_count())
+            super().__init__(*args, **kwargs)
+    monkeypatch.setattr(workers, "Child", Counted)
+    tiny_course.make_course(tmp_path)
+    course = Course.load(tmp_path)
+    assert course.api().generate_assignment(tiny_course.ASSIGNMENT, force=True, create=True)["success"]
+    release = nbformat.read(tmp_path / "release" / tiny_course.ASSIGNMENT / f"{tiny_course.ASSIGNMENT}.ipynb", 4)
+    for student in ("ada", "bob"):
+        folder = tmp_path / "submitted" / student / tiny_course.ASSIGNMENT
+        folder.mkdir(parents=True)
+        nbformat.write(tiny_course.submission(release, tiny_course.answers()), folder / f"{tiny_course.ASSIGNMENT}.ipynb")
+    assert gc.get_freeze_count() == 0
+    grade(None, tmp_path / "graded", course=course, limits=load_limits())
+    # a worker per submission (and two more where the course's self-check runs, not yet recorded as passed)
+    assert len(frozen_at_fork) >= 2 and min(frozen_at_fork) > 50_000, frozen_at_fork   # pytest's and the grader's
+    assert gc.get_freeze_count() == 0
+
+
 def test_the_zygote_preloads_what_the_course_imports_with_its_companions(zygote, tmp_path):
     """Issue #63: a zygote imports the modules the course's notebooks import (Course.imports), not torch for a course
     that never imports it; a package it does load comes with its companions (torch with torch._dynamo), before the

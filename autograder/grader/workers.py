@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from autograder import cgroups, outcome
+from autograder import cgroups, heap, outcome
 from autograder.atomic import write_atomically
 from autograder.forked import Child, ChildFailed
 from autograder.grader import autograded, cost, feedback, rules
@@ -203,17 +203,18 @@ def run_jobs(jobs: list[Job], setting: Setting, out: Path,
         if progress is not None:
             progress.advance(len(setting.sources[job.assignment]), failed_here)
 
-    while queue or running:
-        while queue and len(running) < workers:
-            slot = min(set(range(workers)) - {s for _, s in running.values()})
-            job = queue.pop(0)
-            running[Child(_work(job, setting, slot))] = (job, slot)
-        ready, _, _ = select.select(list(running), [], [], 0.2)
-        for child in ready:
-            child.pump()
-            if child.done:
-                finish(child)
-        if progress is not None:
-            progress.tick()
+    with heap.frozen_while():   # each worker, and the judge's child of each, forks from this heap
+        while queue or running:
+            while queue and len(running) < workers:
+                slot = min(set(range(workers)) - {s for _, s in running.values()})
+                job = queue.pop(0)
+                running[Child(_work(job, setting, slot))] = (job, slot)
+            ready, _, _ = select.select(list(running), [], [], 0.2)
+            for child in ready:
+                child.pump()
+                if child.done:
+                    finish(child)
+            if progress is not None:
+                progress.tick()
     return unwritten
 

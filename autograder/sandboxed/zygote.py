@@ -36,11 +36,19 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 # rely on (loading torch._dynamo, as FlopCounterMode does on first use, replaces torch.manual_seed); doing them here,
 # before the executor's guard records them, keeps a correct solution from looking like tampering. So whenever a
 # package is loaded at all, the companions listed for it are loaded with it.
+# Some are imported by their package only when first needed, in every notebook process that needs them, seen under
+# py-spy grading exercise 4: jaxtyping's printer of a refused call's arguments (wadler_lindig, whose import reads
+# package metadata), beartype's table of violation messages, torch's schema check mode, einops' torch backend.
 COMPANIONS = {
-    "torch": ("torch._dynamo", "torch.func", "torch.amp", "torch.utils.flop_counter", "torch.testing"),
+    "torch": ("torch._dynamo", "torch.func", "torch.amp", "torch.utils.flop_counter", "torch.testing",
+              "torch._subclasses.schema_check_mode"),
     "numpy": ("numpy.testing",),
+    "jaxtyping": ("wadler_lindig",),
+    "beartype": ("beartype._check.error._errmap",),
+    "einops": ("einops._torch_specific",),
 }
-ALWAYS = ("IPython.core.interactiveshell", "traitlets.config")   # what the executor runs cells with
+# what the executor runs cells with (IPython's shell imports its completer and the debugger's base when it starts)
+ALWAYS = ("IPython.core.interactiveshell", "IPython.core.completer", "bdb", "traitlets.config")
 MODULE_NAME = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
 LOCKS = Path("/run/cs336-grader")  # root only: which sandbox uids a running grader holds
 # Where a notebook finds the folder the grader lends it a cost budget's file in (grader/budget_files.py; utils/cost.py
@@ -66,7 +74,7 @@ def preload(modules: list[str]) -> None:
     for package, companions in COMPANIONS.items():
         if package in sys.modules:
             for name in companions:
-                importlib.import_module(name)
+                _try_import(name)   # a companion another release of its package lacks is not needed
     if "torch" in sys.modules:
         import io
 

@@ -64,7 +64,7 @@ class Child:
         self.pid = fork_ignoring_interrupts()
         if self.pid == 0:
             os.close(read_fd)
-            _serve(work, write_fd, serves)
+            serve_child(work, write_fd, serves)
         os.close(write_fd)
         self.fd, self.done, self.serves = read_fd, False, serves
         self.chunks: list[bytes] = []
@@ -114,8 +114,9 @@ class Child:
         return reply["ok"]
 
 
-def _serve(work: Callable, write_fd: int, serves: bool) -> None:
-    """In the child: die with the parent, run `work`, answer (or send its traceback), exit. Never returns."""
+def serve_child(work: Callable, write_fd: int, serves: bool) -> None:
+    """In the child: die with the parent, run `work`, answer on `write_fd` (or send its traceback), exit. Never
+    returns. Child's side; also that of a child another process forked for this one (Adopted)."""
     answered = False
 
     def answer(value: object) -> None:
@@ -147,6 +148,33 @@ def _serve(work: Callable, write_fd: int, serves: bool) -> None:
         code = 1
     finally:
         os._exit(code)
+
+
+class Adopted(Child):
+    """A child another process forked on this one's behalf (the zygote forks the run's trusted checker from its
+    preload, autograder/sandboxed/zygote.py): its pid, a pidfd to stop it by (its pid may be reused once it is gone),
+    and the read end of its answer's pipe. Read as a Child; its own parent reaps it."""
+
+    def __init__(self, pid: int, pidfd: int, read_fd: int):   # forks nothing: Child.__init__ would
+        self.pid, self.pidfd, self.fd, self.done, self.serves = pid, pidfd, read_fd, False, True
+        self.chunks = []
+        self.status = None
+
+    def wait(self) -> None:
+        """Nothing to reap: its parent does."""
+
+    def kill(self) -> None:
+        """Stop the child, whatever it is doing (through its pidfd), and close what this process holds of it."""
+        if self.pidfd >= 0:
+            try:
+                signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            os.close(self.pidfd)
+            self.pidfd = -1
+        if not self.done:
+            os.close(self.fd)
+            self.done = True
 
 
 def call_in_child(work: Callable[[], object], seconds: float) -> object:

@@ -92,8 +92,18 @@ class Spawn(Message):
 
 
 @dataclass(frozen=True)
+class StartChecker(Message):
+    """grader -> zygote, with two descriptors (the checker's end of its control socket, the write end of the pipe its
+    first answer comes back on): fork the run's trusted checker (autograder/trusted/checker.py) from the zygote's
+    preload. The zygote answers on that control socket with Started and a pidfd. The run's hidden tests then go to the
+    checker itself on that socket, never through the zygote: a notebook forked later holds nothing of them, not even
+    their names (tests/test_grader_boundary.py's snooper looks for another exercise's)."""
+    tag: ClassVar[str] = "start-checker"
+
+
+@dataclass(frozen=True)
 class Started(Message):
-    """builder -> grader, with a pidfd of the notebook process."""
+    """builder -> grader, with a pidfd of the notebook process (zygote -> grader: of the checker, after StartChecker)."""
     tag: ClassVar[str] = "started"
     pid: int
 
@@ -200,5 +210,5 @@ class CostBudget(Message):
     tolerance: float = 0.0
 
 
-MESSAGES: dict[str, type[Message]] = {m.tag: m for m in (Init, Spawn, Started, Exited, StartupFailed, Ready, Files,
+MESSAGES: dict[str, type[Message]] = {m.tag: m for m in (Init, Spawn, StartChecker, Started, Exited, StartupFailed, Ready, Files,
                                                            CellRequest, CellResult, Verdict, CostBudget)}

@@ -3,6 +3,7 @@ import csv
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -365,6 +366,63 @@ def test_the_runs_helpers_end_at_once_when_it_is_done():
     assert zygote.process.poll() is not None
     with pytest.raises(ChildProcessError):
         os.waitpid(checker.process.pid, os.WNOHANG)  # reaped: gone
+
+
+def test_the_checker_forks_from_the_zygotes_preload_and_no_notebook_holds_it(zygote):
+    """trusted/checker.py's Forker: in a run the checker is a child of the zygote, forked once its preload is done
+    (torch and the course's modules imported once a run, not twice); it imports `reference` after that fork, so the
+    zygote, and every notebook process forked from it later, hold nothing of it; closing the checker stops it."""
+    import time
+
+    from autograder.trusted.checker import Checker
+    checker = Checker(["floats.decode"], forker=zygote)
+    proc = Path(f"/proc/{checker.process.pid}")
+    try:
+        assert int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1]) == zygote.process.pid   # its parent
+        assert checker.cases["floats.decode"]
+        assert checker.verdicts([("floats.decode", None)])[0].ok is False   # it answers: nothing handed in
+        held = "import sys\nprint('held', sorted(m for m in sys.modules if m.startswith(('reference', " \
+               "'autograder.trusted'))))\ndef f(x):\n    return 2 * x"
+        setup, done, test = run_loaded(zygote, held)
+        assert done.ok and done.output.strip() == "held []", done.output
+    finally:
+        checker.close()
+    deadline = time.monotonic() + 10
+    while proc.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not proc.exists(), "the checker outlived its close"   # stopped, and reaped by the zygote
+
+
+def test_a_runs_checker_is_handed_the_runs_zygote(tmp_path, monkeypatch):
+    """pipeline.prepare forks the checker from the run's zygote (its Forker), so a run imports torch once: the run is
+    stopped at the checker's start, having started nothing else."""
+    from autograder.grader import pipeline
+    from autograder.grader.notebooks import Zygote
+    from tests import submissions
+
+    class Stop(Exception):
+        pass
+    handed = []
+
+    def checker(keys, forker=None):
+        handed.append((keys, forker))
+        raise Stop
+    monkeypatch.setattr(pipeline, "Checker", checker)
+    root = submissions.new_course(tmp_path)
+    assignment = "01_floats"
+    submissions.write_submission(root / "submitted", "ada", assignment, submissions.release_notebooks(assignment))
+    with pytest.raises(Stop):
+        pipeline.grade(root / "submitted", root / "graded", course=Course.load(root))
+    assert len(handed) == 1 and handed[0][0] and isinstance(handed[0][1], Zygote), handed
+
+
+def test_a_checker_the_zygote_cannot_start_is_the_graders_fault():
+    from autograder.grader.notebooks import GraderFault, Zygote
+    from autograder.trusted.checker import Checker
+    zygote = Zygote(walled=[REPO_ROOT], preload=[])
+    zygote.close()
+    with pytest.raises(GraderFault, match="did not start the checker"):
+        Checker(["floats.decode"], forker=zygote)
 
 
 def test_a_student_cannot_turn_utils_lazy_names_against_the_tests():

@@ -11,6 +11,7 @@ has run in it) is the grader's fault: GraderFault, never charged to the student.
 from __future__ import annotations
 
 import base64
+import json
 import os
 import secrets
 import select
@@ -25,6 +26,7 @@ from pathlib import Path
 from autograder import cgroups
 from autograder.course import import_root
 from autograder.errors import GraderError
+from autograder.forked import Adopted
 from autograder.grader import cost
 from autograder.grader.budget_files import BudgetFiles, Lent
 from autograder.grader.plan import CellRun, Plan
@@ -42,6 +44,7 @@ from autograder.protocol import (
     ProtocolError,
     Ready,
     Spawn,
+    StartChecker,
     Started,
     StartupFailed,
 )
@@ -114,6 +117,33 @@ class Zygote:
         except OSError as error:
             raise GraderFault(f"the grader's zygote is gone ({error}){cgroups.out_of_memory_note(self.memory)}; "
                               "grade again") from None
+
+    def start_checker(self, keys: list[str], theirs: socket.socket, ours: socket.socket, seconds: float) -> Adopted:
+        """The run's trusted checker, forked by the zygote once its preload is done (trusted/checker.py's Forker):
+        `theirs`, the checker's end of its control socket, is sent and closed here; the zygote says Started, with a
+        pidfd, on `ours` within `seconds`; then the checker itself is sent `keys` on `ours` (the zygote never sees
+        them)."""
+        read_fd, write_fd = os.pipe()
+        try:
+            socket.send_fds(self.control, [StartChecker().to_line()], [theirs.fileno(), write_fd])
+            ours.settimeout(seconds)
+            message, fds, _, _ = socket.recv_fds(ours, 1 << 16, 1)
+            started = Started.parse(message)
+            ours.sendall(json.dumps(keys).encode())
+        except (OSError, ProtocolError) as error:   # a zygote gone (its ends closed, or none) or one answering nonsense
+            os.close(read_fd)
+            raise GraderFault(f"the grader's zygote did not start the checker ({error or 'it is gone'})"
+                              f"{cgroups.out_of_memory_note(self.memory)}; grade again") from None
+        finally:
+            os.close(write_fd)
+            theirs.close()
+            ours.settimeout(None)
+        if not isinstance(started, Started) or len(fds) != 1:
+            os.close(read_fd)
+            for fd in fds:
+                os.close(fd)
+            raise GraderFault("the grader's zygote did not say which process the checker is; grade again")
+        return Adopted(started.pid, fds[0], read_fd)
 
     def close(self) -> None:
         """Stop the zygote now, even mid-start (a run that found nothing to grade): it holds nothing to save, and

@@ -289,7 +289,8 @@ def prepare(run: run_module.Run, zygote: Zygote | None, names: list[str], stubs:
     keys = list(dict.fromkeys(key for a in names for notebook in sources[a].values()
                               for cell in source_cells(notebook) for key in cell.hidden_keys)) if hidden else []
     coursedir = run.course.coursedir
-    return Setting(run.course.source, sources, run.limits, zygote, stubs, Checker(keys) if keys else None,
+    checker = Checker(keys, forker=zygote) if keys else None   # forked from the zygote's preload, where there is one
+    return Setting(run.course.source, sources, run.limits, zygote, stubs, checker,
                    ignore=list(coursedir.ignore), keep_student=dict(run.course.autograde().exclude_overwriting),
                    file_limit=int(coursedir.max_file_size) * 1000)
 

@@ -27,7 +27,17 @@ from pathlib import Path
 
 from autograder import heap
 from autograder.limits import Limits
-from autograder.protocol import KEPT_ENVIRONMENT, Exited, Init, Message, ProtocolError, Spawn, Started, StartupFailed
+from autograder.protocol import (
+    KEPT_ENVIRONMENT,
+    Exited,
+    Init,
+    Message,
+    ProtocolError,
+    Spawn,
+    StartChecker,
+    Started,
+    StartupFailed,
+)
 from autograder.sandboxed import executor, walls
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -146,6 +156,9 @@ def serve(control: socket.socket, init: Init) -> None:
             return
         try:
             spawn = Message.parse(message)
+            if isinstance(spawn, StartChecker) and len(fds) == 2:
+                start_checker(*fds)
+                continue
             if not isinstance(spawn, Spawn) or len(fds) != 3:
                 raise ProtocolError("a Spawn with three descriptors")
             limits = Limits.from_dict(spawn.limits)
@@ -160,6 +173,34 @@ def serve(control: socket.socket, init: Init) -> None:
             build(limits, uid, readable, Path(spawn.files) if spawn.files else None, *fds)
         for fd in fds:
             os.close(fd)
+
+
+def start_checker(control_fd: int, answer_fd: int) -> None:
+    """Fork the run's trusted checker from this preload (torch and the course's modules, imported once for the run),
+    send its pid and a pidfd on its control socket, and close this process's ends of both: no notebook forked later
+    holds them (each builder closes every descriptor it was not given besides). The checker is told the run's hidden
+    tests by the grader, and imports `reference`, in that child only, after the fork: neither this process nor any
+    notebook process ever holds either."""
+    pid = os.fork()
+    if pid == 0:
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        first, second = sorted((control_fd, answer_fd))
+        for low, high in ((3, first), (first + 1, second), (second + 1, 1 << 16)):
+            os.closerange(low, high)   # this zygote's own socket to the grader among them; the standard streams kept
+        from autograder.trusted.checker import serve_forked  # after the fork: the checker's alone (test_layers)
+        serve_forked(control_fd, answer_fd)   # never returns
+    os.close(answer_fd)
+    control = socket.socket(fileno=control_fd)
+    try:
+        pidfd = os.pidfd_open(pid)
+        try:
+            socket.send_fds(control, [Started(pid).to_line()], [pidfd])
+        finally:
+            os.close(pidfd)
+    except OSError:
+        pass   # the grader is gone: the checker dies with this zygote
+    finally:
+        control.close()
 
 
 def _report(status_fd: int | None, error: str) -> None:

@@ -1,5 +1,4 @@
-"""Runs in a trusted process of its own, forked from the grader once per run: the only code that imports the
-instructor's `reference`.
+"""Runs in a trusted process of its own, forked once per run: the only code that imports the instructor's `reference`.
 
 Why a process of its own: the grader never imports `reference`, so nothing of it is in any memory a notebook could come
 from (notebooks are forked from the zygote, which never sees it either), and the grader stays light (it imports no
@@ -7,7 +6,12 @@ torch). The checker imports `reference` once, makes every hidden test's cases an
 each request for verdicts in a child of its own, a fork that starts with all of that in memory: a hand-in that
 crashes a check takes that child only.
 
-    checker = Checker(keys)             the cases, {key: encoded cases}, in checker.cases; the cost budgets of those
+Forked from where: in a grading run, from the zygote once its preload is done (`forker`: torch and the course's
+modules are then imported once per run, not twice; about 2 CPU-s a run on the 2-core machine), the import of
+`reference` happening in the checker alone, after the fork; without a zygote, from the grader itself.
+
+    checker = Checker(keys[, forker=zygote])
+                                        the cases, {key: encoded cases}, in checker.cases; the cost budgets of those
                                         keys (protocol.CostBudget, parsed strictly) in checker.budgets
     checker.verdicts(handed)            [Verdict, ...], one per (key, encoded results or None), from any worker
 
@@ -23,15 +27,16 @@ import os
 import select
 import signal
 import socket
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
-from typing import cast
+from typing import Protocol, cast
 
 from autograder import cgroups, heap
 from autograder.errors import GraderError
-from autograder.forked import Child, ChildFailed
+from autograder.forked import Child, ChildFailed, serve_child
 from autograder.protocol import CostBudget, ProtocolError, Verdict
 
 CHECK_SECONDS = 600
@@ -75,13 +80,20 @@ def verdict(hidden: ModuleType, key: str, text: str | None) -> Verdict:
 class Checker:
     """The run's trusted checker process (see the module docstring)."""
 
-    def __init__(self, keys: list[str], seconds: float = CHECK_SECONDS):
+    def __init__(self, keys: list[str], seconds: float = CHECK_SECONDS, forker: Forker | None = None):
         self.seconds = seconds
         self.memory = cgroups.memory_events()  # to name memory if the kernel kills the checker (issue #62)
         self.control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        self.process = Child(lambda answer: _serve(keys, theirs, answer, close=self.control), serves=True)
-        theirs.close()
         deadline = time.monotonic() + seconds
+        if forker is None:   # a fork of this process, which imports torch and the references itself
+            self.process: Child = Child(lambda answer: _serve(keys, theirs, answer, close=self.control), serves=True)
+            theirs.close()
+        else:                # a fork of the zygote, whose preload (torch, the course's modules) it shares
+            try:
+                self.process = forker.start_checker(keys, theirs, self.control, seconds)
+            except BaseException:
+                self.control.close()
+                raise
         while not self.process.done:
             left = deadline - time.monotonic()
             if left <= 0 or not select.select([self.process], [], [], left)[0]:
@@ -148,11 +160,37 @@ class Checker:
         self.process.kill()
 
 
-def _serve(keys: list[str], control: socket.socket, answer: Callable[[object], None], close: socket.socket) -> None:
+class Forker(Protocol):
+    """What forks the checker from a preloaded process (the grader's Zygote, autograder/grader/notebooks.py): sends it
+    `theirs` (the checker's end of the control socket) and returns the child once it says Started on `ours`."""
+
+    def start_checker(self, keys: list[str], theirs: socket.socket, ours: socket.socket, seconds: float) -> Child: ...
+
+
+def serve_forked(control_fd: int, answer_fd: int) -> None:
+    """The checker as the zygote forks it (sandboxed/zygote.py start_checker), answering on `answer_fd` as a Child
+    does; its first message on the control socket is the run's hidden tests (JSON: a list of keys), from the grader.
+    Never returns. The zygote may have run torch's OpenMP pool, whose threads are not in this fork: one thread here,
+    so that no operation waits at that pool's barrier (as in each verdict's child, _check)."""
+    if "torch" in sys.modules:
+        sys.modules["torch"].set_num_threads(1)
+    control = socket.socket(fileno=control_fd)
+
+    def work(answer: Callable[[object], None]) -> None:
+        keys = json.loads(control.recv(1 << 20) or b"null")
+        if type(keys) is not list or not all(type(key) is str for key in keys):
+            raise CourseError(f"the checker was sent {str(keys)[:80]}, not a list of hidden tests")
+        _serve(keys, control, answer)
+    serve_child(work, answer_fd, serves=True)
+
+
+def _serve(keys: list[str], control: socket.socket, answer: Callable[[object], None],
+           close: socket.socket | None = None) -> None:
     """In the checker process: make the cases and expected results, answer with the cases and the cost budgets, then
     serve verdict requests until the grader closes the control socket. A CourseError raised here reaches the grader as
-    the answer."""
-    close.close()  # the grader's end, inherited by the fork: kept open here, the grader's close would never be seen
+    the answer. `close`: the grader's end of the control socket, where this is a fork of the grader."""
+    if close is not None:
+        close.close()  # inherited by the fork: kept open here, the grader's close would never be seen
     with heap.frozen_after():   # each verdict's child, forked from here, starts without a collector's pause on it
         hidden = _references()
         from utils.handin import encode

@@ -96,8 +96,46 @@ def test_monkeypatched_torch_comparisons_do_not_help(monkeypatch):
     monkeypatch.setattr(torch, "allclose", lambda *a, **k: True)
     monkeypatch.setattr(torch, "equal", lambda *a, **k: True)
     monkeypatch.setattr(torch.testing, "assert_close", lambda *a, **k: None)
+    monkeypatch.setattr(torch, "isclose", lambda a, b, **k: torch.ones_like(a, dtype=torch.bool))
     with pytest.raises(AssertionError, match="values differ"):
         check_tensor(torch.zeros(2), torch.ones(2), "x")
+
+
+def test_the_quick_comparison_agrees_with_assert_close_wherever_it_answers():
+    """utils.grading._closeness says what torch.testing.assert_close would, without building its message, for two
+    strided floating-point tensors of one dtype, shape and device, and nothing (None) otherwise: drawn values at the
+    edge of the tolerance (one unit in the last place either side of atol + rtol x |expected|), NaN, infinities,
+    signed zeros, four dtypes, with and without tolerances."""
+    from utils.grading import _closeness
+
+    def asserted(value, expected, atol, rtol) -> bool:
+        try:
+            torch.testing.assert_close(value, expected, atol=atol, rtol=rtol, equal_nan=True)
+        except AssertionError:
+            return False
+        return True
+    generator = torch.Generator().manual_seed(0)
+    answered = 0
+    for dtype in (torch.float16, torch.bfloat16, torch.float32, torch.float64):
+        for atol, rtol in ((0.0, 0.0), (1e-3, 1e-3), (1e-5, 0.0), (0.0, 1e-2)):
+            for _ in range(25):
+                expected = torch.randn(7, generator=generator, dtype=torch.float64)
+                edge = atol + rtol * expected.abs()
+                step = torch.randint(-1, 2, (7,), generator=generator).double()   # inside, on or past the edge
+                value = expected + edge * (1 + step * torch.finfo(dtype).eps) * torch.randint(0, 2, (7,), generator=generator)
+                specials = torch.tensor([math.nan, math.inf, -math.inf, -0.0], dtype=torch.float64)
+                picks = torch.randint(0, 7, (2,), generator=generator)
+                value[picks[0]], expected[picks[0]] = specials[picks[1] % 4], specials[picks[1] % 4]
+                value, expected = value.to(dtype), expected.to(dtype)
+                close = _closeness(value, expected, atol, rtol)
+                assert close is not None and close == asserted(value, expected, atol, rtol), (dtype, atol, rtol, value, expected)
+                answered += close
+    assert 0 < answered < 400   # both verdicts were drawn
+    for value, expected in ((torch.ones(2, dtype=torch.int64), torch.ones(2, dtype=torch.int64)),   # not floating
+                            (torch.ones(2), torch.ones(2, dtype=torch.float64)),                     # dtypes apart
+                            (torch.ones(2).to_sparse(), torch.ones(2).to_sparse()),                 # not strided
+                            (torch.ones(2, dtype=torch.complex64), torch.ones(2, dtype=torch.complex64))):
+        assert _closeness(value, expected, 0.0, 0.0) is None
 
 
 def test_forbidden_catches_calls_and_imported_aliases():

@@ -20,6 +20,9 @@ from jaxtyping import Shaped
 from torch import Tensor
 
 _assert_close = torch.testing.assert_close
+_isclose = torch.isclose
+_all = torch.all
+_strided = torch.strided
 _tensor_type = torch.Tensor
 _isnan = math.isnan
 T = TypeVar("T")
@@ -142,7 +145,22 @@ def warm_up() -> None:
     _assert_close(torch.zeros(1), torch.zeros(1))
 
 
+def _closeness(value: Tensor, expected: Tensor, atol: float, rtol: float) -> bool | None:
+    """Whether torch.testing.assert_close(value, expected, atol=atol, rtol=rtol, equal_nan=True) would pass, where
+    that is certain without calling it: two strided floating-point tensors of one dtype, shape and device, which it
+    compares with torch.isclose exactly as this does; None otherwise (ask assert_close). Said without the message
+    assert_close builds for a mismatch, which a wrong answer's known mistakes each cost (and the trusted checker
+    compares every hand-in)."""
+    if not (value.dtype == expected.dtype and value.dtype.is_floating_point and value.shape == expected.shape
+            and value.device == expected.device and value.layout == _strided and expected.layout == _strided):
+        return None
+    return bool(_all(_isclose(value, expected, rtol=rtol, atol=atol, equal_nan=True)))
+
+
 def _tensors_match(value: Tensor, expected: Tensor, atol: float, rtol: float) -> bool:
+    close = _closeness(value, expected, atol, rtol)
+    if close is not None:
+        return close
     try:
         _assert_close(value, expected, atol=atol, rtol=rtol, equal_nan=True)
     except AssertionError:
@@ -187,13 +205,20 @@ def _checked_tensor(value: object, expected: Tensor, what: str, hint: str | None
         _fail(what, f"expected shape {tuple(expected.shape)}, got {tuple(tensor.shape)}", named, found())
     if tensor.device != expected.device:
         _fail(what, f"expected device {expected.device}, got {tensor.device}", hint)
+    close = _closeness(tensor, expected, atol, rtol)
+    if close:
+        return tensor
     try:
         _assert_close(tensor, expected, atol=atol, rtol=rtol, equal_nan=True)
     except AssertionError as error:
-        if expected.numel() <= SHOWN_ELEMENTS:
-            _fail(what, f"values differ: expected {show(expected)}, got {show(tensor)}", named, found())
-        _fail(what, f"values differ: {error}", named, found())
-    return tensor
+        said = str(error)
+    else:
+        if close is None:   # assert_close decides where _closeness cannot
+            return tensor
+        said = "not within the tolerance"   # a mismatch assert_close missed: torch.isclose replaced by the notebook
+    if expected.numel() <= SHOWN_ELEMENTS:
+        _fail(what, f"values differ: expected {show(expected)}, got {show(tensor)}", named, found())
+    _fail(what, f"values differ: {said}", named, found())
 
 
 @contextlib.contextmanager

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 import utils.floats
-from utils.grading import check_float, check_int, check_str, check_tensor, errors_named, forbidden
+from utils.grading import check_float, check_int, check_str, check_tensor, check_type, errors_named, forbidden
 
 
 class AlwaysEqual:
@@ -44,6 +44,25 @@ def test_wrong_values_and_signed_zero_fail_with_hint():
         check_float(0.0, -0.0, "x")
     with pytest.raises(AssertionError, match="expected an int, got bool"):
         check_int(True, 1, "x")
+
+
+def test_check_type_wants_exactly_the_type():
+    check_type(3, int, "n")
+    check_type(1.5, float, "x")
+    for value, kind, said in ((True, int, "expected an int, got bool"), (1, float, "expected a float, got int"),
+                              (SneakyFloat(1.0), float, "expected a float, got SneakyFloat"), ("3", int, "got str")):
+        with pytest.raises(AssertionError, match=said):
+            check_type(value, kind, "x")
+
+
+def test_a_relative_tolerance_accepts_what_lies_within_it_and_no_more():
+    check_float(1.0 + 1e-9, 1.0, "x", rel_tol=1e-6)
+    check_float(-2.0 * (1 - 1e-7), -2.0, "x", rel_tol=1e-6)
+    check_float(math.inf, math.inf, "x", rel_tol=1e-6)
+    for value, expected, rel_tol in ((1.0 + 1e-5, 1.0, 1e-6), (1.0 + 1e-9, 1.0, 0.0), (-0.0, 0.0, 0.0),
+                                     (1e308, math.inf, 1e-6), (-math.inf, math.inf, 1e-6)):
+        with pytest.raises(AssertionError):
+            check_float(value, expected, "x", rel_tol=rel_tol)
 
 
 def test_tensor_check_is_strict_about_type_dtype_shape():

@@ -65,6 +65,12 @@ def stated(value: float) -> set[str]:
     return forms
 
 
+
+def test_within_percent_is_that_many_hundredths_either_way():
+    assert within_percent(10).allows(1.09) and within_percent(10).allows(0.91) and within_percent(10).allows(1.1)
+    assert not within_percent(10).allows(1.11) and not within_percent(10).allows(0.89)
+    assert str(within_percent(5)) == "within 5%"
+
 def test_every_exercise_has_one_to_three_napkin_questions():
     per_exercise = {a: sum(q[0] == a for q in QUESTIONS) for a in assignments()}
     assert all(1 <= n <= 3 for n in per_exercise.values()), per_exercise

@@ -14,13 +14,11 @@ from pathlib import Path
 
 import pytest
 from nbgrader.api import Gradebook
-from nbgrader.auth import Authenticator
-from nbgrader.coursedir import CourseDirectory
 from nbgrader.exchange import ExchangeError
-from traitlets.config import Config
 
 from autograder.exchange import OwnedCollect, Skip, arrival_time, copy_owned
 from autograder.exchange.collect import CLAIM_TOLERANCE, MAX_FILES
+from tests.exchange_apps import exchange_app
 
 A = "03_memory"
 ME = os.geteuid()
@@ -48,18 +46,11 @@ def owned(path: Path, account: str) -> Path:
 
 def collector(tmp_path: Path, **settings) -> OwnedCollect:
     """OwnedCollect as `nbgrader collect A` makes it, for the course cs336 with its exchange under tmp_path."""
-    config = Config()
-    config.Exchange.root = str(tmp_path / "exchange")
-    config.CourseDirectory.course_id, config.CourseDirectory.assignment_id = "cs336", A
-    config.CourseDirectory.root = str(tmp_path / "course")
-    config.CourseDirectory.db_url = f"sqlite:///{tmp_path / 'gradebook.db'}"
+    sections: dict[str, dict[str, object]] = {"OwnedCollect": {}, "CourseDirectory": {}}
     for name, value in settings.items():
-        owner = "OwnedCollect" if name in ("inboxes", "before_duedate") else "CourseDirectory"
-        config[owner][name] = value
-    collect = OwnedCollect(coursedir=CourseDirectory(config=config), authenticator=Authenticator(config=config),
-                           config=config)
-    collect.log = logging.getLogger("collect-test")
-    return collect
+        sections["OwnedCollect" if name in ("inboxes", "before_duedate") else "CourseDirectory"][name] = value
+    return exchange_app(OwnedCollect, A, tmp_path / "exchange", tmp_path / "course", tmp_path / "gradebook.db",
+                        "collect-test", sections)
 
 
 def warnings_of(caplog) -> list[str]:

@@ -14,13 +14,11 @@ from pathlib import Path
 
 import pytest
 from nbgrader.api import Gradebook
-from nbgrader.auth import Authenticator
-from nbgrader.coursedir import CourseDirectory
 from nbgrader.exchange import ExchangeError
 from nbgrader.utils import notebook_hash
-from traitlets.config import Config
 
 from autograder.exchange import CLASS_MARK, STUDENTS_CONFIG, FinalName, ReleaseAssignment, ReleaseFeedback
+from tests.exchange_apps import exchange_app
 
 A = "03_memory"
 LOG = "release-test"
@@ -47,16 +45,8 @@ def shared():
 
 
 def app(cls, shared: Path, **settings):
-    config = Config()
-    config.Exchange.root = str(shared / "exchange")
-    config.CourseDirectory.course_id, config.CourseDirectory.assignment_id = "cs336", A
-    config.CourseDirectory.root = str(shared / "course")
-    config.CourseDirectory.db_url = f"sqlite:///{shared / 'course' / 'gradebook.db'}"
-    for name, value in settings.items():
-        config.CourseDirectory[name] = value
-    made = cls(coursedir=CourseDirectory(config=config), authenticator=Authenticator(config=config), config=config)
-    made.log = logging.getLogger(LOG)
-    return made
+    return exchange_app(cls, A, shared / "exchange", shared / "course", shared / "course" / "gradebook.db", LOG,
+                        {"CourseDirectory": settings})
 
 
 def said(caplog, level: int) -> list[str]:

@@ -184,9 +184,7 @@ def start_checker(control_fd: int, answer_fd: int) -> None:
     pid = os.fork()
     if pid == 0:
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-        first, second = sorted((control_fd, answer_fd))
-        for low, high in ((3, first), (first + 1, second), (second + 1, 1 << 16)):
-            os.closerange(low, high)   # this zygote's own socket to the grader among them; the standard streams kept
+        _close_all_but({control_fd, answer_fd})   # this zygote's own socket to the grader among them
         from autograder.trusted.checker import serve_forked  # after the fork: the checker's alone (test_layers)
         serve_forked(control_fd, answer_fd)   # never returns
     os.close(answer_fd)

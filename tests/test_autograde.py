@@ -24,7 +24,7 @@ from autograder.course import assignments
 from autograder.grader.pipeline import probe
 from autograder.grader.plan import HIDDEN_PLACEHOLDER
 from autograder.limits import load_limits
-from tests import submissions
+from tests import submissions, warm
 
 REPO = Path(__file__).resolve().parent.parent
 ASSIGNMENTS = assignments()
@@ -64,7 +64,7 @@ def digest(folder: Path) -> dict[str, str]:
 
 def run_grader(submitted: Path, out: Path, *extra: str, course: Path | None = None) -> subprocess.CompletedProcess:
     course = course or submitted.parent
-    run = subprocess.run([sys.executable, "-m", "autograder.grade", str(submitted), "--course", str(course),
+    run = warm.run([sys.executable, "-m", "autograder.grade", str(submitted), "--course", str(course),
                           "--out", str(out), *LIMITS, *extra], cwd=REPO, capture_output=True, text=True, timeout=1200)
     assert run.returncode == 0, run.stdout + run.stderr
     return run

@@ -17,7 +17,6 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -25,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from autograder.course import assignments
-from tests import submissions
+from tests import submissions, warm
 from tests.lab_server import REPO, start_lab, stop
 
 ARTIFACTS = Path(os.environ.get("PYTEST_ARTIFACTS", REPO / "test-artifacts")) / "browser"
@@ -98,7 +97,7 @@ def browser_page(tmp_path_factory):
         shutil.copytree(REPO / folder, course / folder, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
     for student, maker in GRADED_CLASS.items():  # a small class, graded by ours into the copy's gradebook
         submissions.write_submission(course / "submitted", student, "01_floats", maker("01_floats"))
-    graded = subprocess.run([sys.executable, "-m", "autograder.grade", "--assignment", "01_floats", "--limit",
+    graded = warm.run([sys.executable, "-m", "autograder.grade", "--assignment", "01_floats", "--limit",
                              "cell_seconds=30"], cwd=course, capture_output=True, text=True, timeout=300)
     assert graded.returncode == 0, graded.stdout + graded.stderr
     scratch = tmp_path_factory.mktemp("lab")

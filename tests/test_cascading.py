@@ -9,14 +9,13 @@ yours there (an exercise's cases sit together, under its number).
 from __future__ import annotations
 
 import csv
-import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from tests import submissions
+from tests import submissions, warm
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -107,7 +106,7 @@ def scores(tmp_path_factory) -> dict[tuple[str, str], float]:
     root = submissions.new_course(tmp_path_factory.mktemp("cascading"))
     for student, case in CASES.items():
         submissions.write_submission(root / "submitted", student, case.assignment, submission(case))
-    run = subprocess.run([sys.executable, "-m", "autograder.grade", str(root / "submitted"), "--course", str(root),
+    run = warm.run([sys.executable, "-m", "autograder.grade", str(root / "submitted"), "--course", str(root),
                           "--out", str(root / "graded"), "--limit", "cell_seconds=30"],
                          cwd=REPO, capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stdout + run.stderr

@@ -35,7 +35,7 @@ from autograder import canvas, lms_import, report
 from autograder.course import Course
 from autograder.grade import grade
 from autograder.limits import load_limits
-from tests import tiny_course
+from tests import tiny_course, warm
 
 A = tiny_course.ASSIGNMENT
 REPO = Path(__file__).resolve().parent.parent
@@ -79,7 +79,7 @@ def grade_by_hand(course: Course, student: str, points: tuple[int, int, int]) ->
 
 
 def export(course: Path, out: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([str(BIN / "python"), "-m", "autograder.canvas", "--roster", "students.csv", "--assignment",
+    return warm.run([str(BIN / "python"), "-m", "autograder.canvas", "--roster", "students.csv", "--assignment",
                            f"{A}={CANVAS_ID}", "--out", str(out)], cwd=course, capture_output=True, text=True,
                           timeout=120, env={**os.environ, "PYTHONPATH": str(REPO)})
 
@@ -93,9 +93,9 @@ def graded(tmp_path_factory):
     release = nbformat.read(root / "release" / A / f"{A}.ipynb", as_version=4)
     (root / "students.csv").write_text(ROSTER)
     env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}", "PYTHONPATH": str(REPO)}
-    subprocess.run([str(BIN / "nbgrader"), "db", "student", "import", "students.csv"], cwd=root, env=env, check=True,
+    warm.run([str(BIN / "nbgrader"), "db", "student", "import", "students.csv"], cwd=root, env=env, check=True,
                    capture_output=True)
-    subprocess.run([str(BIN / "nbgrader"), "db", "assignment", "add", A, f"--duedate={DUE}"], cwd=root, env=env,
+    warm.run([str(BIN / "nbgrader"), "db", "assignment", "add", A, f"--duedate={DUE}"], cwd=root, env=env,
                    check=True, capture_output=True)
     from autograder import deadlines
     deadlines.extend(course, A, "cy", days=1)  # a submission record without a time, for one who hands in nothing

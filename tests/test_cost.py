@@ -30,7 +30,7 @@ from pathlib import Path
 
 import pytest
 
-from tests import submissions
+from tests import submissions, warm
 
 REPO = Path(__file__).resolve().parent.parent
 TASKS = {"03_strides_views": "test_sliding_windows", "08_training_loop": "test_get_batch",
@@ -70,7 +70,7 @@ def grade(root: Path, makers: dict, environment: dict | None = None, while_noteb
                "--out", str(course / "graded")]
     env = {**os.environ, **(environment or {})}
     if while_notebooks_run is None:
-        run = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=900, env=env)
+        run = warm.run(command, cwd=REPO, capture_output=True, text=True, timeout=900, env=env)
         said = run.stdout + run.stderr
     else:
         with tempfile.TemporaryFile("w+") as out, contextlib.ExitStack() as during:

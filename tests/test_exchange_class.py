@@ -27,6 +27,7 @@ import pytest
 
 from autograder.course import exchange_root
 from autograder.exchange import STUDENTS_CONFIG, students_config
+from tests import warm
 
 REPO = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
@@ -48,7 +49,7 @@ def environment(home: Path, **extra: str) -> dict:
 
 
 def nbgrader(*args: str, cwd: Path, env: dict) -> subprocess.CompletedProcess:
-    return subprocess.run([str(BIN / "nbgrader"), *args], cwd=cwd, env=env, capture_output=True, text=True,
+    return warm.run([str(BIN / "nbgrader"), *args], cwd=cwd, env=env, capture_output=True, text=True,
                           timeout=180)
 
 

@@ -19,7 +19,7 @@ from autograder.grade import grade
 from autograder.grader.feedback import render
 from autograder.limits import load_limits
 from autograder.outcome import CellKind, CellOutcome, Failure
-from tests import tiny_course
+from tests import tiny_course, warm
 
 A = tiny_course.ASSIGNMENT
 REPO = Path(__file__).resolve().parent.parent
@@ -49,7 +49,7 @@ def write_class(course: Path, release: nbformat.NotebookNode, work: dict) -> Non
 
 
 def cli(course: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "autograder.grade", "--course", str(course), "--limit",
+    return warm.run([sys.executable, "-m", "autograder.grade", "--course", str(course), "--limit",
                            "cell_seconds=3", *args], cwd=REPO, capture_output=True, text=True, timeout=300)
 
 
@@ -314,7 +314,7 @@ def test_a_due_date_already_past_for_everyone_is_warned_at_release_and_at_gradin
         gb.update_or_create_assignment(A, duedate="2026-02-01 17:00:00 UTC")  # the manual's example, once
         gb.add_student("ada")
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
-    released = subprocess.run([str(Path(sys.executable).parent / "nbgrader"), "release_assignment", A], cwd=root,
+    released = warm.run([str(Path(sys.executable).parent / "nbgrader"), "release_assignment", A], cwd=root,
                               env=env, capture_output=True, text=True, timeout=120)
     assert released.returncode == 0, released.stderr
     assert f"WARNING: the due date of {A}, 2026-02-01 17:00:00 UTC, passed" in released.stderr, released.stderr

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
 from autograder.course import Course
+from tests import warm
 
 REPO = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
@@ -47,7 +47,7 @@ def environment(**extra: str) -> dict:
 @pytest.mark.parametrize("by_file", [False, True], ids=["switch", "file"])
 def test_a_command_without_the_url_stops_and_says_what_to_set(tmp_path, command, by_file):
     root = course(tmp_path, on_server=True, by_file=by_file)
-    done = subprocess.run([str(BIN / command[0]), *command[1:]], cwd=root, env=environment(), capture_output=True,
+    done = warm.run([str(BIN / command[0]), *command[1:]], cwd=root, env=environment(), capture_output=True,
                           text=True, timeout=180)
     assert done.returncode != 0, done.stdout + done.stderr
     switch = f"the file {root / 'gradebook-on-server'} is there" if by_file else "GRADEBOOK_ON_SERVER = True"

@@ -17,14 +17,13 @@ from __future__ import annotations
 
 import csv
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
 from autograder.limits import load_limits
-from tests import submissions
+from tests import submissions, warm
 
 REPO = Path(__file__).resolve().parent.parent
 FIRST = "01_floats"
@@ -54,7 +53,7 @@ def graded(tmp_path_factory):
             submissions.write_submission(submitted, student, assignment, submissions.issue_routes(student, assignment))
     for assignment in submissions.HONEST_SHAPES:
         submissions.write_submission(submitted, "honest-shapes", assignment, submissions.honest_shapes(assignment))
-    run = subprocess.run([sys.executable, "-m", "autograder.grade", str(submitted), "--course", str(root), "--out",
+    run = warm.run([sys.executable, "-m", "autograder.grade", str(submitted), "--course", str(root), "--out",
                           str(root / "graded"), "--limit", "cell_seconds=30"], cwd=REPO, capture_output=True, text=True,
                          timeout=900)
     with open(root / "graded" / "grades.csv") as f:

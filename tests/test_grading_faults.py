@@ -21,7 +21,7 @@ import nbformat
 import pytest
 
 from autograder.course import Course
-from tests import seccomp_fault, tiny_course
+from tests import seccomp_fault, tiny_course, warm
 
 A = tiny_course.ASSIGNMENT
 REPO = Path(__file__).resolve().parent.parent
@@ -47,7 +47,7 @@ def grade(root: Path, *args: str, out: Path | None = None, wait: bool = True, **
                "--limit", "cell_seconds=20", *args]
     if not wait:
         return subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs)
-    return subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=300, **kwargs)
+    return warm.run(command, cwd=REPO, capture_output=True, text=True, timeout=300, **kwargs)
 
 
 def here(root: Path, *limits: str, out: Path | None = None, **options) -> list:
@@ -540,7 +540,7 @@ def test_without_user_namespaces_the_grader_refuses_and_grades_nobody(tmp_path):
     kernel.unprivileged_userns_clone=0 or user.max_user_namespaces=0): a notebook would share the machine's /proc and
     disk, so the run stops before anyone is graded, saying why, and writes no grade."""
     make_class(tmp_path, {"ada": "return 2 * x"})
-    run = subprocess.run([sys.executable, "-m", "autograder.grade", "--course", str(tmp_path), "--out",
+    run = warm.run([sys.executable, "-m", "autograder.grade", "--course", str(tmp_path), "--out",
                           str(tmp_path / "graded")], cwd=REPO, capture_output=True, text=True, timeout=300,
                          preexec_fn=seccomp_fault.denying({"unshare": errno.EPERM}))
     assert run.returncode == 2, run.stdout + run.stderr
@@ -561,7 +561,7 @@ def test_without_landlock_the_grader_refuses_unless_told_and_then_says_so(tmp_pa
     assert refused.returncode == 2, refused.stdout + refused.stderr
     assert "has no Landlock" in refused.stderr and "require_landlock=false" in refused.stderr, refused.stderr
     assert not (tmp_path / "graded" / "grades.csv").exists()
-    told = subprocess.run(command + ["--limit", "require_landlock=false"], cwd=REPO, capture_output=True, text=True,
+    told = warm.run(command + ["--limit", "require_landlock=false"], cwd=REPO, capture_output=True, text=True,
                           timeout=300, preexec_fn=old_kernel)
     assert told.returncode == 0, told.stdout + told.stderr
     assert "NO LANDLOCK" in (tmp_path / "graded" / "summary.txt").read_text()

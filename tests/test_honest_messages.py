@@ -26,7 +26,7 @@ from autograder import database, gradebook
 from autograder.course import Course
 from autograder.late import how_late, points
 from autograder.outcome import Autograded
-from tests import postgres_server, tiny_course
+from tests import postgres_server, tiny_course, warm
 from tests.test_grading_faults import grade as grade_command
 from tests.test_grading_faults import make_class, totals
 
@@ -108,7 +108,7 @@ def test_a_full_temporary_folder_is_named_and_nothing_is_said_to_be_kept(tmp_pat
     subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4k", "tmpfs", str(small)], check=True)
     command = [sys.executable, "-m", "autograder.grade", "--course", str(root), "--out", str(root / "graded")]
     try:
-        run = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=300,
+        run = warm.run(command, cwd=REPO, capture_output=True, text=True, timeout=300,
                              env={**os.environ, "TMPDIR": str(small), "XDG_CACHE_HOME": str(tmp_path / "c1")})
     finally:
         subprocess.run(["umount", "-l", str(small)], check=True)
@@ -117,7 +117,7 @@ def test_a_full_temporary_folder_is_named_and_nothing_is_said_to_be_kept(tmp_pat
     assert "free now, of 4.0 KiB" in run.stderr, run.stderr
     assert "No submission had been graded yet" in run.stderr and "what was graded is kept" not in run.stderr
     assert "Traceback" not in run.stderr
-    again = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=300,
+    again = warm.run(command, cwd=REPO, capture_output=True, text=True, timeout=300,
                            env={**os.environ, "XDG_CACHE_HOME": str(tmp_path / "c2")})
     assert again.returncode == 0, again.stderr
     graded = totals(root / "graded")

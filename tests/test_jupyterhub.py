@@ -11,6 +11,7 @@ import pytest
 from traitlets.config.loader import PyFileConfigLoader
 
 from autograder.student_edition import LEAK, build
+from tests import warm
 
 REPO = Path(__file__).resolve().parent.parent
 HUB = REPO / "jupyterhub"
@@ -95,6 +96,6 @@ def test_fetched_exercises_land_where_the_landing_page_and_the_progress_check_lo
     fetched.mkdir(parents=True)
     (fetched / "01_floats.ipynb").write_bytes((REPO / "release" / "01_floats" / "01_floats.ipynb").read_bytes())
     assert "release/01_floats/01_floats.ipynb" in (REPO / "index.ipynb").read_text()
-    check = subprocess.run([sys.executable, "-m", "utils.progress_check", "01_floats"], cwd=tmp_path,
+    check = warm.run([sys.executable, "-m", "utils.progress_check", "01_floats"], cwd=tmp_path,
                            capture_output=True, text=True, timeout=300)
     assert check.returncode == 0 and "not attempted" in check.stdout, check.stdout + check.stderr

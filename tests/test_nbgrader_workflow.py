@@ -24,7 +24,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from tests import tiny_course
+from tests import tiny_course, warm
 
 A = tiny_course.ASSIGNMENT
 STUDENTS = ["alice", "bob", "carol", "dave", "erin", "frank"]
@@ -34,7 +34,7 @@ BIN = Path(sys.executable).parent
 
 
 def run(args: list[str], cwd: Path, env: dict) -> subprocess.CompletedProcess:
-    done = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
+    done = warm.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, f"{' '.join(args)} failed:\n{done.stdout}\n{done.stderr}"
     return done
 

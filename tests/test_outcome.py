@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import csv
 import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -26,6 +25,7 @@ from autograder.outcome import (
     not_graded,
     read_summary_json,
 )
+from tests import warm
 
 OLD = Path(__file__).resolve().parent / "fixtures" / "results_2026-11-28"
 NOTEBOOK = "00_tiny"
@@ -202,7 +202,7 @@ def graded(tmp_path_factory):
         (folder / "timestamp.txt").write_text("2026-01-05 12:00:00.000000 UTC")
         if text is not None:
             (folder / f"{NOTEBOOK}.ipynb").write_text(text)
-    run = subprocess.run([sys.executable, "-m", "autograder.grade", "--course", str(root), "--out", str(root / "out"),
+    run = warm.run([sys.executable, "-m", "autograder.grade", "--course", str(root), "--out", str(root / "out"),
                           "--limit", "cell_seconds=4"], cwd=Path(__file__).resolve().parent.parent,
                          capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import csv
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -13,6 +12,7 @@ import nbformat
 import pytest
 
 from autograder.course import Course
+from tests import warm
 
 REPO = Path(__file__).resolve().parent.parent
 A = "00_plain"
@@ -77,7 +77,7 @@ def both(tmp_path_factory):
             for extra in ("data.txt", "helper.py"):  # as nbgrader's release gave them to the student
                 shutil.copy(root / "release" / A / extra, target / extra)
         if grader == "ours":
-            run = subprocess.run([sys.executable, "-m", "autograder.grade", "--course", str(root), "--out",
+            run = warm.run([sys.executable, "-m", "autograder.grade", "--course", str(root), "--out",
                                   str(root / "graded")], cwd=REPO, capture_output=True, text=True, timeout=600)
             assert run.returncode == 0, run.stdout + run.stderr
             with open(root / "graded" / "grades.csv") as f:

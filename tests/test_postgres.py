@@ -30,7 +30,7 @@ from autograder import database, merge
 from autograder.course import Course
 from autograder.grade import grade
 from autograder.gradebook import GradebookError
-from tests import postgres_server, submissions
+from tests import postgres_server, submissions, warm
 from tests.lab_server import free_port, get
 
 REPO = Path(__file__).resolve().parent.parent
@@ -56,7 +56,7 @@ def env() -> dict:
 
 
 def run(args: list[str], cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess:
-    done = subprocess.run(args, cwd=cwd, env=env(), capture_output=True, text=True, timeout=timeout)
+    done = warm.run(args, cwd=cwd, env=env(), capture_output=True, text=True, timeout=timeout)
     assert done.returncode == 0, f"{' '.join(args)} failed:\n{done.stdout}\n{done.stderr}"
     return done
 
@@ -322,7 +322,7 @@ def test_an_unreachable_server_is_a_clear_error_and_nothing_is_written(tmp_path)
     course = course_with(tmp_path / "course", url)
     refused(course, "cannot reach the database server at 127.0.0.1:", "Nothing was written")
     # The command line: exit 2, the reason on one line, no password.
-    done = subprocess.run([sys.executable, "-m", "autograder.grade", "--course", str(course.root)], cwd=course.root,
+    done = warm.run([sys.executable, "-m", "autograder.grade", "--course", str(course.root)], cwd=course.root,
                           env=env(), capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and "error: the gradebook (postgresql+psycopg://grader:***@127.0.0.1" in done.stderr
     assert postgres_server.PASSWORD not in done.stderr + done.stdout

@@ -3,12 +3,12 @@ from the visible tests, without changing the student's files."""
 import hashlib
 import json
 import re
-import subprocess
 import sys
 from pathlib import Path
 
 import nbformat
 
+from tests import warm
 from tests.submissions import REPO, _fill, half_done, release_notebooks, solved, task_points, written_points
 from utils.progress_check import (
     FAILED,
@@ -67,7 +67,7 @@ def test_failure_message_is_the_checks_first_line_and_hint():
 def test_blank_release_is_all_not_attempted_and_left_unchanged():
     """The command a student types, on the release as shipped: nothing attempted, no file touched or added."""
     before = snapshot(RELEASE)
-    result = subprocess.run([sys.executable, "-m", "utils.progress_check"], cwd=REPO, capture_output=True,
+    result = warm.run([sys.executable, "-m", "utils.progress_check"], cwd=REPO, capture_output=True,
                             text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     rows = [m.groups() for line in result.stdout.splitlines() if (m := ROW.match(line))]

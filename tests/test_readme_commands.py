@@ -32,7 +32,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from tests import tiny_course
+from tests import tiny_course, warm
 from tests.manual import NOT_RUN, bash_blocks, fenced_bash, pages, read, section
 
 REPO = Path(__file__).resolve().parent.parent
@@ -373,7 +373,7 @@ def test_the_end_of_term_archives_the_class_clears_the_exchange_and_runs_again(c
     assert (course / "source" / A).is_dir() and (course / "release" / A).is_dir()
     assert f"Still pinned to this class (their ~/.jupyter/nbgrader_config.py names it): {me}" in said, said
     assert "rm ~/.jupyter/nbgrader_config.py" in said
-    fetch = subprocess.run(["nbgrader", "fetch_assignment", A], cwd=home, env=cycle["student"], capture_output=True,
+    fetch = warm.run(["nbgrader", "fetch_assignment", A], cwd=home, env=cycle["student"], capture_output=True,
                            text=True, timeout=300)
     assert fetch.returncode != 0 and "remove this file, ~/.jupyter/nbgrader_config.py" in fetch.stdout + fetch.stderr
     again = [bash(cycle["activate"] + block, course, cycle["instructor"]) for block in cycle["end_of_term"]]

@@ -18,7 +18,6 @@ import hashlib
 import json
 import re
 import shutil
-import subprocess
 import sys
 import urllib.parse
 from html.parser import HTMLParser
@@ -29,7 +28,7 @@ import nbformat
 import pytest
 
 from autograder import staff_pages
-from tests import submissions
+from tests import submissions, warm
 from tests.lab_server import REPO, start_lab, stop
 from tests.test_browser import CHROMIUM_ARGS, chromium_for_playwright
 
@@ -68,7 +67,7 @@ def hostile_class(tmp_path_factory):
     eve.mkdir(parents=True)
     (eve / EVE_FILE).write_text("no notebook here")
     (eve / "timestamp.txt").write_text("2026-01-05 12:00:00.000000 UTC")
-    graded = subprocess.run([sys.executable, "-m", "autograder.grade", "--assignment", "01_floats", "--limit",
+    graded = warm.run([sys.executable, "-m", "autograder.grade", "--assignment", "01_floats", "--limit",
                              "cell_seconds=30"], cwd=course, capture_output=True, text=True, timeout=300)
     assert graded.returncode == 0, graded.stdout + graded.stderr
     autograded = course / "autograded" / "mallory" / "01_floats" / "01_floats.ipynb"
@@ -289,7 +288,7 @@ def test_feedback_carries_none_of_the_markup(hostile_class):
     """`nbgrader generate_feedback` (the course's nbgrader_config.py) writes mallory's feedback with her markup as
     text: no script but the template's own, no event handler, no `javascript:` link."""
     course, _ = hostile_class
-    done = subprocess.run([sys.executable, "-m", "nbgrader", "generate_feedback", "01_floats", "--student", "mallory",
+    done = warm.run([sys.executable, "-m", "nbgrader", "generate_feedback", "01_floats", "--student", "mallory",
                            "--force"], cwd=course, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
     page = (course / "feedback" / "mallory" / "01_floats" / "01_floats.html").read_text()

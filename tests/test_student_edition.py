@@ -12,6 +12,7 @@ import pytest
 from nbclient import NotebookClient
 
 from autograder.student_edition import LEAK, build, find_leaks
+from tests import warm
 from tests.submissions import REPO, task_points, written_points
 
 BLOCK = re.compile(r"^[ \t]*### BEGIN (SOLUTION|HIDDEN TESTS|MARK SCHEME)[ \t]*\n([\s\S]*?)^[ \t]*### END \1", re.MULTILINE)
@@ -139,7 +140,7 @@ def test_a_lecture_runs_from_the_edition_with_its_own_utils(edition):
 
 def test_progress_check_runs_from_the_edition(edition):
     out, _ = edition
-    result = subprocess.run([sys.executable, "-m", "utils.progress_check"], cwd=out, env=student_env(out),
+    result = warm.run([sys.executable, "-m", "utils.progress_check"], cwd=out, env=student_env(out),
                             capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     total = sum(len(task_points(p.name)) for p in (out / "release").iterdir())
@@ -148,7 +149,7 @@ def test_progress_check_runs_from_the_edition(edition):
     written = sum(len(written_points(p.name)) for p in (out / "release").iterdir())
     assert f"Written answers: 0 of {written} written" in result.stdout and written >= 10
     assert "question in words" in (out / "README.md").read_text() and "a person grades it" in (out / "README.md").read_text()
-    strict = subprocess.run([sys.executable, "-m", "utils.progress_check", "--strict", "01_floats"], cwd=out,
+    strict = warm.run([sys.executable, "-m", "utils.progress_check", "--strict", "01_floats"], cwd=out,
                             env=student_env(out), capture_output=True, text=True, timeout=300)
     assert strict.returncode == 1
 
@@ -195,9 +196,9 @@ def test_make_lab_leaves_out_nbgrader_instructor_tools_and_validate_finds_a_conf
     assert not any(lab["server"][name] for name in INSTRUCTOR_TOOLS["server"]), lab
     assert lab["server"]["nbgrader.server_extensions.validate_assignment"] and lab["server"]["jupyterlab"]
     assert lab["lab"] == INSTRUCTOR_TOOLS["lab"] and without["lab"] == []
-    validate = subprocess.run([sys.executable, "-m", "nbgrader", "validate", "none.ipynb"], cwd=out,
+    validate = warm.run([sys.executable, "-m", "nbgrader", "validate", "none.ipynb"], cwd=out,
                               capture_output=True, text=True, timeout=120)
     assert "No nbgrader_config.py" not in validate.stdout + validate.stderr
-    assert "No nbgrader_config.py" in subprocess.run([sys.executable, "-m", "nbgrader", "validate", "none.ipynb"],
+    assert "No nbgrader_config.py" in warm.run([sys.executable, "-m", "nbgrader", "validate", "none.ipynb"],
                                                      cwd=out / "release", capture_output=True, text=True,
                                                      timeout=120).stderr   # the check can see the warning

@@ -22,6 +22,7 @@ from reference.training_loop import (
     seed_everything,
     train,
 )
+from tests import warm
 from utils.models import TinyLM, count_params
 from utils.training import TOKEN_DTYPE, Batches, markov_tokens, open_tokens, write_tokens
 
@@ -465,7 +466,6 @@ def test_a_wrong_get_batch_or_seed_everything_costs_only_its_own_points(tmp_path
     """train calls get_batch: its tests (visible and hidden) run it with a correct get_batch, so a right train earns
     its points beside a wrong get_batch; the checkpoint tasks earn theirs beside a wrong seed_everything."""
     import csv
-    import subprocess
     import sys
 
     from tests import submissions
@@ -477,7 +477,7 @@ def test_a_wrong_get_batch_or_seed_everything_costs_only_its_own_points(tmp_path
     kept = submissions._fill(assignment, lambda i, grade_id, solution: KEPT_IN_MEMORY[grade_id](solution)
                              if grade_id in KEPT_IN_MEMORY else solution)
     submissions.write_submission(root / "submitted", "keptinmemory", assignment, kept)
-    run = subprocess.run([sys.executable, "-m", "autograder.grade", str(root / "submitted"), "--course", str(root),
+    run = warm.run([sys.executable, "-m", "autograder.grade", str(root / "submitted"), "--course", str(root),
                           "--out", str(root / "graded")], capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stdout + run.stderr
     with open(root / "graded" / "grades.csv") as f:

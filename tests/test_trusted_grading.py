@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests import submissions
+from tests import submissions, warm
 
 REPO = Path(__file__).resolve().parent.parent
 A = "07_models_optimizers"
@@ -36,7 +36,7 @@ def checkout(root: Path) -> Path:
 
 def grade(root: Path, *extra: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(root), "XDG_CACHE_HOME": str(root / "cache")}
-    return subprocess.run([sys.executable, "-m", "autograder.grade", "--course", str(root), "--out", str(root / "graded"),
+    return warm.run([sys.executable, "-m", "autograder.grade", "--course", str(root), "--out", str(root / "graded"),
                            "--limit", "cell_seconds=30", *extra], cwd=root, env=env, capture_output=True, text=True,
                           timeout=600)
 
@@ -49,7 +49,7 @@ def graded_checkout(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess
     shutil.copytree(REPO / "source" / "01_floats", root / "source" / "01_floats")
     shutil.copytree(REPO / "source" / "05_flops_mfu", root / "source" / "05_flops_mfu")
     env = {**os.environ, "PYTHONPATH": str(root)}
-    added = subprocess.run([sys.executable, "-m", "nbgrader", "db", "assignment", "add", "05_flops_mfu",
+    added = warm.run([sys.executable, "-m", "nbgrader", "db", "assignment", "add", "05_flops_mfu",
                             "--duedate=2026-02-01 17:00:00 UTC"], cwd=root, env={**env, "PATH": f"{Path(sys.executable).parent}:{env['PATH']}"},
                            capture_output=True, text=True, timeout=120)
     assert added.returncode == 0, added.stdout + added.stderr

@@ -8,14 +8,13 @@ float results, so a hidden test whose tolerance is tighter than the rounding of 
 import csv
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
 from autograder.course import assignments
-from tests import submissions
+from tests import submissions, warm
 
 REPO = Path(__file__).resolve().parent.parent
 ASSIGNMENTS = assignments()
@@ -40,7 +39,7 @@ def graded(tmp_path_factory):
     first_answer.source = PROBE + first_answer.source
     submissions.write_submission(submitted, "solved", ASSIGNMENTS[0], notebooks)
     cache = tmp_path_factory.mktemp("cache")  # a self-check passed before must not count: it runs here, now
-    run = subprocess.run([sys.executable, "-m", "autograder.grade", str(submitted), "--course", str(root), "--out", str(out)],
+    run = warm.run([sys.executable, "-m", "autograder.grade", str(submitted), "--course", str(root), "--out", str(out)],
                          cwd=REPO, env={**os.environ, **SECOND_DISPATCH, "XDG_CACHE_HOME": str(cache)},
                          capture_output=True, text=True, timeout=1200)
     assert run.returncode == 0, run.stdout + run.stderr

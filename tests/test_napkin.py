@@ -169,19 +169,20 @@ def factors_printed(hint: str) -> list[float]:
     return [float(found.replace(",", "")) for found in FACTOR.findall(hint)]
 
 
-@pytest.mark.parametrize("percent", [2, 5])
-def test_no_number_the_feedback_prints_is_one_to_multiply_by_and_pass(percent):
-    """The policy of utils/napkin.py (docs/course.md, "What napkin feedback tells you"), over a grid of wrong answers:
-    without a slip named, no factor printed (a band's edges) makes the answer pass when multiplied or divided by; a
-    near miss prints no number but the tolerance; and never does a hint say "about" a rounded factor."""
-    tolerance = within_percent(percent)
+@pytest.mark.parametrize("tolerance", [within_percent(2), within_percent(5), within_percent(60), within_percent(89),
+                                       within_factor(2), within_factor(9.9)], ids=str)
+def test_no_number_the_feedback_prints_is_one_to_multiply_by_and_pass(tolerance):
+    """The policy of utils/napkin.py (docs/course.md, "What napkin feedback tells you"), over a grid of wrong answers
+    and tolerances up to the widest a question may state: without a slip named, no factor printed (a band's edges)
+    makes the answer pass when multiplied or divided by; a near miss prints no number but the tolerance; and never
+    does a hint say "about" a rounded factor."""
     for ratio in GRID:
         if tolerance.allows(ratio):
             continue
         hint = napkin_feedback(ratio, "GiB", tolerance)
         assert ("too large" if ratio > 1 else "too small") in hint, (ratio, hint)
         if hint.startswith("a near miss"):
-            assert re.findall(r"\d+", hint) == [str(percent)], (ratio, hint)
+            assert re.findall(r"\d+", hint) == re.findall(r"\d+", str(tolerance)), (ratio, hint)
             continue
         assert hint.startswith(("between", "less than")), (ratio, hint)
         for factor in factors_printed(hint):
@@ -211,6 +212,10 @@ def test_tolerances():
     assert within_percent(5).allows(1.05) and not within_percent(5).allows(1.051) and within_percent(5).allows(0.95)
     assert within_factor(2).allows(0.5) and within_factor(2).allows(2.0) and not within_factor(2).allows(2.01)
     assert str(within_percent(2)) == "within 2%" and str(within_factor(3)) == "within a factor of 3"
+    for too_wide in (lambda: within_factor(10), lambda: within_factor(1), lambda: within_percent(90),
+                     lambda: within_percent(-1)):
+        with pytest.raises(ValueError, match="napkin tolerance"):   # the feedback's bands span a decade either way
+            too_wide()
 
 
 def test_a_known_slip_is_named_with_its_factor_as_it_is_and_an_unknown_one_gets_a_band():

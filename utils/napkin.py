@@ -40,6 +40,15 @@ class Tolerance:
     relative: float = 0.0
     factor: float | None = None
 
+    def __post_init__(self):
+        # The feedback's bands and slips look one decade either way of the answer (`_allows`, `band`): a tolerance
+        # as wide as 10x would pass band edges that a decade's band cannot step past. A napkin answer is asked to
+        # within a few percent, or a small factor.
+        if self.factor is not None and not 1 < self.factor < 10:
+            raise ValueError(f"a napkin tolerance's factor must be above 1 and below 10, not {self.factor!r}")
+        if not 0 <= self.relative < 0.9:   # within 90% passes a tenth of the value: a decade
+            raise ValueError(f"a napkin tolerance's relative width must be at least 0 and below 0.9, not {self.relative!r}")
+
     def allows(self, ratio: float) -> bool:
         """Whether an answer `ratio` times the expected value passes."""
         if self.factor is not None:
@@ -127,11 +136,21 @@ def band(log_factor: float, tolerance: Tolerance | None = None) -> tuple[tuple[f
         return math.log10(edge[0]) + edge[1]
     high = next(i for i, edge in enumerate(edges) if log_factor < log(edge))
     low = high - 1
-    while low > 0 and _allows(tolerance, log_factor - log(edges[low])):
+    while low > 0 and _passes_either_way(tolerance, log_factor - log(edges[low])):
         low -= 1
-    while high < len(edges) - 1 and _allows(tolerance, log_factor - log(edges[high])):
+    while high < len(edges) - 1 and _passes_either_way(tolerance, log_factor - log(edges[high])):
         high += 1
     return edges[low], edges[high]
+
+
+def _passes_either_way(tolerance: Tolerance | None, log_ratio: float) -> bool:
+    """Whether an answer off by 10^log_ratio, multiplied or divided by it, could pass: a relative tolerance is not
+    symmetric in a ratio (within 60% passes 0.5 but not 2), and a logarithm's rounding makes a factor of exactly 2
+    2.0000000000000004, so both ways are tried, each with a hair of slack."""
+    if tolerance is None or abs(log_ratio) >= 1:
+        return False
+    ratio = 10**log_ratio
+    return any(tolerance.allows(r * slack) for r in (ratio, 1 / ratio) for slack in (1 - 1e-12, 1 + 1e-12))
 
 
 def _grid_number(edge: tuple[float, int]) -> str:

@@ -14,8 +14,9 @@ number when killed).
 
 What stays different from a fresh interpreter: its /proc/PID/cmdline is the server's (nothing graded reads it; the
 grader records `sys.argv`, which is the command's), and modules third-party packages imported in the server saw the
-server's environment at import time (none of the preloaded ones reads a variable the tests set: `python -m
-tests.warm --audit` lists those that read any). Anything else (another program, `runuser`, a command with interpreter
+server's environment at import time (in the packages it imports, only four variables are read outside a function,
+JUPYTER_ALLOW_INSECURE_WRITES, TRAITLETS_APPLICATION_RAISE_CONFIG_FILE_ERROR, TORNADO_EXTENSION and
+GATEWAY_WS_PING_INTERVAL_SECS, and no test sets one). Anything else (another program, `runuser`, a command with interpreter
 flags, a `Popen`) runs as a plain subprocess, unchanged. The console scripts themselves stay covered where commands
 run exactly as printed (tests/test_readme_commands.py) and as students on the hub (tests/test_class_hub.py).
 """
@@ -134,8 +135,8 @@ class _Server:
 
     def run(self, request: dict, stdin, stdout, stderr, timeout, args):
         """(exit status, captured stdout or None, captured stderr or None)."""
-        streams = _Streams(stdin, stdout, stderr)
         connection = self.connect()
+        streams = _Streams(stdin, stdout, stderr)
         try:
             socket.send_fds(connection, [json.dumps(request).encode()], streams.for_child())
             streams.handed_over()
@@ -403,25 +404,3 @@ def _exit(code: int) -> None:
             os.kill(os.getpid(), -code)
         os._exit(code & 0xFF)
 
-
-def audit() -> list[str]:
-    """The preloaded modules whose source reads the environment outside a function (they saw the server's)."""
-    for name in PRELOAD:
-        importlib.import_module(name)
-    found = []
-    for name, module in sorted(sys.modules.items()):
-        source = getattr(module, "__file__", None)
-        if not source or not source.endswith(".py"):
-            continue
-        try:
-            lines = Path(source).read_text(errors="replace").splitlines()
-        except OSError:
-            continue
-        for number, line in enumerate(lines, 1):
-            if not line[:1].isspace() and ("os.environ" in line or "getenv(" in line) and not line.startswith("#"):
-                found.append(f"{name}:{number}: {line.strip()[:100]}")
-    return found
-
-
-if __name__ == "__main__" and sys.argv[1:] == ["--audit"]:
-    print("\n".join(audit()))

@@ -44,6 +44,7 @@ def _shell():
         return evidence
     run(CellKind.SETUP, "import math, types, torch, einops\nimport torch.utils.flop_counter, utils.gradients\n"
                         "utils.gradients.count_two_layer_flops(2, 2, 2)   # a warm process, as the grader's are")
+    watch.look_at_loaded()   # as the zygote does after its preload
     return run
 
 
@@ -123,6 +124,25 @@ def test_what_a_task_runs_is_seen(shell, name):
     while torch._C._len_torch_function_stack():
         torch._C._pop_torch_function_stack()
     sys.modules.pop("cheat_helper", None)   # seen by every later watch too, as it would be in that notebook
+
+
+def test_a_loaded_module_put_back_from_the_notebooks_folder_is_seen(shell):
+    """A name the zygote's preload holds (looked at once, before any notebook's folder existed) whose module the
+    notebook replaces with one it wrote is seen, as a new name is: what was looked at is the module, not the name."""
+    import sys
+    import types
+    loaded = types.ModuleType("course_helper")
+    loaded.__file__ = "/the-course/course_helper.py"
+    sys.modules["course_helper"] = loaded
+    watch.look_at_loaded()
+    try:
+        shell(CellKind.ANSWER, "import os, sys\nopen('course_helper.py', 'w').write('def w2(h1, g):\\n    return h1.T @ g\\n')\n"
+                               "del sys.modules['course_helper']\nsys.path.insert(0, os.getcwd())\nimport course_helper\n"
+                               "def w2_grad(h1, g):\n    return course_helper.w2(h1, g)")
+        evidence = shell(CellKind.TEST, "w2_grad(torch.randn(3, 2), torch.randn(3, 4))", "w2_grad")
+        assert "tampering: course_helper was imported from a file the notebook wrote" in evidence, evidence
+    finally:
+        sys.modules.pop("course_helper", None)
 
 
 HONEST = {   # what the watch must not report: honest code, the tests' own use of the oracles, a correct stand-in

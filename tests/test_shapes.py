@@ -2,12 +2,16 @@
 
 (Exercise 4's answers are not here: its hidden tests compare with torch's own index juggling.)
 """
+import dataclasses
+
 import pytest
 import torch
 from jaxtyping import Bool, Float, TypeCheckError
 from torch import Tensor
+from torch._tensor_str import PRINT_OPTS
 
-from utils.shapes import check_accepts, check_rejects, check_uses_einops, shape_error_message, typechecked
+from utils.shapes import (check_accepts, check_rejects, check_uses_einops, observe_call, shape_error_message,
+                          short_tensor_reprs, typechecked)
 
 
 @typechecked
@@ -92,6 +96,25 @@ def test_short_message_for_a_repeated_name_and_a_bool_annotation():
 
     assert "why: n is 3 here, but 2 elsewhere in this call" in message_of(diagonal, torch.ones(2, 3))
     assert "why: dtype f32 is not a Bool dtype" in message_of(count, torch.ones(2, 3))
+
+
+REFUSED = [(torch.randn(2, 3, 4), torch.randn(2, 5, 6)), (torch.randn(2, 3, 4), torch.randn(3, 5, 4)),
+           (torch.randn(4), torch.randn(5, 4)), (torch.randn(40, 30, 4).long(), torch.randn(40, 5, 4))]
+
+
+@pytest.mark.parametrize("args", REFUSED)
+def test_a_refusal_reads_the_same_with_short_tensor_reprs_and_leaves_printing_as_it_was(args):
+    """The checks call with tensors printing short (beartype prints each refused tensor whole into a message nobody
+    reads): the message we read is the same, and torch prints as before once the call is over, however it ended."""
+    before = dataclasses.asdict(PRINT_OPTS)
+    full = repr(args[1])
+    assert check_rejects(scores, args, "scores") == message_of(scores, *args)
+    assert observe_call(scores, args)["message"] == message_of(scores, *args)
+    with pytest.raises(ZeroDivisionError), short_tensor_reprs():
+        assert "..." in repr(torch.arange(10))
+        1 / 0
+    assert repr(args[1]) == full and "..." not in repr(torch.arange(10))
+    assert dataclasses.asdict(PRINT_OPTS) == before
 
 
 def test_short_message_falls_back_to_the_first_line_for_other_errors():

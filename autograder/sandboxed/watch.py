@@ -36,8 +36,16 @@ AUDITED = {"exec", "compile", "sys.settrace", "sys.setprofile", "sys.addaudithoo
            "object.__setattr__", "object.__delattr__", "gc.get_objects", "gc.get_referrers", "gc.get_referents",
            "code.__new__", "function.__new__", "marshal.loads"}
 ACTIVE: list["Watch"] = []   # the watch of the running test cell, while its task runs
-_LOOKED_AT: set[str] = set()  # modules already looked at for where they were imported from
-_FROM_HERE: set[str] = set()  # those imported from the notebook's own folder
+_LOOKED_AT: dict[str, object] = {}  # name -> the module under that name already looked at for where it came from
+_FROM_HERE: set[str] = set()  # the names of those imported from the notebook's own folder
+
+
+def look_at_loaded() -> None:
+    """Take every module loaded so far as looked at: the zygote calls this after its preload, before any notebook
+    folder exists, so that no module in sys.modules can come from one. Each notebook process then looks only at what
+    it loads itself (or puts under a name in place of what was there); asking each of the preload's 3,000 modules
+    for its __file__ (some answer through a module __getattr__) took about 30 ms per notebook of a torch course."""
+    _LOOKED_AT.update(sys.modules)
 
 
 class Spec:
@@ -123,14 +131,17 @@ class Watch:
 
     def _own_modules(self) -> None:
         """A module imported from the notebook's own folder is code the judge never read (a `csv.py` the notebook
-        wrote, imported in place of the standard library's): tampering. Each module is looked at once."""
+        wrote, imported in place of the standard library's): tampering. Each module is looked at once under each
+        name it is put under."""
         import os
         here = os.getcwd() + os.sep
-        for name in sys.modules.keys() - _LOOKED_AT:
-            path = getattr(sys.modules.get(name), "__file__", None)
+        for name, module in list(sys.modules.items()):
+            if _LOOKED_AT.get(name, _LOOKED_AT) is module:
+                continue
+            path = getattr(module, "__file__", None)
             if isinstance(path, str) and path.startswith(here):
                 _FROM_HERE.add(name)
-            _LOOKED_AT.add(name)
+            _LOOKED_AT[name] = module
         for name in sorted(_FROM_HERE & sys.modules.keys()):
             self.note(f"tampering: {name} was imported from a file the notebook wrote")
 

@@ -38,7 +38,7 @@ from autograder.protocol import (
     Started,
     StartupFailed,
 )
-from autograder.sandboxed import executor, walls
+from autograder.sandboxed import executor, walls, watch
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 # What the zygote imports beside the modules the course imports (issue #63: a course that never imports torch gets
@@ -96,6 +96,7 @@ def preload(modules: list[str]) -> None:
         install_generation_tagging_init()
     if "utils.grading" in sys.modules:
         importlib.import_module("utils.grading").warm_up()
+    watch.look_at_loaded()   # no notebook's folder exists yet: nothing loaded so far comes from one
 
 
 def _try_import(name: str) -> None:

@@ -29,9 +29,11 @@ def shell(tmp_path_factory):
 
 
 def _shell():
+    import os
     shell = executor.make_shell()
     names = executor.CellNames(shell)
     watch.install()
+    watch.watch_folder(os.getcwd())   # as executor.serve does before the student's code
 
     def run(kind: CellKind, code: str, task: str | None = None) -> list[str]:
         names.begin(kind)
@@ -124,6 +126,64 @@ def test_what_a_task_runs_is_seen(shell, name):
     while torch._C._len_torch_function_stack():
         torch._C._pop_torch_function_stack()
     sys.modules.pop("cheat_helper", None)   # seen by every later watch too, as it would be in that notebook
+    watch._CODE_FROM_HERE.clear()
+
+
+WRITE = "import os, sys, sysconfig\nopen({file!r}, 'w').write({code!r})\nsys.path.insert(0, os.getcwd())\n"
+DISGUISED = {   # code the notebook wrote, loaded so that nothing the module says about itself points at the folder
+    "a module whose __file__ and __spec__ name the standard library's file (red team, #63)": (
+        WRITE.format(file="tabnanny.py", code="import sysconfig\n__file__ = sysconfig.get_paths()['stdlib'] + "
+                                               "'/tabnanny.py'\n__spec__.origin = __file__\n"
+                                               "def w2(h1, g):\n    return h1.T @ g\n")
+        + "import tabnanny\ndef w2_grad(h1, g):\n    return tabnanny.w2(h1, g)", "tabnanny.py"),
+    "a zip archive put on sys.path": (
+        "import os, sys, zipfile\nwith zipfile.ZipFile('lib.zip', 'w') as z:\n"
+        "    z.writestr('zipped_helper.py', 'def w2(h1, g):\\n    return h1.T @ g\\n')\n"
+        "sys.path.insert(0, os.path.join(os.getcwd(), 'lib.zip'))\nimport zipped_helper\n"
+        "zipped_helper.__file__ = os.__file__\ndef w2_grad(h1, g):\n    return zipped_helper.w2(h1, g)", "lib.zip"),
+    "a text file loaded as a module by a spec of its own": (
+        "import importlib.util, os\nopen('notes.txt', 'w').write('def w2(h1, g):\\n    return h1.T @ g\\n')\n"
+        "from importlib.machinery import SourceFileLoader\n"
+        "spec = importlib.util.spec_from_file_location('notes', 'notes.txt', loader=SourceFileLoader('notes', 'notes.txt'))\n"
+        "notes = importlib.util.module_from_spec(spec)\nspec.loader.exec_module(notes)\nnotes.__file__ = os.__file__\n"
+        "def w2_grad(h1, g):\n    return notes.w2(h1, g)", "notes.txt"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(DISGUISED))
+def test_code_the_import_system_read_from_the_notebooks_folder_is_seen_whatever_the_module_says(shell, name):
+    """Whatever a module says of itself, the file the import system opened (a loader's get_data, zipimport) is seen
+    when it lies in the notebook's folder, in whichever cell it was imported."""
+    answer, path = DISGUISED[name]
+    try:
+        shell(CellKind.ANSWER, answer)
+        evidence = shell(CellKind.TEST, "w2_grad(torch.randn(3, 2), torch.randn(3, 4))", "w2_grad")
+        assert f"tampering: the import system read {path}, a file in the notebook's own folder" in evidence, evidence
+    finally:
+        import sys
+        for module in ("tabnanny", "zipped_helper", "notes"):
+            sys.modules.pop(module, None)
+        watch._CODE_FROM_HERE.clear()   # seen by every later watch too, as it would be in that notebook
+
+
+def test_a_file_the_grader_lent_is_imported_unseen_until_the_notebook_changes_it(shell):
+    """An assignment's own module, written by the grader (executor.write_files), is the course's code: importing it is
+    no one's tampering; rewritten by the notebook, it is the notebook's."""
+    import base64
+    import sys
+    try:
+        assert executor.write_files({"course_lent.py": base64.b64encode(b"def w2(h1, g):\n    return h1.T @ g\n")
+                                     .decode()}) == []
+        shell(CellKind.ANSWER, "import os, sys\nsys.path.insert(0, os.getcwd())\nimport course_lent\n"
+                               "def w2_grad(h1, g):\n    return course_lent.w2(h1, g)")
+        assert shell(CellKind.TEST, "w2_grad(torch.randn(3, 2), torch.randn(3, 4))", "w2_grad") == []
+        sys.modules.pop("course_lent")
+        shell(CellKind.ANSWER, "open('course_lent.py', 'a').write('# mine\\n')\nimport course_lent")
+        evidence = shell(CellKind.TEST, "w2_grad(torch.randn(3, 2), torch.randn(3, 4))", "w2_grad")
+        assert any("the import system read course_lent.py" in line for line in evidence), evidence
+    finally:
+        sys.modules.pop("course_lent", None)
+        watch._CODE_FROM_HERE.clear()
 
 
 def test_a_loaded_module_put_back_from_the_notebooks_folder_is_seen(shell):
@@ -143,6 +203,7 @@ def test_a_loaded_module_put_back_from_the_notebooks_folder_is_seen(shell):
         assert "tampering: course_helper was imported from a file the notebook wrote" in evidence, evidence
     finally:
         sys.modules.pop("course_helper", None)
+        watch._CODE_FROM_HERE.clear()
 
 
 HONEST = {   # what the watch must not report: honest code, the tests' own use of the oracles, a correct stand-in

@@ -229,7 +229,9 @@ def write_files(files: dict[str, str]) -> list[str]:
             continue
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(base64.b64decode(data))
+            content = base64.b64decode(data)
+            target.write_bytes(content)
+            watch.lend(str(target), content)
         except (OSError, ValueError):
             refused.append(name)
     return refused
@@ -252,6 +254,7 @@ def serve(requests: io.TextIOBase, replies: io.TextIOBase, output_chars: int, wa
     """Say Ready (everything after it is the student's), then answer requests until the grader closes the channel."""
     from utils.handin import CHANNEL
     watch.install()  # before any of the student's code: an audit hook cannot be removed
+    watch.watch_folder(os.getcwd())  # the only folder the notebook can write: code read from it is seen
     CHANNEL.begin({})  # from here on, hidden_cases() and hand_in() talk to the grader, never to `reference`
     guard = None
     names = CellNames(shell)

@@ -23,6 +23,8 @@ differs from the judge's verdict. None of it charges a student: the verdict is t
 from __future__ import annotations
 
 import functools
+import hashlib
+import os
 import sys
 from types import FrameType
 from typing import Any, Callable
@@ -38,6 +40,47 @@ AUDITED = {"exec", "compile", "sys.settrace", "sys.setprofile", "sys.addaudithoo
 ACTIVE: list["Watch"] = []   # the watch of the running test cell, while its task runs
 _LOOKED_AT: dict[str, object] = {}  # name -> the module under that name already looked at for where it came from
 _FROM_HERE: set[str] = set()  # the names of those imported from the notebook's own folder
+
+
+# What the import system (a FileLoader's get_data, zipimport) opens, seen by the audit hook in every cell: a module's
+# own __file__ and __spec__ are the module's to say (one line of a file the notebook wrote makes them point at the
+# standard library: red team, issue #63), the path the loader opened is not.
+IMPORT_SYSTEM = ("<frozen importlib._bootstrap_external>", "<frozen zipimport>")
+_FOLDER: list[str] = []              # the notebook's working folder (resolved, with a trailing separator), once set
+_LENT: dict[str, str] = {}           # resolved path -> sha256 of what the grader wrote there (the assignment's files)
+_CODE_FROM_HERE: set[str] = set()    # files in that folder the import system read, relative to it
+
+
+def watch_folder(folder: str) -> None:
+    """From now on, the import system reading a file under `folder`, the only folder the notebook can write, is
+    recorded, unless the grader lent that file and it is unchanged (executor.serve calls this before Ready)."""
+    _FOLDER[:] = [os.path.realpath(folder) + os.sep]
+
+
+def lend(path: str, data: bytes) -> None:
+    """The grader wrote `data` at `path` (an assignment's file): importing it, unchanged, is no one's tampering."""
+    _LENT[os.path.realpath(path)] = hashlib.sha256(data).hexdigest()
+
+
+def _read_by_the_import_system(path: object, opener: str) -> None:
+    if opener not in IMPORT_SYSTEM or not isinstance(path, (str, bytes)):
+        return
+    real = os.path.realpath(os.fsdecode(path))
+    if not real.startswith(_FOLDER[0]) or not os.path.isfile(real):   # a cached .pyc not written yet: no code read
+        return
+    if not _lent_unchanged(real):
+        _CODE_FROM_HERE.add(real[len(_FOLDER[0]):])
+
+
+def _lent_unchanged(real: str) -> bool:
+    """Whether the file at the resolved path `real` is one the grader lent, as it wrote it."""
+    if real not in _LENT:
+        return False
+    try:
+        with open(real, "rb") as file:
+            return hashlib.sha256(file.read()).hexdigest() == _LENT[real]
+    except OSError:
+        return False
 
 
 def look_at_loaded() -> None:
@@ -133,17 +176,18 @@ class Watch:
         """A module imported from the notebook's own folder is code the judge never read (a `csv.py` the notebook
         wrote, imported in place of the standard library's): tampering. Each module is looked at once under each
         name it is put under."""
-        import os
         here = os.getcwd() + os.sep
         for name, module in list(sys.modules.items()):
             if _LOOKED_AT.get(name, _LOOKED_AT) is module:
                 continue
             path = getattr(module, "__file__", None)
-            if isinstance(path, str) and path.startswith(here):
+            if isinstance(path, str) and path.startswith(here) and not _lent_unchanged(os.path.realpath(path)):
                 _FROM_HERE.add(name)
             _LOOKED_AT[name] = module
         for name in sorted(_FROM_HERE & sys.modules.keys()):
             self.note(f"tampering: {name} was imported from a file the notebook wrote")
+        for path in sorted(_CODE_FROM_HERE):
+            self.note(f"tampering: the import system read {path}, a file in the notebook's own folder")
 
     def _wrap(self, fn: Callable) -> Callable:
         watch = self
@@ -329,8 +373,18 @@ _in_hook = [False]
 
 
 def _audit(event: str, args: tuple) -> None:
-    """What the student's frames do while their task runs under a watch (sys.addaudithook: it cannot be removed)."""
-    if not ACTIVE or event not in AUDITED or _in_hook[0]:
+    """What the student's frames do while their task runs under a watch, and what the import system reads from the
+    notebook's folder in any cell (sys.addaudithook: it cannot be removed)."""
+    if _in_hook[0]:
+        return
+    if event == "open" and _FOLDER:
+        _in_hook[0] = True
+        try:
+            _read_by_the_import_system(args[0] if args else None, sys._getframe(1).f_code.co_filename)
+        finally:
+            _in_hook[0] = False
+        return
+    if not ACTIVE or event not in AUDITED:
         return
     _in_hook[0] = True
     try:

@@ -47,14 +47,19 @@ _FROM_HERE: set[str] = set()  # the names of those imported from the notebook's 
 # standard library: red team, issue #63), the path the loader opened is not.
 IMPORT_SYSTEM = ("<frozen importlib._bootstrap_external>", "<frozen zipimport>")
 _FOLDER: list[str] = []              # the notebook's working folder (resolved, with a trailing separator), once set
+_INSTALLED: list[str] = []           # where the course's code is installed (resolved): Python's prefixes, the course
 _LENT: dict[str, str] = {}           # resolved path -> sha256 of what the grader wrote there (the assignment's files)
-_CODE_FROM_HERE: set[str] = set()    # files in that folder the import system read, relative to it
+_CODE_FROM_HERE: set[str] = set()    # what the import system read from elsewhere, said for a person
 
 
 def watch_folder(folder: str) -> None:
-    """From now on, the import system reading a file under `folder`, the only folder the notebook can write, is
-    recorded, unless the grader lent that file and it is unchanged (executor.serve calls this before Ready)."""
+    """From now on, the import system reading code from anywhere but the course's installation is recorded: a file
+    under `folder`, the only folder the notebook can write (unless the grader lent it and it is unchanged), or
+    anything else a path can name (a memfd or a pipe through /proc/self/fd). executor.serve calls this before Ready."""
     _FOLDER[:] = [os.path.realpath(folder) + os.sep]
+    course = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
+    _INSTALLED[:] = sorted({os.path.realpath(root) + os.sep for root in
+                            (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, course)})
 
 
 def lend(path: str, data: bytes) -> None:
@@ -63,13 +68,14 @@ def lend(path: str, data: bytes) -> None:
 
 
 def _read_by_the_import_system(path: object, opener: str) -> None:
-    if opener not in IMPORT_SYSTEM or not isinstance(path, (str, bytes)):
-        return
+    if opener not in IMPORT_SYSTEM or not isinstance(path, (str, bytes)) or not os.path.exists(path):
+        return   # not the import system, or a cached .pyc not written yet: no code read
     real = os.path.realpath(os.fsdecode(path))
-    if not real.startswith(_FOLDER[0]) or not os.path.isfile(real):   # a cached .pyc not written yet: no code read
-        return
-    if not _lent_unchanged(real):
-        _CODE_FROM_HERE.add(real[len(_FOLDER[0]):])
+    if real.startswith(_FOLDER[0]):
+        if not _lent_unchanged(real):
+            _CODE_FROM_HERE.add(f"{real[len(_FOLDER[0]):]}, a file in the notebook's own folder")
+    elif not real.startswith(tuple(_INSTALLED)):
+        _CODE_FROM_HERE.add(f"{real}, outside the course's installation")
 
 
 def _lent_unchanged(real: str) -> bool:
@@ -186,8 +192,8 @@ class Watch:
             _LOOKED_AT[name] = module
         for name in sorted(_FROM_HERE & sys.modules.keys()):
             self.note(f"tampering: {name} was imported from a file the notebook wrote")
-        for path in sorted(_CODE_FROM_HERE):
-            self.note(f"tampering: the import system read {path}, a file in the notebook's own folder")
+        for where in sorted(_CODE_FROM_HERE):
+            self.note(f"tampering: the import system read {where}")
 
     def _wrap(self, fn: Callable) -> Callable:
         watch = self

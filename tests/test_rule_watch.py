@@ -174,23 +174,20 @@ def test_code_the_import_system_read_from_the_notebooks_folder_is_seen_whatever_
         watch._CODE_FROM_HERE.clear()   # seen by every later watch too, as it would be in that notebook
 
 
-def test_a_file_the_grader_lent_is_imported_unseen_until_the_notebook_changes_it(shell):
-    """An assignment's own module, written by the grader (executor.write_files), is the course's code: importing it is
-    no one's tampering; rewritten by the notebook, it is the notebook's."""
+def test_a_module_handed_in_beside_the_notebook_is_seen(shell):
+    """The grader puts the student's own files beside her notebook, as `nbgrader autograde` does (executor.write_files):
+    a helper.py she handed in is code the judge never read, whatever it says of itself."""
     import base64
     import sys
+    helper = b"import os\n__file__ = os.__file__\ndef w2(h1, g):\n    return h1.T @ g\n"
     try:
-        assert executor.write_files({"course_lent.py": base64.b64encode(b"def w2(h1, g):\n    return h1.T @ g\n")
-                                     .decode()}) == []
-        shell(CellKind.ANSWER, "import os, sys\nsys.path.insert(0, os.getcwd())\nimport course_lent\n"
-                               "def w2_grad(h1, g):\n    return course_lent.w2(h1, g)")
-        assert shell(CellKind.TEST, "w2_grad(torch.randn(3, 2), torch.randn(3, 4))", "w2_grad") == []
-        sys.modules.pop("course_lent")
-        shell(CellKind.ANSWER, "open('course_lent.py', 'a').write('# mine\\n')\nimport course_lent")
+        assert executor.write_files({"helper.py": base64.b64encode(helper).decode()}) == []
+        shell(CellKind.ANSWER, "import os, sys\nsys.path.insert(0, os.getcwd())\nimport helper\n"
+                               "def w2_grad(h1, g):\n    return helper.w2(h1, g)")
         evidence = shell(CellKind.TEST, "w2_grad(torch.randn(3, 2), torch.randn(3, 4))", "w2_grad")
-        assert any("the import system read course_lent.py" in line for line in evidence), evidence
+        assert "tampering: the import system read helper.py, a file in the notebook's own folder" in evidence, evidence
     finally:
-        sys.modules.pop("course_lent", None)
+        sys.modules.pop("helper", None)
         watch._CODE_FROM_HERE.clear()
 
 

@@ -229,9 +229,7 @@ def write_files(files: dict[str, str]) -> list[str]:
             continue
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
-            content = base64.b64decode(data)
-            target.write_bytes(content)
-            watch.lend(str(target), content)
+            target.write_bytes(base64.b64decode(data))
         except (OSError, ValueError):
             refused.append(name)
     return refused

@@ -23,7 +23,6 @@ differs from the judge's verdict. None of it charges a student: the verdict is t
 from __future__ import annotations
 
 import functools
-import hashlib
 import os
 import sys
 from types import FrameType
@@ -48,23 +47,18 @@ _FROM_HERE: set[str] = set()  # the names of those imported from the notebook's 
 IMPORT_SYSTEM = ("<frozen importlib._bootstrap_external>", "<frozen zipimport>")
 _FOLDER: list[str] = []              # the notebook's working folder (resolved, with a trailing separator), once set
 _INSTALLED: list[str] = []           # where the course's code is installed (resolved): Python's prefixes, the course
-_LENT: dict[str, str] = {}           # resolved path -> sha256 of what the grader wrote there (the assignment's files)
 _CODE_FROM_HERE: set[str] = set()    # what the import system read from elsewhere, said for a person
 
 
 def watch_folder(folder: str) -> None:
     """From now on, the import system reading code from anywhere but the course's installation is recorded: a file
-    under `folder`, the only folder the notebook can write (unless the grader lent it and it is unchanged), or
-    anything else a path can name (a memfd or a pipe through /proc/self/fd). executor.serve calls this before Ready."""
+    under `folder`, the only folder the notebook can write (the files the grader puts there are the student's own
+    hand-in, and the assignment's, as `nbgrader autograde` gives them), or anything else a path can name (a memfd or
+    a pipe through /proc/self/fd). executor.serve calls this before Ready."""
     _FOLDER[:] = [os.path.realpath(folder) + os.sep]
     course = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
     _INSTALLED[:] = sorted({os.path.realpath(root) + os.sep for root in
                             (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, course)})
-
-
-def lend(path: str, data: bytes) -> None:
-    """The grader wrote `data` at `path` (an assignment's file): importing it, unchanged, is no one's tampering."""
-    _LENT[os.path.realpath(path)] = hashlib.sha256(data).hexdigest()
 
 
 def _read_by_the_import_system(path: object, opener: str) -> None:
@@ -72,21 +66,9 @@ def _read_by_the_import_system(path: object, opener: str) -> None:
         return   # not the import system, or a cached .pyc not written yet: no code read
     real = os.path.realpath(os.fsdecode(path))
     if real.startswith(_FOLDER[0]):
-        if not _lent_unchanged(real):
-            _CODE_FROM_HERE.add(f"{real[len(_FOLDER[0]):]}, a file in the notebook's own folder")
+        _CODE_FROM_HERE.add(f"{real[len(_FOLDER[0]):]}, a file in the notebook's own folder")
     elif not real.startswith(tuple(_INSTALLED)):
         _CODE_FROM_HERE.add(f"{real}, outside the course's installation")
-
-
-def _lent_unchanged(real: str) -> bool:
-    """Whether the file at the resolved path `real` is one the grader lent, as it wrote it."""
-    if real not in _LENT:
-        return False
-    try:
-        with open(real, "rb") as file:
-            return hashlib.sha256(file.read()).hexdigest() == _LENT[real]
-    except OSError:
-        return False
 
 
 def look_at_loaded() -> None:
@@ -187,7 +169,7 @@ class Watch:
             if _LOOKED_AT.get(name, _LOOKED_AT) is module:
                 continue
             path = getattr(module, "__file__", None)
-            if isinstance(path, str) and path.startswith(here) and not _lent_unchanged(os.path.realpath(path)):
+            if isinstance(path, str) and path.startswith(here):
                 _FROM_HERE.add(name)
             _LOOKED_AT[name] = module
         for name in sorted(_FROM_HERE & sys.modules.keys()):

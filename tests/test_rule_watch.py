@@ -147,6 +147,9 @@ DISGUISED = {   # code the notebook wrote, loaded so that nothing the module say
         "spec = importlib.util.spec_from_file_location('notes', 'notes.txt', loader=SourceFileLoader('notes', 'notes.txt'))\n"
         "notes = importlib.util.module_from_spec(spec)\nspec.loader.exec_module(notes)\nnotes.__file__ = os.__file__\n"
         "def w2_grad(h1, g):\n    return notes.w2(h1, g)", "notes.txt"),
+    "a file run by runpy.run_path into the notebook's names": (
+        "import runpy\nopen('helper.txt', 'w').write('def w2(h1, g):\\n    return h1.T @ g\\n')\n"
+        "w2_grad = runpy.run_path('helper.txt')['w2']", "helper.txt"),
     "code in a memfd, loaded through /proc/self/fd": (
         "import importlib.util, os\nfrom importlib.machinery import SourceFileLoader\n"
         "fd = os.memfd_create('helper')\nos.write(fd, b'def w2(h1, g):\\n    return h1.T @ g\\n')\n"

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import functools
 import os
+import runpy
 import sys
 from types import FrameType
 from typing import Any, Callable
@@ -41,10 +42,11 @@ _LOOKED_AT: dict[str, object] = {}  # name -> the module under that name already
 _FROM_HERE: set[str] = set()  # the names of those imported from the notebook's own folder
 
 
-# What the import system (a FileLoader's get_data, zipimport) opens, seen by the audit hook in every cell: a module's
-# own __file__ and __spec__ are the module's to say (one line of a file the notebook wrote makes them point at the
-# standard library: red team, issue #63), the path the loader opened is not.
-IMPORT_SYSTEM = ("<frozen importlib._bootstrap_external>", "<frozen zipimport>")
+# What the import system (a FileLoader's get_data, zipimport) and runpy (run_path) open, seen by the audit hook in every
+# cell: a module's own __file__ and __spec__ are the module's to say (one line of a file the notebook wrote makes them
+# point at the standard library: red team, issue #63), the path the loader opened is not.
+IMPORT_SYSTEM = ("<frozen importlib._bootstrap_external>", "<frozen zipimport>",
+                 runpy.run_path.__code__.co_filename)   # "<frozen runpy>" where Python freezes it
 _FOLDER: list[str] = []              # the notebook's working folder (resolved, with a trailing separator), once set
 _INSTALLED: list[str] = []           # where the course's code is installed (resolved): Python's prefixes, the course
 _CODE_FROM_HERE: set[str] = set()    # what the import system read from elsewhere, said for a person

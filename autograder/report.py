@@ -96,7 +96,7 @@ def review_reasons(out: Path, key: tuple[str, str], submission) -> list[str]:
     """Why a person should look at a submission nbgrader flags: the grader's flags (OUT/results/), and hand scores
     older than the submission (nbgrader's gradebook: a manual score that needs a manual grade again)."""
     result = outcome(out / "results" / key[0] / f"{key[1]}.json")
-    reasons = [f"flagged for review: {name} uses {', '.join(flags)}" for name, flags in result.flagged.items()] \
+    reasons = [f"flagged for review ({name}): {'; '.join(flags)}" for name, flags in result.flagged.items()] \
         if result else []
     if any(g.manual_score is not None and g.needs_manual_grade for nb in submission.notebooks for g in nb.grades):
         reasons.append(gradebook.REGRADED_AFTER_HAND_GRADE)

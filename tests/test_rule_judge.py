@@ -60,20 +60,23 @@ RULED_OUT = {
     ('04_einops_jaxtyping', 'attention_scores'): ('torch.einsum torch.functional torch.nn.functional .view .reshape .permute .transpose .movedim '
         '.moveaxis .swapaxes .swapdims .flatten .unflatten .einsum .matmul .bmm .mm .T .mT .@ .mH .H .adjoint '
         '.as_strided .unfold .tensordot .inner .outer .vecdot .dot .vdot .mv .addmm .baddbmm .addbmm .addmv '
-        '.cat .concat .concatenate .stack .hstack .vstack .dstack .nanmean .nansum .numpy .from_numpy'),
+        '.cat .concat .concatenate .stack .hstack .vstack .dstack .nanmean .nansum .numpy .from_numpy'
+        ' .view_as .reshape_as .transpose_ .swapaxes_ .swapdims_ .t .t_ .align_to .align_as .Flatten .Unflatten .sum .mean .cumsum .cumprod .prod .logcumsumexp'),
     ('04_einops_jaxtyping', 'checked_masked_mean'): ('torch.einsum torch.functional torch.mean torch.sum .view .reshape .permute .transpose .movedim '
         '.moveaxis .swapaxes .swapdims .flatten .unflatten .einsum .matmul .bmm .mm .T .mT .@ .mH .H .adjoint '
         '.as_strided .unfold .tensordot .inner .outer .vecdot .dot .vdot .mv .addmm .baddbmm .addbmm .addmv '
         '.cat .concat .concatenate .stack .hstack .vstack .dstack .nanmean .nansum .numpy .from_numpy .mean '
-        '.sum'),
+        '.sum .view_as .reshape_as .transpose_ .swapaxes_ .swapdims_ .t .t_ .align_to .align_as .Flatten .Unflatten .sum .mean .cumsum .cumprod .prod .logcumsumexp'),
     ('04_einops_jaxtyping', 'merge_heads'): ('torch.einsum torch.functional .view .reshape .permute .transpose .movedim .moveaxis .swapaxes '
         '.swapdims .flatten .unflatten .einsum .matmul .bmm .mm .T .mT .@ .mH .H .adjoint .as_strided .unfold '
         '.tensordot .inner .outer .vecdot .dot .vdot .mv .addmm .baddbmm .addbmm .addmv .cat .concat '
-        '.concatenate .stack .hstack .vstack .dstack .nanmean .nansum .numpy .from_numpy'),
+        '.concatenate .stack .hstack .vstack .dstack .nanmean .nansum .numpy .from_numpy'
+        ' .view_as .reshape_as .transpose_ .swapaxes_ .swapdims_ .t .t_ .align_to .align_as .Flatten .Unflatten'),
     ('04_einops_jaxtyping', 'split_qkv'): ('torch.einsum torch.functional .view .reshape .permute .transpose .movedim .moveaxis .swapaxes '
         '.swapdims .flatten .unflatten .einsum .matmul .bmm .mm .T .mT .@ .mH .H .adjoint .as_strided .unfold '
         '.tensordot .inner .outer .vecdot .dot .vdot .mv .addmm .baddbmm .addbmm .addmv .cat .concat '
-        '.concatenate .stack .hstack .vstack .dstack .nanmean .nansum .numpy .from_numpy'),
+        '.concatenate .stack .hstack .vstack .dstack .nanmean .nansum .numpy .from_numpy'
+        ' .view_as .reshape_as .transpose_ .swapaxes_ .swapdims_ .t .t_ .align_to .align_as .Flatten .Unflatten'),
     ('05_flops_mfu', 'linear_model_flops'): ('torch.utils.flop_counter utils.flops.FlopCounterMode utils.flops.count_flops ' + PROFILERS + ' '
         'utils.flops.matmul_flops utils.flops.linear_flops'),
     ('05_flops_mfu', 'matmul_flop_count'): ('torch.utils.flop_counter utils.flops.FlopCounterMode utils.flops.count_flops ' + PROFILERS + ' '

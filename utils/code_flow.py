@@ -66,7 +66,9 @@ REFLECTIVE = ("importlib", "operator.attrgetter", "operator.methodcaller", "sys.
               "torch._dynamo", "torch.fx", "torch.jit", "torch.library", "torch.package", "torch.hub", "torch.ops",
               "builtins.get_ipython", "dill", "cloudpickle", "pydoc", "zipimport", "pkgutil", "site", "threading",
               "multiprocessing", "concurrent", "subprocess", "os.system", "os.exec", "os.fork", "signal", "atexit",
-              "weakref", "builtins.type.__getattribute__", "builtins.object.__getattribute__")
+              "weakref", "builtins.type.__getattribute__", "builtins.object.__getattribute__",
+              # names as strings turned into objects, and threads the watch does not follow (red team, 2026-11-30)
+              "logging.config", "unittest.mock", "asyncio", "_thread", "sched")
 # Modules a notebook may import whose code the judge need not read (the course's libraries and the standard library);
 # any other import is code the judge never saw (a file the notebook wrote, say), and flags the notebook.
 KNOWN_MODULES = set(sys.stdlib_module_names) | {

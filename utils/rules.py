@@ -69,7 +69,13 @@ EINOPS_ONLY = ("view", "reshape", "permute", "transpose", "movedim", "moveaxis",
                "unflatten", "einsum", "matmul", "bmm", "mm", "T", "mT", "@", "mH", "H", "adjoint", "as_strided", "unfold",
                "tensordot", "inner", "outer", "vecdot", "dot", "vdot", "mv", "addmm", "baddbmm", "addbmm", "addmv",
                "cat", "concat", "concatenate", "stack", "hstack", "vstack", "dstack", "nanmean", "nansum", "numpy",
-               "from_numpy")
+               "from_numpy",
+               # their in-place and "_as" forms, and the modules (red team, 2026-11-30: view_as, transpose_ went unseen)
+               "view_as", "reshape_as", "transpose_", "swapaxes_", "swapdims_", "t", "t_", "align_to", "align_as",
+               "Flatten", "Unflatten")
+# What contracts or totals an axis without naming it as a product: a sum of a broadcast product, a running total
+# (red team: (q.unsqueeze(-2) * k.unsqueeze(-3)).sum(-1) for the scores, cumsum(1)[:, -1] for a sum).
+TOTALS = ("sum", "mean", "cumsum", "cumprod", "prod", "logcumsumexp")
 AUTOCASTS = ("torch.autocast", "torch.amp.autocast", "torch.amp.autocast_mode", "torch.cpu.amp.autocast",
              "torch.cuda.amp.autocast", "torch.set_autocast_enabled")
 GRAD_SCALERS = ("torch.amp.GradScaler", "torch.amp.grad_scaler", "torch.cuda.amp.GradScaler", "torch.cpu.amp.GradScaler",
@@ -113,11 +119,11 @@ RULES: dict[tuple[str, str], Rule] = {
     ("04_einops_jaxtyping", "test_merge_heads"): Rule("merge_heads", ("torch.einsum", "torch.functional"), EINOPS_ONLY,
                                                        needs=("einops",), why=_EINOPS),
     ("04_einops_jaxtyping", "test_attention_scores"): Rule("attention_scores", ("torch.einsum", "torch.functional",
-                                                                                "torch.nn.functional"), EINOPS_ONLY,
-                                                           needs=("einops",), why=_EINOPS),
+                                                                                "torch.nn.functional"),
+                                                           EINOPS_ONLY + TOTALS, needs=("einops",), why=_EINOPS),
     ("04_einops_jaxtyping", "test_checked_masked_mean"): Rule("checked_masked_mean", ("torch.einsum", "torch.functional",
                                                                                       "torch.mean", "torch.sum"),
-                                                              EINOPS_ONLY + ("mean", "sum"), needs=("einops",), why=_EINOPS),
+                                                              EINOPS_ONLY + TOTALS, needs=("einops",), why=_EINOPS),
     ("05_flops_mfu", "test_matmul_flop_count"): Rule("matmul_flop_count", FLOP_COUNTERS + ("utils.flops.matmul_flops",),
                                                       why="count the multiply-adds from the shapes yourself."),
     ("05_flops_mfu", "test_linear_model_flops"): Rule("linear_model_flops", FLOP_COUNTERS + (

@@ -39,7 +39,7 @@ def review_lines(result: SubmissionOutcome, name: str | None = None) -> list[str
         if name not in (None, each):
             continue
         if notebook.flags:
-            lines.append(f"flagged for review: {each} uses {', '.join(notebook.flags)}")
+            lines.append(f"flagged for review ({each}): {'; '.join(notebook.flags)}")
         tampered = sorted({t for c in notebook.cells for t in c.tampered})
         if tampered:
             lines.append(f"tests failed because the test tools were changed while they ran: {', '.join(tampered[:5])}")

@@ -26,6 +26,7 @@ import functools
 import os
 import runpy
 import sys
+import threading
 from types import FrameType
 from typing import Any, Callable
 
@@ -50,6 +51,7 @@ IMPORT_SYSTEM = ("<frozen importlib._bootstrap_external>", "<frozen zipimport>",
 _FOLDER: list[str] = []              # the notebook's working folder (resolved, with a trailing separator), once set
 _INSTALLED: list[str] = []           # where the course's code is installed (resolved): Python's prefixes, the course
 _CODE_FROM_HERE: set[str] = set()    # what the import system read from elsewhere, said for a person
+_THREADS_BEFORE: set[int] = set()    # the Python threads there were before the student's code (watch_folder)
 
 
 def watch_folder(folder: str) -> None:
@@ -58,6 +60,7 @@ def watch_folder(folder: str) -> None:
     hand-in, and the assignment's, as `nbgrader autograde` gives them), or anything else a path can name (a memfd or
     a pipe through /proc/self/fd). executor.serve calls this before Ready."""
     _FOLDER[:] = [os.path.realpath(folder) + os.sep]
+    _THREADS_BEFORE.update(sys._current_frames())
     course = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
     _INSTALLED[:] = sorted({os.path.realpath(root) + os.sep for root in
                             (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, course)})
@@ -71,6 +74,13 @@ def _read_by_the_import_system(path: object, opener: str) -> None:
         _CODE_FROM_HERE.add(f"{real[len(_FOLDER[0]):]}, a file in the notebook's own folder")
     elif not real.startswith(tuple(_INSTALLED)):
         _CODE_FROM_HERE.add(f"{real}, outside the course's installation")
+
+
+def _threads_of_the_notebook() -> list[int]:
+    """The Python threads alive now that the student's code started (from a cell, a library it called, an executor
+    of asyncio's or concurrent's): work handed to one of them runs where the profile hook never looks."""
+    calling = threading.get_ident()
+    return [ident for ident in sys._current_frames() if ident not in _THREADS_BEFORE and ident != calling]
 
 
 def look_at_loaded() -> None:
@@ -216,6 +226,9 @@ class Watch:
                 self.profiling = False
             ACTIVE.remove(self)
             self.inside -= 1
+            if _threads_of_the_notebook():
+                self.note("tampering: a thread the notebook started was running while the task ran (the watch follows "
+                          "only the thread that calls the task)")
             if torch._C._len_torch_function_stack() != functions_before or \
                     torch._C._len_torch_dispatch_stack() != self.dispatch_baseline:
                 self.note("tampering: the task's code left torch's mode stacks changed")

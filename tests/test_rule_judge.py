@@ -563,6 +563,17 @@ def test_what_a_library_hands_back_and_the_task_calls_is_flagged_as_reached_thro
     assert found.dynamic == dynamic, found
 
 
+@pytest.mark.parametrize("resolver", [
+    "import logging.config\n_f = logging.config.BaseConfigurator({}).resolve('torch.autograd.grad')",
+    "from unittest import mock\n_f = mock._importer('torch.autograd').grad",
+])
+def test_a_name_given_as_a_string_to_a_resolver_is_flagged(resolver):
+    """Red team, 2026-11-30: logging.config's resolver turned 'torch.autograd.grad' into the function, and the judge,
+    which reads no strings, took what it returned for data: now what such a resolver returns is reflection."""
+    found = verdict("w2_grad", f"{resolver}\ndef w2_grad(h1, g):\n    return _f((h1 * g).sum(), h1)")
+    assert found.dynamic, found
+
+
 def test_a_task_bound_to_another_task_s_function_is_judged_on_that_function():
     """A stand-in is another task's code; a task whose own name holds that same function runs it, and is charged."""
     cells = ["def limits(e, m, s=True):\n    info = torch.finfo(torch.float32)\n    return info.max, 1, 1, 1",

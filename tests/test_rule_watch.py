@@ -194,6 +194,24 @@ def test_a_module_handed_in_beside_the_notebook_is_seen(shell):
         watch._CODE_FROM_HERE.clear()
 
 
+def test_work_handed_to_a_thread_the_notebook_started_is_seen(shell):
+    """The profile hook follows the thread that calls the task: a worker thread started in an earlier cell (as an
+    executor of asyncio's or concurrent's would run), fed through a queue, that does the forbidden work is alive when
+    the call ends, and said."""
+    answer = ("import queue, threading\njobs, done = queue.Queue(), queue.Queue()\n"
+              "def _serve():\n    while True:\n        h1, g = jobs.get()\n        if h1 is None:\n            return\n"
+              "        w = torch.ones(2, 4, requires_grad=True)\n"
+              "        done.put(torch.autograd.grad((h1 @ w * g).sum(), [w])[0])\n"
+              "worker = threading.Thread(target=_serve, daemon=True)\nworker.start()\n"
+              "def w2_grad(h1, g):\n    jobs.put((h1, g))\n    return done.get()")
+    try:
+        shell(CellKind.ANSWER, answer)
+        evidence = shell(CellKind.TEST, "w2_grad(torch.randn(3, 2), torch.randn(3, 4))", "w2_grad")
+        assert any("a thread the notebook started was running while the task ran" in line for line in evidence), evidence
+    finally:
+        shell(CellKind.ANSWER, "jobs.put((None, None))\nworker.join(10)")
+
+
 def test_a_loaded_module_put_back_from_the_notebooks_folder_is_seen(shell):
     """A name the zygote's preload holds (looked at once, before any notebook's folder existed) whose module the
     notebook replaces with one it wrote is seen, as a new name is: what was looked at is the module, not the name."""

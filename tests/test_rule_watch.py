@@ -160,38 +160,38 @@ DISGUISED = {   # code the notebook wrote, loaded so that nothing the module say
 }
 
 
+def evidence_of(shell, answer: str, *modules: str) -> list[str]:
+    """What the watch says of w2_grad as `answer` defines it; after, the modules it made are dropped and what the
+    import system read is forgotten (seen by every later watch too, as it would be in that notebook)."""
+    import sys
+    try:
+        shell(CellKind.ANSWER, answer)
+        return shell(CellKind.TEST, "w2_grad(torch.randn(3, 2), torch.randn(3, 4))", "w2_grad")
+    finally:
+        for module in modules:
+            sys.modules.pop(module, None)
+        watch._CODE_FROM_HERE.clear()
+
+
 @pytest.mark.parametrize("name", sorted(DISGUISED))
 def test_code_the_import_system_read_from_the_notebooks_folder_is_seen_whatever_the_module_says(shell, name):
     """Whatever a module says of itself, the file the import system opened (a loader's get_data, zipimport) is seen
     when it lies in the notebook's folder, in whichever cell it was imported."""
     answer, path = DISGUISED[name]
-    try:
-        shell(CellKind.ANSWER, answer)
-        evidence = shell(CellKind.TEST, "w2_grad(torch.randn(3, 2), torch.randn(3, 4))", "w2_grad")
-        where = path if path.startswith("/") else f"{path}, a file in the notebook's own folder"
-        assert f"tampering: the import system read {where}" in evidence, evidence
-    finally:
-        import sys
-        for module in ("tabnanny", "zipped_helper", "notes", "in_memory"):
-            sys.modules.pop(module, None)
-        watch._CODE_FROM_HERE.clear()   # seen by every later watch too, as it would be in that notebook
+    evidence = evidence_of(shell, answer, "tabnanny", "zipped_helper", "notes", "in_memory")
+    where = path if path.startswith("/") else f"{path}, a file in the notebook's own folder"
+    assert f"tampering: the import system read {where}" in evidence, evidence
 
 
 def test_a_module_handed_in_beside_the_notebook_is_seen(shell):
     """The grader puts the student's own files beside her notebook, as `nbgrader autograde` does (executor.write_files):
     a helper.py she handed in is code the judge never read, whatever it says of itself."""
     import base64
-    import sys
     helper = b"import os\n__file__ = os.__file__\ndef w2(h1, g):\n    return h1.T @ g\n"
-    try:
-        assert executor.write_files({"helper.py": base64.b64encode(helper).decode()}) == []
-        shell(CellKind.ANSWER, "import os, sys\nsys.path.insert(0, os.getcwd())\nimport helper\n"
-                               "def w2_grad(h1, g):\n    return helper.w2(h1, g)")
-        evidence = shell(CellKind.TEST, "w2_grad(torch.randn(3, 2), torch.randn(3, 4))", "w2_grad")
-        assert "tampering: the import system read helper.py, a file in the notebook's own folder" in evidence, evidence
-    finally:
-        sys.modules.pop("helper", None)
-        watch._CODE_FROM_HERE.clear()
+    assert executor.write_files({"helper.py": base64.b64encode(helper).decode()}) == []
+    evidence = evidence_of(shell, "import os, sys\nsys.path.insert(0, os.getcwd())\nimport helper\n"
+                                  "def w2_grad(h1, g):\n    return helper.w2(h1, g)", "helper")
+    assert "tampering: the import system read helper.py, a file in the notebook's own folder" in evidence, evidence
 
 
 def test_work_handed_to_a_thread_the_notebook_started_is_seen(shell):
@@ -221,15 +221,10 @@ def test_a_loaded_module_put_back_from_the_notebooks_folder_is_seen(shell):
     loaded.__file__ = "/the-course/course_helper.py"
     sys.modules["course_helper"] = loaded
     watch.look_at_loaded()
-    try:
-        shell(CellKind.ANSWER, "import os, sys\nopen('course_helper.py', 'w').write('def w2(h1, g):\\n    return h1.T @ g\\n')\n"
-                               "del sys.modules['course_helper']\nsys.path.insert(0, os.getcwd())\nimport course_helper\n"
-                               "def w2_grad(h1, g):\n    return course_helper.w2(h1, g)")
-        evidence = shell(CellKind.TEST, "w2_grad(torch.randn(3, 2), torch.randn(3, 4))", "w2_grad")
-        assert "tampering: course_helper was imported from a file the notebook wrote" in evidence, evidence
-    finally:
-        sys.modules.pop("course_helper", None)
-        watch._CODE_FROM_HERE.clear()
+    evidence = evidence_of(shell, "import os, sys\nopen('course_helper.py', 'w').write('def w2(h1, g):\\n    return h1.T @ g\\n')\n"
+                                  "del sys.modules['course_helper']\nsys.path.insert(0, os.getcwd())\nimport course_helper\n"
+                                  "def w2_grad(h1, g):\n    return course_helper.w2(h1, g)", "course_helper")
+    assert "tampering: course_helper was imported from a file the notebook wrote" in evidence, evidence
 
 
 HONEST = {   # what the watch must not report: honest code, the tests' own use of the oracles, a correct stand-in

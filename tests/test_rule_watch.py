@@ -150,6 +150,13 @@ DISGUISED = {   # code the notebook wrote, loaded so that nothing the module say
     "a file run by runpy.run_path into the notebook's names": (
         "import runpy\nopen('helper.txt', 'w').write('def w2(h1, g):\\n    return h1.T @ g\\n')\n"
         "w2_grad = runpy.run_path('helper.txt')['w2']", "helper.txt"),
+    "a written module imported with os.path.exists and os.path.realpath rebound first": (
+        "import os, os.path, sys\n_e, _r = os.path.exists, os.path.realpath\n"
+        "os.path.exists, os.path.realpath = (lambda p: False), (lambda p: '/usr/lib/x.py')\n"
+        "open('rebound_helper.py', 'w').write('def w2(h1, g):\\n    return h1.T @ g\\n')\n"
+        "sys.path.insert(0, os.getcwd())\ntry:\n    import rebound_helper\nfinally:\n"
+        "    os.path.exists, os.path.realpath = _e, _r\n"
+        "def w2_grad(h1, g):\n    return rebound_helper.w2(h1, g)", "rebound_helper.py"),
     "code in a memfd, loaded through /proc/self/fd": (
         "import importlib.util, os\nfrom importlib.machinery import SourceFileLoader\n"
         "fd = os.memfd_create('helper')\nos.write(fd, b'def w2(h1, g):\\n    return h1.T @ g\\n')\n"
@@ -178,7 +185,7 @@ def test_code_the_import_system_read_from_the_notebooks_folder_is_seen_whatever_
     """Whatever a module says of itself, the file the import system opened (a loader's get_data, zipimport) is seen
     when it lies in the notebook's folder, in whichever cell it was imported."""
     answer, path = DISGUISED[name]
-    evidence = evidence_of(shell, answer, "tabnanny", "zipped_helper", "notes", "in_memory")
+    evidence = evidence_of(shell, answer, "tabnanny", "zipped_helper", "notes", "in_memory", "rebound_helper")
     where = path if path.startswith("/") else f"{path}, a file in the notebook's own folder"
     assert f"tampering: the import system read {where}" in evidence, evidence
 

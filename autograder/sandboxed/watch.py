@@ -52,6 +52,10 @@ _FOLDER: list[str] = []              # the notebook's working folder (resolved, 
 _INSTALLED: list[str] = []           # where the course's code is installed (resolved): Python's prefixes, the course
 _CODE_FROM_HERE: set[str] = set()    # what the import system read from elsewhere, said for a person
 _THREADS_BEFORE: set[int] = set()    # the Python threads there were before the student's code (watch_folder)
+# The functions the checks below call, bound when this module is imported, before any of the student's code: a cell
+# that rebinds os.path.exists or sys._current_frames changes nothing here (what they call in turn is not guarded).
+_exists, _realpath, _fsdecode, _frame = os.path.exists, os.path.realpath, os.fsdecode, sys._getframe
+_threads, _thread_ident = sys._current_frames, threading.get_ident
 
 
 def watch_folder(folder: str) -> None:
@@ -67,9 +71,9 @@ def watch_folder(folder: str) -> None:
 
 
 def _read_by_the_import_system(path: object, opener: str) -> None:
-    if opener not in IMPORT_SYSTEM or not isinstance(path, (str, bytes)) or not os.path.exists(path):
+    if opener not in IMPORT_SYSTEM or not isinstance(path, (str, bytes)) or not _exists(path):
         return   # not the import system, or a cached .pyc not written yet: no code read
-    real = os.path.realpath(os.fsdecode(path))
+    real = _realpath(_fsdecode(path))
     if real.startswith(_FOLDER[0]):
         _CODE_FROM_HERE.add(f"{real[len(_FOLDER[0]):]}, a file in the notebook's own folder")
     elif not real.startswith(tuple(_INSTALLED)):
@@ -79,8 +83,8 @@ def _read_by_the_import_system(path: object, opener: str) -> None:
 def _threads_of_the_notebook() -> list[int]:
     """The Python threads alive now that the student's code started (from a cell, a library it called, an executor
     of asyncio's or concurrent's): work handed to one of them runs where the profile hook never looks."""
-    calling = threading.get_ident()
-    return [ident for ident in sys._current_frames() if ident not in _THREADS_BEFORE and ident != calling]
+    calling = _thread_ident()
+    return [ident for ident in _threads() if ident not in _THREADS_BEFORE and ident != calling]
 
 
 def look_at_loaded() -> None:
@@ -383,7 +387,7 @@ def _audit(event: str, args: tuple) -> None:
     if event == "open" and _FOLDER:
         _in_hook[0] = True
         try:
-            _read_by_the_import_system(args[0] if args else None, sys._getframe(1).f_code.co_filename)
+            _read_by_the_import_system(args[0] if args else None, _frame(1).f_code.co_filename)
         finally:
             _in_hook[0] = False
         return
